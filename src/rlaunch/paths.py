@@ -1,0 +1,59 @@
+"""Where things live. Every path derives from an identity; none is set by hand.
+
+    {prefix}/{name}/{version}/              an artifact or a run (its root)
+    {run_root}/checkpoints/                 checkpoint root (global_step_N/, latest pointer)
+    {run_root}/export/                      HF-style export
+    {run_root}/attempts/                    one folder per submission attempt (logs, metrics)
+    {run_root}/terminal.json                terminal manifest, written last
+    {prefix}/_ledger/{name}/{version}.json  launch ledger record
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+STORE_ENV = "RLAUNCH_STORE"
+
+
+def default_store_prefix() -> str:
+    """`$RLAUNCH_STORE`, else `$XDG_CACHE_HOME/rlaunch/store` (`~/.cache/rlaunch/store`).
+
+    Resolved to an absolute path: what lands in a launch YAML never depends on `~`."""
+    configured = os.environ.get(STORE_ENV)
+    if configured:
+        return configured if "://" in configured else str(Path(configured).expanduser().resolve())
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(cache).expanduser().resolve() / "rlaunch" / "store")
+
+
+def join(prefix: str, *parts: str) -> str:
+    """Join with `/` whether the prefix is a local path or a URL (gs://, s3://, file://)."""
+    return "/".join([prefix.rstrip("/"), *parts])
+
+
+def artifact_root(prefix: str, name: str, version: str) -> str:
+    return join(prefix, name, version)
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    run_root: str
+    checkpoint_root: str
+    export_root: str
+    attempts_root: str
+    terminal_manifest: str
+    ledger_record: str
+
+
+def run_paths(prefix: str, name: str, version: str) -> RunPaths:
+    root = artifact_root(prefix, name, version)
+    return RunPaths(
+        run_root=root,
+        checkpoint_root=join(root, "checkpoints"),
+        export_root=join(root, "export"),
+        attempts_root=join(root, "attempts"),
+        terminal_manifest=join(root, "terminal.json"),
+        ledger_record=join(prefix, "_ledger", name, f"{version}.json"),
+    )

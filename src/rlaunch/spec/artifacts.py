@@ -1,0 +1,132 @@
+"""Artifacts: pinned Hugging Face repos, adopted URIs, and artifacts built by a builder.
+
+Every artifact has an identity `name@version`. Field *syntax* (40-hex revisions, calendar
+versions, sha256 digests, safe names) is checked by preflight rules with stable codes, not
+here, so that all problems of a spec are reported at once with their fix.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field
+
+from rlaunch.spec.base import SpecModel, fingerprint_of
+
+ArtifactKind = Literal["model", "tokenizer", "dataset"]
+
+
+class ModelFacts(SpecModel):
+    """Facts about a model that geometry checks need, declared beside its pin.
+
+    The materializing builder verifies them against the model's `config.json`.
+    """
+
+    num_attention_heads: int
+    """`num_attention_heads` in config.json; tensor parallel sizes must divide it."""
+    num_key_value_heads: int
+    """`num_key_value_heads` in config.json (GQA); equal to the heads for plain MHA."""
+    max_position_embeddings: int
+    """Context window in tokens: prompt + generation must fit in it."""
+    num_experts: int | None
+    """Routed experts for an MoE model; null for a dense model."""
+
+
+class HFModel(SpecModel):
+    """A Hugging Face model repo pinned at a commit, with its tokenizer pin."""
+
+    type: Literal["hf_model"]
+    name: str
+    version: str
+    repo_id: str
+    revision: str
+    """40-hex commit sha. Branches and tags (`main`, `v1`) move and are rejected."""
+    tokenizer_repo_id: str
+    tokenizer_revision: str
+    facts: ModelFacts
+
+    @property
+    def kind(self) -> ArtifactKind:
+        return "model"
+
+
+class HFDataset(SpecModel):
+    """A Hugging Face dataset repo pinned at a commit, one split."""
+
+    type: Literal["hf_dataset"]
+    name: str
+    version: str
+    repo_id: str
+    revision: str
+    split: str
+    rows: int | None
+    """Number of rows in the split when known (lets preflight check batch coverage)."""
+
+    @property
+    def kind(self) -> ArtifactKind:
+        return "dataset"
+
+
+class AdoptedArtifact(SpecModel):
+    """An existing object (a URI in an object store) registered by content checksum."""
+
+    type: Literal["adopted"]
+    name: str
+    version: str
+    kind: ArtifactKind
+    uri: str
+    sha256: str
+    facts: ModelFacts | None
+    """Required when kind is `model`."""
+    rows: int | None
+
+
+class BuiltArtifact(SpecModel):
+    """An artifact produced by a registered builder from a config and dependencies."""
+
+    type: Literal["built"]
+    name: str
+    version: str
+    kind: ArtifactKind
+    builder: str
+    """Builder plugin name (entry point group `rlaunch.builders`)."""
+    config: dict[str, Any]
+    deps: dict[str, "Artifact"]
+    facts: ModelFacts | None
+    """Required when kind is `model`."""
+    rows: int | None
+
+
+Artifact = Annotated[
+    Union[HFModel, HFDataset, AdoptedArtifact, BuiltArtifact], Field(discriminator="type")
+]
+BuiltArtifact.model_rebuild()
+
+# Fields that name an artifact rather than describe its content.
+_IDENTITY_FIELDS = ("name", "version")
+
+
+def identity(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact) -> str:
+    """`name@version`, the artifact's identity."""
+    return f"{artifact.name}@{artifact.version}"
+
+
+def fingerprint(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact) -> str:
+    """Hash of the artifact's canonical config and its dependencies' identities and
+    fingerprints. The name and version are identity, not content, so they are excluded;
+    where the artifact is stored is not part of the spec at all."""
+    content = artifact.model_dump(mode="json", exclude={"deps", *_IDENTITY_FIELDS})
+    if isinstance(artifact, BuiltArtifact):
+        content["deps"] = {
+            slot: {"identity": identity(dep), "fingerprint": fingerprint(dep)}
+            for slot, dep in sorted(artifact.deps.items())
+        }
+    return fingerprint_of(content)
+
+
+def walk(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact, path: str):
+    """Yield `(field_path, artifact)` for the artifact and, depth first, its dependencies."""
+    yield path, artifact
+    if isinstance(artifact, BuiltArtifact):
+        for slot, dep in sorted(artifact.deps.items()):
+            yield from walk(dep, f"{path}.deps.{slot}")

@@ -1,0 +1,101 @@
+"""Reading and writing RunSpec files (YAML or JSON): a public interface.
+
+Errors are collected, never raised one at a time: `SpecError.problems` lists every
+problem as `field.path: what is wrong (got value)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rlaunch.spec.run import RunSpec
+
+
+class SpecError(Exception):
+    """A spec file that cannot be read or does not match the schema."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: " + "; ".join(problems))
+
+    def render(self) -> str:
+        lines = [f"{self.source}: not a valid RunSpec ({len(self.problems)} problem(s))"]
+        lines += [f"  - {problem}" for problem in self.problems]
+        lines.append("  The format is documented in docs/spec-format.md.")
+        return "\n".join(lines)
+
+
+# Pydantic puts the chosen member of a tagged union into the error location.
+_UNION_TAGS = {"hf_model", "hf_dataset", "adopted", "built"}
+
+
+def _describe(error: dict[str, Any]) -> str:
+    # Union members show up as path elements named after the model; drop them so the
+    # path is the one a person writes in the file.
+    parts = [str(part) for part in error["loc"] if str(part) not in _UNION_TAGS]
+    path = ".".join(parts) or "<top level>"
+    kind = error["type"]
+    if kind == "union_tag_invalid":
+        path += ".type"
+    if kind == "extra_forbidden":
+        return f"{path}: unknown key (remove it or check its spelling)"
+    if kind == "missing":
+        return f"{path}: required key is missing (a run spec has no silent defaults)"
+    value = error.get("input")
+    shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{...}"
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return f"{path}: {error['msg']} (got {shown})"
+
+
+def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
+    """Validate plain data (a loaded YAML/JSON document) as a RunSpec."""
+    if not isinstance(data, dict):
+        raise SpecError(source, [f"the document must be a mapping, got {type(data).__name__}"])
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(source, [_describe(e) for e in err.errors()]) from None
+
+
+def loads_spec(text: str, source: str = "<spec>") -> RunSpec:
+    try:
+        data = yaml.safe_load(text)  # JSON is a subset of YAML 1.2 for our documents
+    except yaml.YAMLError as err:
+        raise SpecError(source, [f"not valid YAML/JSON: {err}"]) from None
+    return parse_spec(data, source)
+
+
+def load_spec(path: str | os.PathLike) -> RunSpec:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SpecError(str(path), [f"cannot read the file: {err.strerror}"]) from None
+    return loads_spec(text, str(path))
+
+
+def dumps_spec(spec: RunSpec, fmt: str = "yaml") -> str:
+    data = spec.model_dump(mode="json")
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False)
+
+
+def dump_spec(spec: RunSpec, path: str | os.PathLike) -> None:
+    """Write atomically; `.json` files as JSON, anything else as YAML."""
+    path = Path(path)
+    text = dumps_spec(spec, "json" if path.suffix == ".json" else "yaml")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,119 @@
+"""The role plan: who runs on which GPUs, with which parallelism and batch sizes.
+
+Every field is required: a role plan has no silent defaults. Derived sizes are properties,
+so they are never written down twice.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rlaunch.spec.base import SpecModel
+
+Strategy = Literal["fsdp", "megatron"]
+
+
+class PolicyRole(SpecModel):
+    num_nodes: int
+    num_gpus_per_node: int
+    tensor_parallel_size: int
+    """Megatron TP; 1 for FSDP."""
+    pipeline_parallel_size: int
+    """Megatron PP; 1 for FSDP."""
+    context_parallel_size: int
+    """Megatron CP; 1 for FSDP."""
+    expert_parallel_size: int
+    """Megatron EP (MoE); 1 for dense models and FSDP."""
+    expert_tensor_parallel_size: int
+    """Megatron ETP (MoE); 1 for dense models and FSDP."""
+    sequence_parallel_size: int
+    """FSDP (Ulysses) sequence parallel size; 1 for Megatron."""
+
+    @property
+    def world_size(self) -> int:
+        return self.num_nodes * self.num_gpus_per_node
+
+    @property
+    def model_parallel_size(self) -> int:
+        """TP x PP x CP: the GPUs holding one Megatron replica."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.context_parallel_size
+
+    def data_parallel_size(self, strategy: Strategy) -> int:
+        """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
+        divisor = self.model_parallel_size if strategy == "megatron" else self.sequence_parallel_size
+        return self.world_size // divisor if divisor > 0 else 0
+
+
+class AuxRole(SpecModel):
+    """A reference or critic role: its own GPUs, or colocated with the policy."""
+
+    colocated_with_policy: bool
+    num_nodes: int
+    num_gpus_per_node: int
+
+    @property
+    def world_size(self) -> int:
+        return self.num_nodes * self.num_gpus_per_node
+
+
+class RolloutRole(SpecModel):
+    num_engines: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel_size: int
+    """Inference EP; not a factor of the GPU count (EP spans the engine's DP x TP ranks)."""
+    backend: Literal["vllm", "sglang"]
+    weight_sync_backend: Literal["nccl", "gloo"]
+
+    @property
+    def gpus_per_engine(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    @property
+    def total_gpus(self) -> int:
+        return self.num_engines * self.gpus_per_engine
+
+
+class Placement(SpecModel):
+    colocate_all: bool
+    """Policy (and ref/critic) and rollout engines share the same GPUs, taking turns."""
+    colocate_policy_ref: bool
+    """The reference model shares the policy's GPUs."""
+
+
+class BatchPlan(SpecModel):
+    train_batch_size: int
+    """Prompts per training step."""
+    policy_mini_batch_size: int
+    """Prompts per policy optimizer step (train_batch_size / this = optimizer steps)."""
+    critic_mini_batch_size: int | None
+    """Prompts per critic optimizer step; null when there is no critic."""
+    micro_train_batch_size_per_gpu: int
+    """Sequences per forward/backward on one GPU (gradient accumulation unit)."""
+    micro_forward_batch_size_per_gpu: int
+    """Sequences per forward-only pass (log-probs of ref/old policy) on one GPU."""
+    n_samples_per_prompt: int
+    """Completions sampled per prompt (the GRPO group size)."""
+    eval_batch_size: int
+    """Prompts per evaluation batch."""
+
+
+class RolePlan(SpecModel):
+    strategy: Strategy
+    policy: PolicyRole
+    reference: AuxRole | None
+    """Null when no KL is used (no reference model needed)."""
+    critic: AuxRole | None
+    """Null unless the advantage estimator needs a value model (GAE)."""
+    rollout: RolloutRole
+    placement: Placement
+    batch: BatchPlan
+
+    @property
+    def policy_data_parallel_size(self) -> int:
+        return self.policy.data_parallel_size(self.strategy)
+
+    def geometry(self) -> dict:
+        """Everything about where roles run, without batch sizes: what a smoke must share."""
+        return self.model_dump(mode="json", exclude={"batch"})
