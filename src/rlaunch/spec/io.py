@@ -56,6 +56,11 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{path}: {error['msg']} (got {shown})"
 
 
+def validation_problems(err: ValidationError) -> list[str]:
+    """Every problem of a pydantic validation error, as `field.path: what is wrong`."""
+    return [_describe(e) for e in err.errors()]
+
+
 def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
     """Validate plain data (a loaded YAML/JSON document) as a RunSpec."""
     if not isinstance(data, dict):
@@ -63,7 +68,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
     try:
         return RunSpec.model_validate(data)
     except ValidationError as err:
-        raise SpecError(source, [_describe(e) for e in err.errors()]) from None
+        raise SpecError(source, validation_problems(err)) from None
 
 
 def loads_spec(text: str, source: str = "<spec>") -> RunSpec:

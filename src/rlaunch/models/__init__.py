@@ -1,0 +1,1 @@
+"""Tiny models for the smoke runtime: a char tokenizer and a small causal transformer."""

@@ -1,0 +1,164 @@
+"""The build record `_record.json`: what an artifact is, what it was built from, and its files.
+
+The record is written last. A payload without a record is not built; a record whose files are
+missing, resized or changed is corrupt, and reading it says which file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rlaunch.store.fs import StoreError
+
+RECORD_FILE = "_record.json"
+RECORD_SCHEMA_VERSION = 1
+_CHUNK = 1 << 20
+
+
+class _RecordModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FileEntry(_RecordModel):
+    path: str
+    """POSIX path relative to the artifact root."""
+    size: int
+    """Bytes."""
+    sha256: str
+    """Hex digest of the file's bytes (as `sha256sum` prints it)."""
+
+
+class DepRef(_RecordModel):
+    identity: str
+    fingerprint: str
+
+
+class Provenance(_RecordModel):
+    builder: str
+    """Builder name as the spec gives it (`sft_model`, `hf_snapshot`, `pkg.mod:Class`)."""
+    builder_class: str
+    """`module:Class` that ran."""
+    rlaunch_version: str
+    launcher_commit: str | None
+    """Git commit of the launching checkout; null outside a git checkout."""
+    built_at: str
+    """UTC time the payload was published, ISO 8601 with a `Z`."""
+    build_seconds: float
+
+
+class ArtifactRecord(_RecordModel):
+    schema_version: Literal[1]
+    identity: str
+    name: str
+    version: str
+    fingerprint: str
+    kind: str
+    type: str
+    deps: dict[str, DepRef]
+    config: dict[str, Any]
+    """The artifact's content as fingerprinted: its spec without name, version and deps."""
+    provenance: Provenance
+    files: list[FileEntry]
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(entry.size for entry in self.files)
+
+
+def parse_record(text: str, where: str) -> ArtifactRecord:
+    try:
+        return ArtifactRecord.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "<top level>"
+        raise StoreError(
+            f"{where}: not a valid build record ({field}: {first['msg']}); delete the artifact "
+            f"folder and build it again"
+        ) from None
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def scan_payload(root: Path) -> list[FileEntry]:
+    """Every regular file under `root` (the record itself excluded), sorted by path."""
+    entries: list[FileEntry] = []
+    for directory, subdirs, files in os.walk(root):
+        subdirs.sort()
+        for filename in files:
+            path = Path(directory, filename)
+            relative = path.relative_to(root).as_posix()
+            if relative == RECORD_FILE:
+                continue
+            entries.append(
+                FileEntry(path=relative, size=path.stat().st_size, sha256=sha256_file(path))
+            )
+    return sorted(entries, key=lambda entry: entry.path.encode())
+
+
+def manifest_sha256(entries: list[FileEntry]) -> str:
+    """Hex sha256 of a directory: the digest of its `sha256sum`-style manifest.
+
+    The manifest has one line `<hex>  <relative/posix/path>\\n` per regular file, sorted by the
+    path's UTF-8 bytes. Equivalent shell: `cd DIR && find . -type f -printf '%P\\0' |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum`."""
+    lines = "".join(f"{entry.sha256}  {entry.path}\n" for entry in entries)
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def directory_sha256(root: Path) -> str:
+    return manifest_sha256(scan_payload(root))
+
+
+def verify_local(root: Path, record: ArtifactRecord, *, where: str | None = None) -> None:
+    """Raise a StoreError naming every file under `root` that is missing, resized or changed
+    (`where` names the place in the message when `root` is a local copy of it)."""
+    problems: list[str] = []
+    for entry in record.files:
+        path = root / entry.path
+        if not path.is_file():
+            problems.append(f"{entry.path}: missing")
+            continue
+        size = path.stat().st_size
+        if size != entry.size:
+            problems.append(f"{entry.path}: {size} bytes, the record says {entry.size}")
+        elif (actual := sha256_file(path)) != entry.sha256:
+            problems.append(f"{entry.path}: sha256 {actual[:16]}..., the record says "
+                            f"{entry.sha256[:16]}...")
+    if problems:
+        raise StoreError(_corrupt(record, where or str(root), problems))
+
+
+def verify_sizes(listing: dict[str, int], root: str, record: ArtifactRecord) -> None:
+    """Like `verify_local` for an object store, from a listing `relative path -> size`."""
+    problems = []
+    for entry in record.files:
+        size = listing.get(entry.path)
+        if size is None:
+            problems.append(f"{entry.path}: missing")
+        elif size != entry.size:
+            problems.append(f"{entry.path}: {size} bytes, the record says {entry.size}")
+    if problems:
+        raise StoreError(_corrupt(record, root, problems))
+
+
+def _corrupt(record: ArtifactRecord, root: str, problems: list[str]) -> str:
+    listed = "; ".join(problems)
+    return (
+        f"{record.identity} at {root} does not match its record ({listed}); the payload changed "
+        f"after it was built: rebuild it with `rlaunch build FILE --force`"
+    )

@@ -1,0 +1,1 @@
+"""Tasks with verifiable rewards, sized for CPU smoke runs."""

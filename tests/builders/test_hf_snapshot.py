@@ -1,0 +1,229 @@
+"""hf_snapshot against a local Hub: the real huggingface_hub client talks HTTP to 127.0.0.1.
+
+The server answers what snapshot_download (huggingface_hub 2.4) asks for a pinned commit: the
+tree listing `/api/{models|datasets}/{repo}/tree/{rev}?recursive=True`, then per file a HEAD and
+a GET of `/{[datasets/]repo}/resolve/{rev}/{path}` with X-Repo-Commit, ETag and Content-Length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from rlaunch.builders import BuildError, build_artifact
+from rlaunch.spec.artifacts import HFDataset, HFModel
+
+MODEL_COMMIT = "1" * 40
+TOKENIZER_COMMIT = "2" * 40
+DATASET_COMMIT = "3" * 40
+CONFIG = {"model_type": "llama", "num_attention_heads": 16, "num_key_value_heads": 4,
+          "max_position_embeddings": 4096, "hidden_size": 64}
+REPOS: dict[tuple[str, str, str], dict[str, bytes]] = {
+    ("models", "org/tiny", MODEL_COMMIT): {
+        "config.json": json.dumps(CONFIG).encode(),
+        "model.safetensors": b"\x00weights" * 1000,
+        "tokenizer.json": b'{"model": "old"}',
+        "extra/notes.txt": b"nested file\n",
+    },
+    ("models", "org/tok", TOKENIZER_COMMIT): {
+        "tokenizer.json": b'{"model": "new"}',
+        "tokenizer_config.json": b"{}",
+        "model.safetensors": b"not wanted" * 100,
+    },
+    ("datasets", "org/data", DATASET_COMMIT): {
+        "main/train.parquet": b"PAR1 train rows",
+        "README.md": b"# data\n",
+    },
+}
+
+
+class HubHandler(BaseHTTPRequestHandler):
+    requests_seen: ClassVar[list[tuple[str, str, str | None]]] = []
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def _answer(self, *, body: bool) -> None:
+        path = unquote(urlsplit(self.path).path)
+        self.requests_seen.append((self.command, path, self.headers.get("authorization")))
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 6 and parts[4] == "tree":
+            self._tree(parts[1], f"{parts[2]}/{parts[3]}", parts[5], body)
+            return
+        kind = "models"
+        if parts[0] == "datasets":
+            kind, parts = "datasets", parts[1:]
+        if len(parts) >= 5 and parts[2] == "resolve":
+            self._file(kind, f"{parts[0]}/{parts[1]}", parts[3], "/".join(parts[4:]), body)
+            return
+        self._error(404, "RepoNotFound", "not a route of this hub", body)
+
+    def _tree(self, kind: str, repo: str, revision: str, body: bool) -> None:
+        files = REPOS.get((kind, repo, revision))
+        if files is None:
+            known = any(key[:2] == (kind, repo) for key in REPOS)
+            code = "RevisionNotFound" if known else "RepoNotFound"
+            self._error(404, code, f"Invalid rev id: {revision}", body)
+            return
+        listing = []
+        folders = sorted({name.rsplit("/", 1)[0] for name in files if "/" in name})
+        for folder in folders:
+            listing.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": folder})
+        for name, content in sorted(files.items()):
+            listing.append({"type": "file", "oid": hashlib.sha1(content).hexdigest(),
+                            "size": len(content), "path": name})
+        self._send(200, json.dumps(listing).encode(), {"Content-Type": "application/json"}, body)
+
+    def _file(self, kind: str, repo: str, revision: str, name: str, body: bool) -> None:
+        content = REPOS.get((kind, repo, revision), {}).get(name)
+        if content is None:
+            self._error(404, "EntryNotFound", f"{name} not found", body)
+            return
+        headers = {"X-Repo-Commit": revision,
+                   "ETag": f'"{hashlib.sha1(content).hexdigest()}"',
+                   "Content-Type": "application/octet-stream"}
+        self._send(200, content, headers, body)
+
+    def _error(self, status: int, code: str, message: str, body: bool) -> None:
+        payload = json.dumps({"error": message}).encode()
+        self._send(status, payload, {"X-Error-Code": code, "X-Error-Message": message,
+                                     "Content-Type": "application/json"}, body)
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str], body: bool) -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if body:
+            self.wfile.write(payload)
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, str | None]]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HubHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    HubHandler.requests_seen = []
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        yield HubHandler.requests_seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+def model(**changes: object) -> HFModel:
+    fields = {
+        "type": "hf_model", "name": "tiny", "version": "2026.01.01", "repo_id": "org/tiny",
+        "revision": MODEL_COMMIT, "tokenizer_repo_id": "org/tiny",
+        "tokenizer_revision": MODEL_COMMIT,
+        "facts": {"num_attention_heads": 16, "num_key_value_heads": 4,
+                  "max_position_embeddings": 4096, "num_experts": None},
+    }
+    fields.update(changes)
+    return HFModel.model_validate(fields)
+
+
+def test_a_pinned_model_is_downloaded_verified_and_then_reused(hub, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    result = build_artifact(model(), store, log=quiet)
+    root = tmp_path / "store" / "tiny" / "2026.01.01"
+    assert result.local_path == root
+    assert [entry.path for entry in result.record.files] == [
+        "config.json", "extra/notes.txt", "model.safetensors", "tokenizer.json"
+    ]
+    assert (root / "model.safetensors").read_bytes() == b"\x00weights" * 1000
+    assert not (root / ".cache").exists()
+    assert result.record.provenance.builder == "hf_snapshot"
+    assert ("GET", f"/api/models/org/tiny/tree/{MODEL_COMMIT}", "Bearer hf_test_token") in hub
+    assert ("GET", f"/org/tiny/resolve/{MODEL_COMMIT}/config.json",
+            "Bearer hf_test_token") in hub
+    requests_after_first = len(hub)
+    again = build_artifact(model(), store, log=quiet)
+    assert again.built == [] and len(hub) == requests_after_first
+
+
+def test_an_unknown_revision_is_a_clear_error(hub, tmp_path: Path) -> None:
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(BuildError) as raised:
+        build_artifact(model(revision=missing), str(tmp_path / "store"), log=quiet)
+    assert str(raised.value).startswith(
+        f"tiny@2026.01.01: revision {missing} does not exist in model repo org/tiny at "
+        f"http://127.0.0.1:"
+    )
+    assert str(raised.value).endswith("; pin a commit sha from the repo's history")
+    assert not (tmp_path / "store" / "tiny" / "2026.01.01").exists()
+
+
+def test_a_facts_mismatch_names_the_field_and_both_values(hub, tmp_path: Path) -> None:
+    wrong = model(facts={"num_attention_heads": 12, "num_key_value_heads": 4,
+                         "max_position_embeddings": 32768, "num_experts": None})
+    with pytest.raises(BuildError) as raised:
+        build_artifact(wrong, str(tmp_path / "store"), log=quiet)
+    message = str(raised.value)
+    assert message.startswith("tiny@2026.01.01: the declared facts do not match the model:")
+    source = f"config.json of org/tiny@{MODEL_COMMIT}"
+    assert (f"  - facts.num_attention_heads: declared 12, but {source} has "
+            f"num_attention_heads = 16") in message
+    assert (f"  - facts.max_position_embeddings: declared 32768, but {source} has "
+            f"max_position_embeddings = 4096") in message
+    assert "num_key_value_heads" not in message
+    assert not (tmp_path / "store" / "tiny" / "2026.01.01").exists()
+
+
+def test_a_tokenizer_pinned_elsewhere_is_fetched_into_tokenizer(hub, tmp_path: Path) -> None:
+    artifact = model(tokenizer_repo_id="org/tok", tokenizer_revision=TOKENIZER_COMMIT)
+    result = build_artifact(artifact, str(tmp_path / "store"), log=quiet)
+    assert (result.local_path / "tokenizer" / "tokenizer.json").read_bytes() == b'{"model": "new"}'
+    assert (result.local_path / "tokenizer" / "tokenizer_config.json").exists()
+    assert not (result.local_path / "tokenizer" / "model.safetensors").exists()
+    assert (result.local_path / "tokenizer.json").read_bytes() == b'{"model": "old"}'
+
+
+def test_a_dataset_is_downloaded_from_the_dataset_routes(hub, tmp_path: Path) -> None:
+    dataset = HFDataset.model_validate({
+        "type": "hf_dataset", "name": "data", "version": "2026.01.01", "repo_id": "org/data",
+        "revision": DATASET_COMMIT, "split": "train", "rows": None,
+    })
+    result = build_artifact(dataset, str(tmp_path / "store"), log=quiet)
+    assert (result.local_path / "main" / "train.parquet").read_bytes() == b"PAR1 train rows"
+    assert ("HEAD", f"/datasets/org/data/resolve/{DATASET_COMMIT}/README.md",
+            "Bearer hf_test_token") in hub
+
+
+def test_a_branch_name_is_refused_before_any_request(hub, tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="revision 'main' of org/tiny is not a 40-hex commit"):
+        build_artifact(model(revision="main"), str(tmp_path / "store"), log=quiet)
+    assert hub == []
+
+
+
+def test_a_missing_repo_says_to_check_the_token(hub, tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match=r"^tiny@2026\.01\.01: model repo org/none at "
+                                         r"http://127\.0\.0\.1:\d+ was not found, or it is "
+                                         r"private and HF_TOKEN is not set"):
+        build_artifact(model(repo_id="org/none"), str(tmp_path / "store"), log=quiet)
+
