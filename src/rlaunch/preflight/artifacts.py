@@ -1,0 +1,208 @@
+"""Artifacts: pins, checksums, typed handoffs, model facts, identities, dev dependencies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
+from rlaunch.spec.artifacts import AdoptedArtifact, BuiltArtifact, HFDataset, HFModel, fingerprint
+
+# What each slot of a run accepts: a tokenizer may come from a model repo.
+SLOT_KINDS = {
+    "model": ("model",),
+    "tokenizer": ("tokenizer", "model"),
+    "reference_model": ("model",),
+    "critic_model": ("model",),
+    "train_data": ("dataset",),
+    "eval_data": ("dataset",),
+}
+ADOPTED_DATA = {
+    "type": "adopted", "name": "gsm8k-train", "version": "2026.11.01", "kind": "dataset",
+    "uri": "rlaunch-data/gsm8k/train.parquet", "sha256": "d41d8cd98f00b204e9800998ecf8427e",
+    "facts": None, "rows": 7473,
+}
+ADOPTED_MODEL = {
+    "type": "adopted", "name": "qwen2.5-1.5b-sft", "version": "2026.11.01", "kind": "model",
+    "uri": "gs://rlaunch-example/models/qwen2.5-1.5b-sft",
+    "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "facts": None, "rows": None,
+}
+
+
+def _commit_problem(value: str) -> str:
+    if HEX.fullmatch(value) is None:
+        return "is a branch or tag name, not a commit: it moves"
+    if len(value) != 40:
+        return f"is not a full commit sha ({len(value)} hex characters, 40 needed)"
+    return "has upper-case hex; write the sha in lower case"
+
+
+@rule(
+    "ART001",
+    "Every Hugging Face revision and tokenizer revision is a 40-hex commit sha.",
+    example=Example(edits={"model.revision": "main"}),
+)
+def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
+    for path, artifact in check.artifacts:
+        fields: tuple[str, ...]
+        if isinstance(artifact, HFModel):
+            fields = ("revision", "tokenizer_revision")
+        elif isinstance(artifact, HFDataset):
+            fields = ("revision",)
+        else:
+            continue
+        for name in fields:
+            value = getattr(artifact, name)
+            if COMMIT.fullmatch(value) is None:
+                repo = artifact.tokenizer_repo_id if name == "tokenizer_revision" \
+                    else artifact.repo_id
+                yield error(
+                    "ART001", (f"{path}.{name}",),
+                    f"{path}.{name} {value!r} {_commit_problem(value)}",
+                    f"Pin {path}.{name} to the 40-hex commit sha of {repo} you mean (the Hub"
+                    " shows it under 'Files and versions' > 'History').",
+                )
+
+
+@rule(
+    "ART002",
+    "An adopted artifact has a 64-hex sha256 and a URI with a scheme.",
+    example=Example(edits={"train_data": ADOPTED_DATA}),
+)
+def adopted_checksummed(check: Check) -> Iterator[Finding]:
+    for path, artifact in check.artifacts:
+        if not isinstance(artifact, AdoptedArtifact):
+            continue
+        if SHA256.fullmatch(artifact.sha256) is None:
+            yield error(
+                "ART002", (f"{path}.sha256",),
+                f"{path}.sha256 {artifact.sha256!r} is not a sha256 digest (64 lower-case hex)",
+                f"Set {path}.sha256 to the sha256 of the object's content"
+                " (`sha256sum`, 64 hex characters).",
+            )
+        if URI_SCHEME.fullmatch(artifact.uri) is None:
+            yield error(
+                "ART002", (f"{path}.uri",),
+                f"{path}.uri {artifact.uri!r} has no scheme (gs://, s3://, file://, hf://)",
+                f"Write {path}.uri as a full URI, e.g. gs://bucket/path.",
+            )
+
+
+@rule(
+    "ART003",
+    "Typed handoffs: each slot takes the artifact kind it consumes.",
+    example=Example(edits={"eval_data": ADOPTED_MODEL}),
+)
+def typed_handoffs(check: Check) -> Iterator[Finding]:
+    for slot, artifact in check.slots.items():
+        accepted = SLOT_KINDS[slot]
+        if artifact.kind not in accepted:
+            yield error(
+                "ART003", (slot,),
+                f"{slot} takes a {' or '.join(accepted)}, but {artifact.name}@{artifact.version}"
+                f" is a {artifact.kind}",
+                f"Put a {accepted[0]} artifact in {slot}.",
+            )
+
+
+@rule(
+    "ART004",
+    "Every model-kind artifact declares its facts, with positive counts and whole GQA groups.",
+    example=Example(edits={"model": ADOPTED_MODEL}),
+)
+def model_facts_present(check: Check) -> Iterator[Finding]:
+    for path, artifact in check.artifacts:
+        if artifact.kind != "model":
+            continue
+        facts = artifact.facts
+        if facts is None:
+            yield error(
+                "ART004", (f"{path}.facts",),
+                f"{path} {artifact.name}@{artifact.version} is a model but {path}.facts is null",
+                f"Declare {path}.facts (num_attention_heads, num_key_value_heads,"
+                " max_position_embeddings, num_experts) from the model's config.json.",
+            )
+            continue
+        counts = [
+            ("num_attention_heads", facts.num_attention_heads),
+            ("num_key_value_heads", facts.num_key_value_heads),
+            ("max_position_embeddings", facts.max_position_embeddings),
+        ]
+        if facts.num_experts is not None:
+            counts.append(("num_experts", facts.num_experts))
+        bad = [(name, value) for name, value in counts if value < 1]
+        for name, value in bad:
+            yield error(
+                "ART004", (f"{path}.facts.{name}",),
+                f"{path}.facts.{name} is {value}; model facts must be at least 1",
+                f"Copy {name} from the model's config.json.",
+            )
+        heads, kv = facts.num_attention_heads, facts.num_key_value_heads
+        if not bad and heads % kv:
+            yield error(
+                "ART004",
+                (f"{path}.facts.num_attention_heads", f"{path}.facts.num_key_value_heads"),
+                f"{path}.facts.num_attention_heads {heads} is not a multiple of"
+                f" num_key_value_heads {kv} ({heads} % {kv} = {heads % kv})",
+                "Copy both head counts from the model's config.json.",
+            )
+
+
+@rule(
+    "ART005",
+    "An identity name@version names one artifact (one fingerprint) across the spec.",
+    example=Example(edits={"eval_data.name": "gsm8k-train"}),
+)
+def unique_identities(check: Check) -> Iterator[Finding]:
+    # Each distinct artifact behind an identity is reported once, against the first one seen.
+    seen: dict[str, list[tuple[str, Any]]] = {}
+    for path, artifact in check.artifacts:
+        identity = f"{artifact.name}@{artifact.version}"
+        known = seen.setdefault(identity, [])
+        if any(other is artifact or other == artifact for _, other in known):
+            continue
+        known.append((path, artifact))
+        if len(known) == 1:
+            continue
+        first_path, first = known[0]
+        yield error(
+            "ART005", (first_path, path),
+            f"{identity} names two different artifacts: {first_path} ({fingerprint(first)})"
+            f" and {path} ({fingerprint(artifact)})",
+            f"Give one of them another name or version; {identity} must always mean the same"
+            " content.",
+        )
+
+
+@rule(
+    "ART006",
+    "Nothing calendar-versioned (the run or an artifact) depends on a dev artifact.",
+    example=Example(edits={"model.version": "dev"}),
+)
+def no_dev_under_calendar(check: Check) -> Iterator[Finding]:
+    spec = check.spec
+    if is_calendar(spec.version):
+        for slot, artifact in check.slots.items():
+            if is_dev(artifact.version):
+                yield error(
+                    "ART006", ("version", f"{slot}.version"),
+                    f"the run {spec.identity} is calendar-versioned (immutable) but {slot}"
+                    f" {artifact.name}@{artifact.version} is a dev version that changes under it",
+                    f"Pin {slot} to a calendar version, or give the run a dev version.",
+                )
+    for path, artifact in check.artifacts:
+        if not isinstance(artifact, BuiltArtifact) or not is_calendar(artifact.version):
+            continue
+        for dep_slot, dep in sorted(artifact.deps.items()):
+            if is_dev(dep.version):
+                yield error(
+                    "ART006", (f"{path}.version", f"{path}.deps.{dep_slot}.version"),
+                    f"{path} {artifact.name}@{artifact.version} is calendar-versioned but"
+                    f" depends on {path}.deps.{dep_slot} {dep.name}@{dep.version}, a dev version",
+                    f"Pin {path}.deps.{dep_slot} to a calendar version, or make {path} dev.",
+                )
+

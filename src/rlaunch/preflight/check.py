@@ -1,0 +1,205 @@
+"""What a rule sees: the spec, the world (world scope only) and derived sizes computed once.
+
+Derived sizes are None when they are undefined (a non-positive count, a world that does not
+divide); the rule that owns that problem reports it and the rules that depend on the size skip.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from rlaunch.preflight.world import World
+from rlaunch.spec.artifacts import Artifact, ModelFacts
+from rlaunch.spec.roleplan import AuxRole
+from rlaunch.spec.run import RunSpec
+
+POLICY_COUNTS = (
+    "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
+    "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
+    "sequence_parallel_size",
+)
+AUX_COUNTS = ("num_nodes", "num_gpus_per_node")
+ROLLOUT_COUNTS = (
+    "num_engines", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+    "expert_parallel_size",
+)
+ALLOCATION_COUNTS = ("num_nodes", "gpus_per_node")
+BATCH_COUNTS = (
+    "train_batch_size", "policy_mini_batch_size", "micro_train_batch_size_per_gpu",
+    "micro_forward_batch_size_per_gpu", "n_samples_per_prompt", "eval_batch_size",
+)
+
+
+T = TypeVar("T")
+
+
+class cached_property(Generic[T]):  # noqa: N801 - used like functools.cached_property
+    """functools.cached_property without its per-access lock (Python 3.11 takes one on the
+    first access of every instance, which costs more than most rules). A Check is used by one
+    thread."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, instance: Any, owner: type | None = None) -> T:
+        if instance is None:
+            return self  # type: ignore[return-value]
+        value = self.compute(instance)
+        instance.__dict__[self.name] = value  # later reads find the plain attribute
+        return value
+
+
+class Check:
+    """One spec under preflight. Rules read `spec`, `world` and the cached derived values."""
+
+    def __init__(self, spec: RunSpec, world: World | None = None) -> None:
+        self.spec = spec
+        self.world = world
+
+    @cached_property
+    def artifacts(self) -> list[tuple[str, Artifact]]:
+        """`(field_path, artifact)` of every artifact, dependencies included (RunSpec.artifacts)."""
+        return list(self.spec.artifacts())
+
+    @cached_property
+    def slots(self) -> dict[str, Artifact]:
+        return self.spec.slots()
+
+    # -- counts ---------------------------------------------------------------------------------
+
+    @cached_property
+    def nonpositive_role_counts(self) -> list[tuple[str, int]]:
+        """`(path, value)` of every role-plan and allocation count below 1."""
+        plan = self.spec.role_plan
+        found: list[tuple[str, int]] = []
+        groups: list[tuple[str, object, tuple[str, ...]]] = [
+            ("role_plan.policy", plan.policy, POLICY_COUNTS),
+            ("role_plan.rollout", plan.rollout, ROLLOUT_COUNTS),
+            ("execution.allocation", self.spec.execution.allocation, ALLOCATION_COUNTS),
+        ]
+        if plan.reference is not None:
+            groups.append(("role_plan.reference", plan.reference, AUX_COUNTS))
+        if plan.critic is not None:
+            groups.append(("role_plan.critic", plan.critic, AUX_COUNTS))
+        for prefix, section, names in groups:
+            for name in names:
+                value = getattr(section, name)
+                if value < 1:
+                    found.append((f"{prefix}.{name}", value))
+        return found
+
+    @cached_property
+    def roles_ok(self) -> bool:
+        return not self.nonpositive_role_counts
+
+    @cached_property
+    def nonpositive_batch_counts(self) -> list[tuple[str, int]]:
+        batch = self.spec.role_plan.batch
+        found = [
+            (f"role_plan.batch.{name}", getattr(batch, name))
+            for name in BATCH_COUNTS
+            if getattr(batch, name) < 1
+        ]
+        if batch.critic_mini_batch_size is not None and batch.critic_mini_batch_size < 1:
+            found.append(("role_plan.batch.critic_mini_batch_size", batch.critic_mini_batch_size))
+        return found
+
+    @cached_property
+    def batch_ok(self) -> bool:
+        return self.roles_ok and not self.nonpositive_batch_counts
+
+    # -- algorithm ------------------------------------------------------------------------------
+
+    @cached_property
+    def use_kl(self) -> bool:
+        kl = self.spec.algorithm.kl
+        return kl.use_kl_loss or kl.use_kl_in_reward
+
+    @cached_property
+    def facts(self) -> ModelFacts | None:
+        """The policy model's facts when present and usable (every count positive)."""
+        facts = getattr(self.spec.model, "facts", None)
+        if facts is None:
+            return None
+        usable = (
+            facts.num_attention_heads > 0
+            and facts.num_key_value_heads > 0
+            and facts.max_position_embeddings > 0
+            and (facts.num_experts is None or facts.num_experts > 0)
+        )
+        return facts if usable else None
+
+    # -- data parallel sizes ----------------------------------------------------------------------
+
+    def _dp_divisor(self) -> int:
+        plan = self.spec.role_plan
+        if plan.strategy == "megatron":
+            return plan.policy.model_parallel_size
+        return plan.policy.sequence_parallel_size
+
+    def dp_equation(self, role: str, world: int) -> str:
+        """`policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)`: how a role's DP is derived."""
+        policy = self.spec.role_plan.policy
+        divisor = self._dp_divisor()
+        if self.spec.role_plan.strategy == "megatron":
+            how = (
+                f"(TP {policy.tensor_parallel_size} x PP {policy.pipeline_parallel_size}"
+                f" x CP {policy.context_parallel_size})"
+            )
+        else:
+            how = f"SP {policy.sequence_parallel_size}"
+        return f"{role} DP {world // divisor} = world {world} / {how}"
+
+    def _dp_of(self, world: int) -> int | None:
+        if not self.roles_ok:
+            return None
+        divisor = self._dp_divisor()
+        return world // divisor if world % divisor == 0 else None
+
+    @cached_property
+    def policy_dp(self) -> int | None:
+        """Policy DP when the policy world divides into whole replicas, else None."""
+        return self._dp_of(self.spec.role_plan.policy.world_size)
+
+    def _aux_dp(self, role: AuxRole | None) -> int | None:
+        return None if role is None else self._dp_of(role.world_size)
+
+    @cached_property
+    def reference_dp(self) -> int | None:
+        """Reference DP when the reference is used (KL) and its world divides, else None.
+
+        The reference runs the policy's model parallelism (TP x PP x CP, or SP)."""
+        return self._aux_dp(self.spec.role_plan.reference) if self.use_kl else None
+
+    @cached_property
+    def critic_dp(self) -> int | None:
+        return self._aux_dp(self.spec.role_plan.critic)
+
+    def lcm_terms(self, *, with_critic: bool) -> list[tuple[str, int]]:
+        """`(name, DP)` of the enabled trainer roles, for SkyRL's lcm of DP sizes."""
+        terms = [("policy DP", self.policy_dp or 0)]
+        if self.spec.role_plan.critic is not None and with_critic:
+            terms.append(("critic DP", self.critic_dp or 0))
+        if self.use_kl and self.spec.role_plan.reference is not None:
+            terms.append(("reference DP", self.reference_dp or 0))
+        return terms
+
+    @staticmethod
+    def lcm_equation(terms: list[tuple[str, int]]) -> str:
+        """`lcm(policy DP 8, reference DP 8) = 8`."""
+        shown = ", ".join(f"{name} {dp}" for name, dp in terms)
+        return f"lcm({shown}) = {math.lcm(*(dp for _, dp in terms))}"
+
+    # -- paths ------------------------------------------------------------------------------------
+
+    @cached_property
+    def store_prefix(self) -> str | None:
+        """The spec's store prefix, else the world's (None at spec scope)."""
+        declared = self.spec.execution.store_prefix
+        if declared is not None:
+            return declared
+        return self.world.store_prefix if self.world is not None else None

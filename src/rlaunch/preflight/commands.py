@@ -1,0 +1,105 @@
+"""`rlaunch rules` and `rlaunch preflight SPEC...`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import click
+
+from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
+from rlaunch.preflight.report import format_json, format_text, spec_report
+from rlaunch.preflight.runner import run_preflight
+from rlaunch.preflight.world import World, current_world
+from rlaunch.spec.io import SpecError, load_spec
+from rlaunch.spec.run import RunSpec
+
+EXIT_CLEAN, EXIT_ERRORS, EXIT_INVALID = 0, 1, 2
+
+
+def with_ledger(world: World, spec: RunSpec) -> World:
+    """The world with the launch ledger of the spec's store (read only): launched records,
+    checkpoint runtimes and smoke results, as the launch itself sees them."""
+    from rlaunch.ledger import Ledger, LedgerError
+
+    prefix = spec.execution.store_prefix or world.store_prefix
+    try:
+        ledger = Ledger(prefix)
+    except LedgerError as err:
+        failure = err
+
+        # The world rules that read the ledger then report this as PRE000, naming the store.
+        def unreadable(*args: str) -> None:
+            raise failure
+
+        return replace(world, ledger=unreadable, checkpoint_runtime=unreadable,
+                       smoke_record=unreadable, store_prefix=prefix)
+    return replace(
+        world, ledger=ledger.launched_record, checkpoint_runtime=ledger.checkpoint_runtime,
+        smoke_record=ledger.smoke_result, store_prefix=ledger.prefix,
+    )
+
+
+@click.command("rules")
+@click.option(
+    "--format", "output_format", type=click.Choice(["table", "markdown", "json"]),
+    default="table", show_default=True,
+    help="markdown is docs/rules.md, with a real example finding for every rule.",
+)
+def rules(output_format: str) -> None:
+    """List every preflight rule: code, family, scope (spec or world) and what it checks."""
+    if output_format == "markdown":
+        click.echo(rules_markdown(), nl=False)
+    elif output_format == "json":
+        click.echo(rules_json(), nl=False)
+    else:
+        click.echo(rules_table(), nl=False)
+
+
+@click.command("preflight")
+@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
+@click.option(
+    "--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+    show_default=True,
+    help='json: {"specs": [{"source", "identity", "valid", "errors", "warnings", "findings"}]}.',
+)
+@click.option(
+    "--scope", type=click.Choice(["spec", "all"]), default="spec", show_default=True,
+    help="spec: rules decided by the spec alone. all: also world rules (this environment, the"
+    " git state of the current directory, the store's ledger and checkpoint roots).",
+)
+def preflight(specs: tuple[str, ...], output_format: str, scope: str) -> None:
+    """Preflight RunSpec files (YAML or JSON): report every finding of every spec.
+
+    Exit status: 0 when no spec has an error (warnings are allowed), 1 when a spec has an
+    error finding, 2 when a spec cannot be read or is not a valid RunSpec (the others are
+    still reported).
+    """
+    world: World | None = current_world() if scope == "all" else None
+    reports: list[dict[str, Any]] = []
+    texts: list[str] = []
+    invalid = refused = 0
+    for source in specs:
+        try:
+            spec = load_spec(source)
+        except SpecError as err:
+            invalid += 1
+            reports.append(spec_report(source, None, [], err.problems))
+            texts.append(err.render() + "\n")
+            continue
+        if world is None:
+            findings = run_preflight(spec)
+        else:
+            findings = run_preflight(spec, scope="all", world=with_ledger(world, spec))
+        refused += any(finding.is_error for finding in findings)
+        reports.append(spec_report(source, spec.identity, findings))
+        texts.append(format_text(findings, source, spec.identity))
+    if output_format == "json":
+        click.echo(format_json(reports), nl=False)
+    else:
+        click.echo("\n".join(texts), nl=False)
+        if len(specs) > 1:
+            clean = len(specs) - invalid - refused
+            click.echo(f"\n{len(specs)} specs: {clean} ok, {refused} refused, {invalid} invalid")
+    status = EXIT_INVALID if invalid else EXIT_ERRORS if refused else EXIT_CLEAN
+    click.get_current_context().exit(status)

@@ -1,0 +1,208 @@
+"""Execution: executor, credentials (by name), W&B identity, limits, export policy, host."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+from rlaunch.plugins import registered
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.syntax import ENV_NAME
+
+
+@lru_cache(maxsize=1)
+def registered_executors() -> tuple[str, ...]:
+    # Entry-point discovery scans installed metadata; once per process is enough.
+    return tuple(sorted(registered("rlaunch.executors")))
+
+
+@rule(
+    "EXEC001",
+    "The executor is a registered executor plugin.",
+    example=Example(edits={"execution.executor": "slurm"}),
+)
+def executor_registered(check: Check) -> Iterator[Finding]:
+    executor = check.spec.execution.executor
+    known = registered_executors()
+    if executor not in known:
+        yield error(
+            "EXEC001", ("execution.executor",),
+            f"execution.executor {executor!r} is not a registered executor ({', '.join(known)})",
+            "Use a registered executor, or install the plugin that provides it (entry point"
+            " group rlaunch.executors).",
+        )
+
+
+@rule(
+    "EXEC002",
+    "ray needs an http(s) address, iris a cluster, local the sim accelerator.",
+    example=Example(edits={"execution.executor": "iris"}),
+)
+def executor_target(check: Check) -> Iterator[Finding]:
+    execution = check.spec.execution
+    if execution.executor == "ray":
+        address = execution.address
+        if address is None or not address.startswith(("http://", "https://")):
+            shown = "null" if address is None else repr(address)
+            yield error(
+                "EXEC002", ("execution.address", "execution.executor"),
+                "execution.executor ray needs the Ray Jobs API address (http://host:8265), but"
+                f" execution.address is {shown}",
+                "Set execution.address to the dashboard URL, e.g. http://head-node:8265.",
+            )
+    elif execution.executor == "iris" and not execution.cluster:
+        yield error(
+            "EXEC002", ("execution.cluster", "execution.executor"),
+            "execution.executor iris needs execution.cluster, but it is null",
+            "Set execution.cluster to the Iris cluster name.",
+        )
+    elif execution.executor == "local" and execution.allocation.accelerator != "sim":
+        yield error(
+            "EXEC002", ("execution.allocation.accelerator", "execution.executor"),
+            f"execution.executor local simulates GPUs, but execution.allocation.accelerator is"
+            f" {execution.allocation.accelerator!r}",
+            "Set execution.allocation.accelerator to sim for the local executor, or submit to"
+            " a cluster with executor ray or iris.",
+        )
+
+
+@rule(
+    "EXEC003",
+    "Credentials are environment variable names ([A-Z_][A-Z0-9_]*), never values.",
+    example=Example(edits={"execution.credentials": ["hf_0123456789abcdefghijklmnop"]}),
+)
+def credential_names(check: Check) -> Iterator[Finding]:
+    for index, name in enumerate(check.spec.execution.credentials):
+        if ENV_NAME.fullmatch(name) is None:
+            # The string may be a pasted secret: describe it, never print it.
+            yield error(
+                "EXEC003", (f"execution.credentials.{index}",),
+                f"execution.credentials[{index}] (a {len(name)}-character string, not shown in"
+                " case it is a secret) is not an environment variable name [A-Z_][A-Z0-9_]*",
+                "List the NAME of the variable that holds the secret (e.g. HF_TOKEN); if a"
+                " secret value was pasted here, rotate it.",
+            )
+
+
+@rule(
+    "EXEC004",
+    "Every credential is set in the launching environment (checked by name).",
+    scope="world",
+    example=Example(edits={"execution.credentials": ["HF_TOKEN"]}, world={"env": {}}),
+)
+def credentials_present(check: Check) -> Iterator[Finding]:
+    world = check.world
+    if world is None:
+        return
+    for index, name in enumerate(check.spec.execution.credentials):
+        if ENV_NAME.fullmatch(name) is not None and not world.env.get(name):
+            yield error(
+                "EXEC004", (f"execution.credentials.{index}",),
+                f"credential {name} (execution.credentials[{index}]) is not set in the launching"
+                " environment",
+                f"Export {name} before launching, or remove it from execution.credentials.",
+            )
+
+
+@rule(
+    "EXEC005",
+    "logger wandb needs execution.wandb (entity, project) and WANDB_API_KEY in credentials.",
+    example=Example(edits={"logger": "wandb"}),
+)
+def wandb_identity(check: Check) -> Iterator[Finding]:
+    spec = check.spec
+    wandb = spec.execution.wandb
+    if spec.logger != "wandb":
+        if wandb is not None:
+            yield warning(
+                "EXEC005", ("execution.wandb", "logger"),
+                f"execution.wandb is set but logger is {spec.logger}, so nothing goes to W&B",
+                "Set logger to wandb, or execution.wandb to null.",
+            )
+        return
+    if wandb is None:
+        yield error(
+            "EXEC005", ("execution.wandb", "logger"),
+            "logger wandb needs execution.wandb (entity and project), but it is null",
+            "Set execution.wandb to {entity: <team>, project: <project>}.",
+        )
+    else:
+        for field in ("entity", "project"):
+            if not getattr(wandb, field).strip():
+                yield error(
+                    "EXEC005", (f"execution.wandb.{field}",),
+                    f"logger wandb needs execution.wandb.{field}, but it is empty",
+                    f"Set execution.wandb.{field}.",
+                )
+    if "WANDB_API_KEY" not in spec.execution.credentials:
+        yield error(
+            "EXEC005", ("execution.credentials", "logger"),
+            "logger wandb needs WANDB_API_KEY among execution.credentials",
+            "Add WANDB_API_KEY to execution.credentials (the name; its value stays in your"
+            " environment).",
+        )
+
+
+@rule(
+    "EXEC006",
+    "timeout_minutes >= 1 and max_retries >= 0.",
+    example=Example(edits={"execution.timeout_minutes": 0}),
+)
+def limits(check: Check) -> Iterator[Finding]:
+    execution = check.spec.execution
+    if execution.timeout_minutes < 1:
+        yield error(
+            "EXEC006", ("execution.timeout_minutes",),
+            f"execution.timeout_minutes is {execution.timeout_minutes}; the job would be"
+            " stopped before it starts",
+            "Set execution.timeout_minutes to the wall-clock limit in minutes.",
+        )
+    if execution.max_retries < 0:
+        yield error(
+            "EXEC006", ("execution.max_retries",),
+            f"execution.max_retries is {execution.max_retries}; it must be 0 or more",
+            "Set execution.max_retries to 0 (no retry) or more.",
+        )
+
+
+@rule(
+    "EXEC007",
+    "The export policy is explicit: hf_save_interval -1 or >= 1; no export at all warns.",
+    example=Example(edits={"checkpoint.export_final": False}),
+)
+def export_policy(check: Check) -> Iterator[Finding]:
+    checkpoint = check.spec.checkpoint
+    interval = checkpoint.hf_save_interval
+    if interval == 0 or interval < -1:
+        yield error(
+            "EXEC007", ("checkpoint.hf_save_interval",),
+            f"checkpoint.hf_save_interval is {interval}; it is -1 (final export only) or the"
+            " number of steps between exports",
+            "Set checkpoint.hf_save_interval to -1 or a positive step count.",
+        )
+    elif interval == -1 and not checkpoint.export_final:
+        yield warning(
+            "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
+            "checkpoint.export_final is false and hf_save_interval is -1: the run produces no"
+            " export",
+            "Set checkpoint.export_final to true, or hf_save_interval to a step count.",
+        )
+
+
+@rule(
+    "EXEC008",
+    "Host resources per node (CPUs, memory, disk) are at least 1.",
+    example=Example(edits={"execution.allocation.memory_gb_per_node": 0}),
+)
+def host_resources(check: Check) -> Iterator[Finding]:
+    allocation = check.spec.execution.allocation
+    for name in ("cpus_per_node", "memory_gb_per_node", "disk_gb_per_node"):
+        value = getattr(allocation, name)
+        if value < 1:
+            yield error(
+                "EXEC008", (f"execution.allocation.{name}",),
+                f"execution.allocation.{name} is {value}; a node needs at least 1",
+                f"Set execution.allocation.{name} to what one node provides.",
+            )

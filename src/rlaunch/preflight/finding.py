@@ -1,0 +1,43 @@
+"""A preflight finding: one violated rule, with the fields involved, the equation and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    """Stable rule code, e.g. `GEO003` (`rlaunch rules` lists them all)."""
+    severity: Severity
+    """`error` refuses the launch; `warning` is reported and allowed."""
+    paths: tuple[str, ...]
+    """Field paths in the spec, e.g. `role_plan.rollout.tensor_parallel_size`."""
+    message: str
+    """What is wrong: every field involved with its value, and the whole equation."""
+    fix: str
+    """One sentence: how to fix the recipe."""
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "paths": list(self.paths),
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+def error(code: str, paths: tuple[str, ...], message: str, fix: str) -> Finding:
+    return Finding(code, "error", paths, message, fix)
+
+
+def warning(code: str, paths: tuple[str, ...], message: str, fix: str) -> Finding:
+    return Finding(code, "warning", paths, message, fix)

@@ -1,0 +1,266 @@
+"""Geometry: counts, parallelism divisibility, colocation and the model's head counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.spec.roleplan import PolicyRole, RolloutRole
+
+MEGATRON_ONLY = (
+    ("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"),
+    ("context_parallel_size", "CP"), ("expert_parallel_size", "EP"),
+    ("expert_tensor_parallel_size", "ETP"),
+)
+
+
+def divisors(number: int) -> str:
+    return ", ".join(str(d) for d in range(1, number + 1) if number % d == 0)
+
+
+def policy_world(policy: PolicyRole) -> str:
+    return (
+        f"policy world {policy.world_size} = policy.num_nodes {policy.num_nodes}"
+        f" x policy.num_gpus_per_node {policy.num_gpus_per_node}"
+    )
+
+
+def rollout_gpus(rollout: RolloutRole) -> str:
+    return (
+        f"rollout.num_engines {rollout.num_engines} x TP {rollout.tensor_parallel_size}"
+        f" x PP {rollout.pipeline_parallel_size} x DP {rollout.data_parallel_size}"
+    )
+
+
+def engine_gpus(rollout: RolloutRole) -> str:
+    return (
+        f"TP {rollout.tensor_parallel_size} x PP {rollout.pipeline_parallel_size}"
+        f" x DP {rollout.data_parallel_size} = {rollout.gpus_per_engine}"
+    )
+
+
+@rule(
+    "GEO001",
+    "Every count in the role plan and the allocation is at least 1.",
+    example=Example(edits={"role_plan.policy.num_nodes": 0}),
+)
+def positive_counts(check: Check) -> Iterator[Finding]:
+    for path, value in check.nonpositive_role_counts:
+        yield error(
+            "GEO001", (path,),
+            f"{path} is {value}; every count in the role plan and the allocation must be"
+            " at least 1",
+            f"Set {path} to a positive integer (1 when that dimension is unused).",
+        )
+
+
+@rule(
+    "GEO002",
+    "With strategy fsdp the Megatron sizes (TP, PP, CP, EP, ETP) are 1.",
+    example=Example(edits={"role_plan.policy.tensor_parallel_size": 2}),
+)
+def fsdp_has_no_megatron_sizes(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if plan.strategy != "fsdp":
+        return
+    for field, short in MEGATRON_ONLY:
+        value = getattr(plan.policy, field)
+        if value > 1:
+            yield error(
+                "GEO002", (f"role_plan.policy.{field}", "role_plan.strategy"),
+                f"strategy fsdp has no Megatron {short}, but role_plan.policy.{field} is"
+                f" {value}",
+                f"Set role_plan.policy.{field} to 1, or use strategy megatron for {short}.",
+            )
+
+
+@rule(
+    "GEO003",
+    "Megatron: the policy world is divisible by TP x PP x CP.",
+    example=Example(
+        base="megatron-moe-5x8",
+        edits={
+            "role_plan.policy.num_nodes": 3,
+            "role_plan.policy.num_gpus_per_node": 4,
+            "role_plan.policy.tensor_parallel_size": 8,
+        },
+    ),
+)
+def megatron_world_divisible(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if plan.strategy != "megatron" or not check.roles_ok:
+        return
+    policy = plan.policy
+    replica = policy.model_parallel_size
+    if policy.world_size % replica:
+        yield error(
+            "GEO003",
+            (
+                "role_plan.policy.num_nodes", "role_plan.policy.num_gpus_per_node",
+                "role_plan.policy.tensor_parallel_size", "role_plan.policy.pipeline_parallel_size",
+                "role_plan.policy.context_parallel_size",
+            ),
+            f"{policy_world(policy)} is not divisible by TP {policy.tensor_parallel_size}"
+            f" x PP {policy.pipeline_parallel_size} x CP {policy.context_parallel_size}"
+            f" = {replica}",
+            f"Make TP x PP x CP a divisor of {policy.world_size} ({divisors(policy.world_size)}),"
+            f" or give the policy a multiple of {replica} GPUs.",
+        )
+
+
+@rule(
+    "GEO004",
+    "Megatron experts: the policy world is divisible by ETP x EP x PP.",
+    example=Example(
+        base="megatron-moe-5x8",
+        edits={"role_plan.policy.num_nodes": 3, "role_plan.policy.expert_parallel_size": 16},
+    ),
+)
+def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if plan.strategy != "megatron" or not check.roles_ok:
+        return
+    policy = plan.policy
+    experts = (
+        policy.expert_tensor_parallel_size * policy.expert_parallel_size
+        * policy.pipeline_parallel_size
+    )
+    if policy.world_size % experts:
+        yield error(
+            "GEO004",
+            (
+                "role_plan.policy.num_nodes", "role_plan.policy.num_gpus_per_node",
+                "role_plan.policy.expert_tensor_parallel_size",
+                "role_plan.policy.expert_parallel_size", "role_plan.policy.pipeline_parallel_size",
+            ),
+            f"{policy_world(policy)} is not divisible by ETP"
+            f" {policy.expert_tensor_parallel_size} x EP {policy.expert_parallel_size}"
+            f" x PP {policy.pipeline_parallel_size} = {experts}",
+            f"Make ETP x EP x PP a divisor of {policy.world_size}"
+            f" ({divisors(policy.world_size)}), or give the policy a multiple of {experts} GPUs.",
+        )
+
+
+@rule(
+    "GEO005",
+    "FSDP: the policy world is divisible by the sequence parallel size.",
+    example=Example(edits={"role_plan.policy.sequence_parallel_size": 3}),
+)
+def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if plan.strategy != "fsdp" or not check.roles_ok:
+        return
+    policy = plan.policy
+    if policy.world_size % policy.sequence_parallel_size:
+        yield error(
+            "GEO005",
+            (
+                "role_plan.policy.num_nodes", "role_plan.policy.num_gpus_per_node",
+                "role_plan.policy.sequence_parallel_size",
+            ),
+            f"{policy_world(policy)} is not divisible by SP {policy.sequence_parallel_size}",
+            f"Set role_plan.policy.sequence_parallel_size to a divisor of {policy.world_size}"
+            f" ({divisors(policy.world_size)}).",
+        )
+
+
+@rule(
+    "GEO006",
+    "Inference expert parallelism (EP > 1) needs engine DP x TP == EP.",
+    example=Example(base="megatron-moe-5x8", edits={"role_plan.rollout.data_parallel_size": 4}),
+)
+def inference_expert_parallel(check: Check) -> Iterator[Finding]:
+    rollout = check.spec.role_plan.rollout
+    if not check.roles_ok or rollout.expert_parallel_size <= 1:
+        return
+    dp_tp = rollout.data_parallel_size * rollout.tensor_parallel_size
+    if dp_tp != rollout.expert_parallel_size:
+        yield error(
+            "GEO006",
+            (
+                "role_plan.rollout.expert_parallel_size", "role_plan.rollout.data_parallel_size",
+                "role_plan.rollout.tensor_parallel_size",
+            ),
+            f"rollout EP {rollout.expert_parallel_size} needs rollout DP x TP == EP, but DP"
+            f" {rollout.data_parallel_size} x TP {rollout.tensor_parallel_size} = {dp_tp}",
+            f"Make rollout DP x TP equal {rollout.expert_parallel_size}, or set"
+            f" role_plan.rollout.expert_parallel_size to {dp_tp}.",
+        )
+
+
+@rule(
+    "GEO007",
+    "colocate_all: the policy and the rollout engines use the same number of GPUs.",
+    example=Example(edits={"role_plan.rollout.num_engines": 4}),
+)
+def colocated_gpus_match(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if not plan.placement.colocate_all or not check.roles_ok:
+        return
+    policy, rollout = plan.policy, plan.rollout
+    if policy.world_size != rollout.total_gpus:
+        yield error(
+            "GEO007",
+            ("role_plan.placement.colocate_all", "role_plan.policy", "role_plan.rollout"),
+            f"placement.colocate_all shares GPUs, but the {policy_world(policy)} differs from"
+            f" the rollout's {rollout_gpus(rollout)} = {rollout.total_gpus} GPUs",
+            f"Make rollout engines x TP x PP x DP equal {policy.world_size}, or set"
+            " role_plan.placement.colocate_all to false.",
+        )
+
+
+@rule(
+    "GEO008",
+    "colocate_all: each engine's TP x PP divides the GPUs per node.",
+    example=Example(
+        edits={"role_plan.rollout.tensor_parallel_size": 16, "role_plan.rollout.num_engines": 1}
+    ),
+)
+def colocated_engine_fits_node(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if not plan.placement.colocate_all or not check.roles_ok:
+        return
+    rollout, width = plan.rollout, plan.policy.num_gpus_per_node
+    tp_pp = rollout.tensor_parallel_size * rollout.pipeline_parallel_size
+    if width % tp_pp:
+        yield error(
+            "GEO008",
+            (
+                "role_plan.rollout.tensor_parallel_size",
+                "role_plan.rollout.pipeline_parallel_size",
+                "role_plan.policy.num_gpus_per_node",
+            ),
+            f"a colocated engine's TP {rollout.tensor_parallel_size} x PP"
+            f" {rollout.pipeline_parallel_size} = {tp_pp} does not divide"
+            f" policy.num_gpus_per_node {width}, so engines would straddle nodes",
+            f"Make rollout TP x PP a divisor of {width} ({divisors(width)}).",
+        )
+
+
+@rule(
+    "GEO009",
+    "Disaggregated: each engine's TP x PP x DP fits in one node.",
+    example=Example(
+        base="disaggregated-8x8-tp8", edits={"role_plan.rollout.pipeline_parallel_size": 2}
+    ),
+)
+def engine_fits_node(check: Check) -> Iterator[Finding]:
+    plan = check.spec.role_plan
+    if plan.placement.colocate_all or not check.roles_ok:
+        return
+    rollout, width = plan.rollout, check.spec.execution.allocation.gpus_per_node
+    if rollout.gpus_per_engine > width:
+        yield error(
+            "GEO009",
+            (
+                "role_plan.rollout.tensor_parallel_size",
+                "role_plan.rollout.pipeline_parallel_size",
+                "role_plan.rollout.data_parallel_size", "execution.allocation.gpus_per_node",
+            ),
+            f"a rollout engine uses {engine_gpus(rollout)} GPUs but a node has"
+            f" execution.allocation.gpus_per_node {width}; an engine may not straddle nodes",
+            f"Make rollout TP x PP x DP at most {width} (add engines instead).",
+        )
+

@@ -1,0 +1,76 @@
+"""Run every rule on a spec and collect every finding (never stop at the first)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+# Importing the family modules registers their rules.
+from rlaunch.preflight import (  # noqa: F401
+    algorithm,
+    allocation,
+    artifacts,
+    artifacts_ambient,
+    batch,
+    context,
+    execution,
+    geometry,
+    geometry_model,
+    geometry_roles,
+    paths,
+    runtime,
+    smoke,
+    versions,
+)
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding
+from rlaunch.preflight.registry import Rule, registered_rules
+from rlaunch.preflight.world import World
+from rlaunch.spec.run import RunSpec
+
+RunScope = Literal["spec", "all"]
+INTERNAL_CODE = "PRE000"
+"""Code of the finding that reports a rule which crashed (a bug in rlaunch, never the user's)."""
+
+
+def all_rules() -> tuple[Rule, ...]:
+    return registered_rules()
+
+
+@lru_cache(maxsize=2)
+def rules_for(scope: RunScope) -> tuple[Rule, ...]:
+    """`spec`: the rules decided by the spec alone; `all`: those and the world rules."""
+    return tuple(r for r in registered_rules() if scope == "all" or r.scope == "spec")
+
+
+def run_preflight(
+    spec: RunSpec, *, scope: RunScope = "spec", world: World | None = None
+) -> list[Finding]:
+    """Every finding of every rule in `scope`, errors first, then in rule order.
+
+    Never raises on a spec that parses: a rule that crashes is reported as a PRE000 error
+    naming the rule, and the other rules still run."""
+    if scope not in ("spec", "all"):
+        raise ValueError(f"scope must be 'spec' or 'all', got {scope!r}")
+    if scope == "all" and world is None:
+        raise ValueError(
+            "scope 'all' needs a world: pass world=rlaunch.preflight.current_world() or one"
+            " built by the launcher"
+        )
+    check = Check(spec, world if scope == "all" else None)
+    findings: list[Finding] = []
+    for rule in rules_for(scope):
+        try:
+            findings.extend(rule.func(check))
+        except Exception as exc:  # noqa: BLE001 - a crashing rule must not hide the others
+            findings.append(
+                Finding(
+                    INTERNAL_CODE, "error", (),
+                    f"rule {rule.code} crashed on this spec ({type(exc).__name__}: {exc}); its"
+                    " check did not run",
+                    "This is a bug in rlaunch (or a failing ledger/store lookup): report it with"
+                    " the spec.",
+                )
+            )
+    findings.sort(key=lambda finding: finding.severity != "error")
+    return findings

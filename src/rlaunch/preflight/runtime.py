@@ -1,0 +1,186 @@
+"""Runtime: pinned exactly, known to the catalog, with the entrypoint, strategy, backends and
+fixes the run needs (rlaunch.runtimes.catalog)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.syntax import COMMIT
+from rlaunch.runtimes.catalog import FIXES, PROFILES, RuntimeRelease, profile, resolve
+
+PACKAGE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\d+\.\d+\.\d+)")
+SMOKE_RUNTIME = {
+    "name": "rlaunch-smoke-0.1.0",
+    "profile": "smoke",
+    "package": "rlaunch==0.1.0",
+    "git": None,
+    "entrypoint": "rlaunch.runtimes.smoke",
+    "required_fixes": [],
+}
+
+
+def _release(check: Check) -> RuntimeRelease | None:
+    runtime = check.spec.runtime
+    commit = runtime.git.commit if runtime.git is not None else None
+    return resolve(runtime.profile, package=runtime.package, commit=commit)
+
+
+@rule(
+    "RT001",
+    "The runtime is pinned by exactly one of package name==X.Y.Z or a 40-hex git commit.",
+    example=Example(edits={"runtime.package": "skyrl"}),
+)
+def runtime_pinned(check: Check) -> Iterator[Finding]:
+    runtime = check.spec.runtime
+    if (runtime.package is None) == (runtime.git is None):
+        yield error(
+            "RT001", ("runtime.package", "runtime.git"),
+            "runtime.package and runtime.git are both "
+            f"{'null' if runtime.package is None else 'set'}; exactly one pins the runtime",
+            "Set exactly one of runtime.package (name==X.Y.Z) or runtime.git (repo and commit).",
+        )
+    if runtime.package is not None:
+        match = PACKAGE_PIN.fullmatch(runtime.package)
+        known = profile(runtime.profile)
+        if match is None:
+            yield error(
+                "RT001", ("runtime.package",),
+                f"runtime.package {runtime.package!r} is not an exact pin name==X.Y.Z",
+                "Pin one released version, e.g. runtime.package 'skyrl==0.3.0'.",
+            )
+        elif known is not None and match.group(1) != known.package:
+            yield error(
+                "RT001", ("runtime.package", "runtime.profile"),
+                f"runtime.package {runtime.package!r} is not the {known.package} package of"
+                f" profile {known.name}",
+                f"Pin {known.package}==<version>, or use the profile of {match.group(1)}.",
+            )
+    if runtime.git is not None and COMMIT.fullmatch(runtime.git.commit) is None:
+        yield error(
+            "RT001", ("runtime.git.commit",),
+            f"runtime.git.commit {runtime.git.commit!r} is not a 40-hex commit sha",
+            "Pin runtime.git.commit to the full commit sha (git rev-parse <ref>).",
+        )
+
+
+@rule(
+    "RT002",
+    "The runtime profile and the pinned release are in the runtime catalog.",
+    example=Example(edits={"runtime.package": "skyrl==0.2.9"}),
+)
+def runtime_known(check: Check) -> Iterator[Finding]:
+    runtime = check.spec.runtime
+    known = profile(runtime.profile)
+    if known is None:
+        yield error(
+            "RT002", ("runtime.profile",),
+            f"runtime.profile {runtime.profile!r} is not in the runtime catalog"
+            f" ({', '.join(PROFILES)})",
+            "Use a catalogued profile, or add it to rlaunch/runtimes/catalog.py.",
+        )
+        return
+    if _release(check) is not None:
+        return
+    if runtime.package is not None and PACKAGE_PIN.fullmatch(runtime.package):
+        yield error(
+            "RT002", ("runtime.package",),
+            f"runtime.package {runtime.package!r}: the catalog knows {known.package}"
+            f" {', '.join(known.releases)} only, so nothing about this release can be proven",
+            "Pin a catalogued release, or catalogue this one in rlaunch/runtimes/catalog.py.",
+        )
+    elif runtime.package is None and runtime.git is not None:
+        yield warning(
+            "RT002", ("runtime.git.commit",),
+            f"runtime.git.commit {runtime.git.commit} is not catalogued for profile"
+            f" {known.name}: its entrypoints are assumed from the releases and its fixes"
+            " cannot be proven",
+            "Catalogue the commit in rlaunch/runtimes/catalog.py, or pin a released version.",
+        )
+
+
+@rule(
+    "RT003",
+    "The entrypoint exists in the pinned runtime.",
+    example=Example(edits={"runtime.entrypoint": "skyrl_train.entrypoints.main"}),
+)
+def entrypoint_exists(check: Check) -> Iterator[Finding]:
+    runtime = check.spec.runtime
+    known = profile(runtime.profile)
+    if known is None:
+        return
+    release = _release(check)
+    entrypoints = release.entrypoints if release is not None else known.entrypoints()
+    if runtime.entrypoint not in entrypoints:
+        where = f"{known.package} {release.version}" if release else f"profile {known.name}"
+        yield error(
+            "RT003", ("runtime.entrypoint",),
+            f"runtime.entrypoint {runtime.entrypoint!r} is not an entrypoint of {where}"
+            f" ({', '.join(entrypoints)})",
+            f"Set runtime.entrypoint to {entrypoints[0]}.",
+        )
+
+
+@rule(
+    "RT004",
+    "The runtime profile supports the strategy, the rollout backend and the weight sync.",
+    example=Example(
+        edits={"runtime": SMOKE_RUNTIME, "role_plan.rollout.backend": "sglang"}
+    ),
+)
+def runtime_supports_plan(check: Check) -> Iterator[Finding]:
+    known = profile(check.spec.runtime.profile)
+    if known is None:
+        return
+    plan = check.spec.role_plan
+    wanted = [
+        ("role_plan.strategy", "strategy", plan.strategy, known.strategies),
+        ("role_plan.rollout.backend", "rollout backend", plan.rollout.backend,
+         known.rollout_backends),
+        ("role_plan.rollout.weight_sync_backend", "weight sync backend",
+         plan.rollout.weight_sync_backend, known.weight_sync_backends),
+    ]
+    for path, what, value, supported in wanted:
+        if value not in supported:
+            yield error(
+                "RT004", (path, "runtime.profile"),
+                f"{path} {value!r}: runtime profile {known.name} has no {what} {value}"
+                f" (it has {', '.join(sorted(supported))})",
+                f"Use a {what} of profile {known.name}, or a runtime that has {value}.",
+            )
+
+
+@rule(
+    "RT005",
+    "Every required fix is catalogued and contained in the pinned release.",
+    example=Example(edits={"runtime.required_fixes": ["gradient-accumulation-loss-scale"]}),
+)
+def required_fixes_contained(check: Check) -> Iterator[Finding]:
+    runtime = check.spec.runtime
+    release = _release(check)
+    for index, fix_id in enumerate(runtime.required_fixes):
+        path = (f"runtime.required_fixes.{index}",)
+        if fix_id not in FIXES:
+            yield error(
+                "RT005", path,
+                f"runtime.required_fixes[{index}] {fix_id!r} is not a catalogued fix id"
+                f" ({', '.join(FIXES)})",
+                "Use a fix id from rlaunch/runtimes/catalog.py (or catalogue the fix there).",
+            )
+        elif release is None:
+            yield error(
+                "RT005", path,
+                f"runtime.required_fixes[{index}] {fix_id!r} cannot be proven: the pinned"
+                " runtime is not in the catalog",
+                "Pin a catalogued release that contains the fix.",
+            )
+        elif fix_id not in release.fixes:
+            yield error(
+                "RT005", path,
+                f"runtime.required_fixes[{index}] {fix_id!r} is not in"
+                f" {runtime.profile} {release.version}",
+                "Pin a release that contains the fix.",
+            )

@@ -1,0 +1,134 @@
+"""Versions: syntax, immutability of calendar versions, runtime changes under a checkpoint root,
+and a clean launcher tree for calendar versions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlaunch.paths import run_paths
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.syntax import CALENDAR, is_calendar, is_dev, next_calendar
+
+OLD_FINGERPRINT = "sha256:" + "0" * 64
+OTHER_RUNTIME = "sha256:" + "1" * 64
+
+
+def _version_problem(version: str) -> str | None:
+    if is_calendar(version) or is_dev(version):
+        return None
+    if CALENDAR.fullmatch(version):
+        return "is not a real date"
+    return (
+        "is neither a calendar version (YYYY.MM.DD or YYYY.MM.DD.N, a real date) nor dev or"
+        " <label>-dev"
+    )
+
+
+@rule(
+    "VER001",
+    "Versions are calendar (YYYY.MM.DD[.N], a real date), dev or LABEL-dev.",
+    example=Example(edits={"version": "2026.02.30"}),
+)
+def version_syntax(check: Check) -> Iterator[Finding]:
+    spec = check.spec
+    versions = [("version", spec.version)]
+    versions += [(f"{path}.version", artifact.version) for path, artifact in check.artifacts]
+    if spec.smoke_of is not None:
+        versions.append(("smoke_of.version", spec.smoke_of.version))
+    for path, version in versions:
+        problem = _version_problem(version)
+        if problem is not None:
+            yield error(
+                "VER001", (path,), f"{path} {version!r} {problem}",
+                f"Set {path} to a calendar version such as 2026.11.29 (immutable once launched)"
+                " or dev / <label>-dev (rebuilt every time).",
+            )
+
+
+@rule(
+    "VER002",
+    "A calendar version launched before keeps its fingerprint (else: bump the version).",
+    scope="world",
+    example=Example(
+        world={
+            "ledger": {
+                "fingerprint": OLD_FINGERPRINT, "runtime_fingerprint": OTHER_RUNTIME,
+                "status": "succeeded",
+            }
+        }
+    ),
+)
+def calendar_immutable(check: Check) -> Iterator[Finding]:
+    spec, world = check.spec, check.world
+    if world is None or not is_calendar(spec.version):
+        return
+    record = world.ledger(spec.name, spec.version)
+    if record is None:
+        return
+    recorded = record.get("fingerprint")
+    if recorded is None:
+        return  # a record that was never launched fixes nothing
+    current = spec.fingerprint
+    if recorded != current:
+        yield error(
+            "VER002", ("version",),
+            f"{spec.identity} was launched before (status {record.get('status', 'unknown')})"
+            f" with fingerprint {recorded}; this spec's fingerprint is {current}, and a calendar"
+            " version is immutable",
+            f"Bump the version to {next_calendar(spec.version)} (or restore the launched spec).",
+        )
+
+
+@rule(
+    "VER003",
+    "resume latest never loads a checkpoint root written by another runtime (unless declared).",
+    scope="world",
+    example=Example(world={"checkpoint_runtime": OTHER_RUNTIME}),
+)
+def checkpoint_runtime_matches(check: Check) -> Iterator[Finding]:
+    spec, world = check.spec, check.world
+    prefix = check.store_prefix
+    if world is None or prefix is None or spec.resume.mode != "latest":
+        return
+    root = run_paths(prefix, spec.name, spec.version).checkpoint_root
+    recorded = world.checkpoint_runtime(root)
+    current = spec.runtime_fingerprint
+    if recorded is None or recorded == current or recorded in spec.resume.compatible_runtimes:
+        return
+    yield error(
+        "VER003", ("resume.mode", "runtime", "resume.compatible_runtimes"),
+        f"resume.mode latest would load {root}, written by runtime {recorded}, but this run's"
+        f" runtime {spec.runtime.name} is {current}",
+        "List the old fingerprint in resume.compatible_runtimes if its checkpoints load in this"
+        f" runtime, set resume.mode to none, or bump the version to"
+        f" {next_calendar(spec.version)} for a fresh root.",
+    )
+
+
+@rule(
+    "VER004",
+    "A calendar version is launched from a clean launcher tree (unknown: warning).",
+    scope="world",
+    example=Example(world={"git_dirty": True, "launcher_commit": "4" * 40}),
+)
+def clean_launcher(check: Check) -> Iterator[Finding]:
+    spec, world = check.spec, check.world
+    if world is None or not is_calendar(spec.version):
+        return
+    commit = world.launcher_commit or "unknown"
+    if world.git_dirty:
+        yield error(
+            "VER004", ("version",),
+            f"calendar version {spec.version} launched from a launcher tree with uncommitted"
+            f" changes (launcher commit {commit}); the launch could not be reproduced",
+            "Commit (or stash) the launcher's changes, or use a dev version.",
+        )
+    elif world.git_dirty is None:
+        yield warning(
+            "VER004", ("version",),
+            f"calendar version {spec.version}: cannot tell whether the launcher tree is clean"
+            " (not a git checkout)",
+            "Launch calendar versions from a clean git checkout of the launcher.",
+        )

@@ -1,0 +1,181 @@
+"""Artifact rules (rlaunch/preflight/artifacts.py, artifacts_ambient.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from preflight.helpers import example, findings, messages
+from rlaunch.spec import parse_spec
+from rlaunch.spec.artifacts import fingerprint
+from rlaunch.spec.examples import GSM8K_TRAIN, QWEN25_1_5B
+
+ADOPTED_MODEL = {
+    "type": "adopted", "name": "qwen-sft", "version": "2026.11.01", "kind": "model",
+    "uri": "gs://rlaunch-example/models/qwen-sft", "sha256": "ab" * 32,
+    "facts": QWEN25_1_5B["facts"], "rows": None,
+}
+
+
+def built_model(base: dict[str, Any], version: str = "2026.11.02", **config: Any) -> dict:
+    return {
+        "type": "built", "name": "qwen-sft", "version": version, "kind": "model",
+        "builder": "sft_model", "config": {"steps": 10, **config}, "deps": {"base": base},
+        "facts": QWEN25_1_5B["facts"], "rows": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("revision", "problem"),
+    [
+        ("main", "is a branch or tag name, not a commit: it moves"),
+        ("v1.0", "is a branch or tag name, not a commit: it moves"),
+        ("989aa79", "is not a full commit sha (7 hex characters, 40 needed)"),
+        ("989AA7980E4CF806F80C7FEF2B1ADB7BC71AA306", "has upper-case hex; write the sha in"
+                                                     " lower case"),
+    ],
+)
+def test_art001_hf_revisions_are_commits(revision: str, problem: str) -> None:
+    data = example(edits={"train_data.revision": revision})
+    [finding] = findings(data, "ART001")
+    assert finding.message == f"train_data.revision {revision!r} {problem}"
+    assert finding.fix == (
+        "Pin train_data.revision to the 40-hex commit sha of openai/gsm8k you mean (the Hub"
+        " shows it under 'Files and versions' > 'History')."
+    )
+
+
+def test_art001_checks_tokenizer_revisions_and_passes_real_pins() -> None:
+    model = dict(QWEN25_1_5B, tokenizer_revision="main")
+    data = example(edits={"model": model})
+    assert messages(data, "ART001") == ["model.tokenizer_revision 'main' is a branch or tag name,"
+                                        " not a commit: it moves"]
+    for name in ("colocated-1x8", "megatron-moe-5x8"):
+        assert messages(example(name), "ART001") == []
+
+
+def test_art002_adopted_sha256_and_uri() -> None:
+    adopted = dict(ADOPTED_MODEL, sha256="sha256:abc", uri="models/qwen-sft")
+    assert messages(example(edits={"model": adopted}), "ART002") == [
+        "model.sha256 'sha256:abc' is not a sha256 digest (64 lower-case hex)",
+        "model.uri 'models/qwen-sft' has no scheme (gs://, s3://, file://, hf://)",
+    ]
+    assert messages(example(edits={"model": ADOPTED_MODEL}), "ART002") == []
+
+
+def test_art003_typed_handoffs() -> None:
+    data = example(edits={"eval_data": ADOPTED_MODEL, "model": GSM8K_TRAIN})
+    assert messages(data, "ART003") == [
+        "model takes a model, but gsm8k-train@2026.11.01 is a dataset",
+        "eval_data takes a dataset, but qwen-sft@2026.11.01 is a model",
+    ]
+    tokenizer = dict(ADOPTED_MODEL, kind="tokenizer", name="qwen-tok", facts=None)
+    assert messages(example(edits={"tokenizer": tokenizer}), "ART003") == []
+    assert messages(example(), "ART003") == []
+
+
+def test_art004_model_facts_present_and_consistent() -> None:
+    no_facts = example(edits={"model": dict(ADOPTED_MODEL, facts=None)})
+    assert messages(no_facts, "ART004") == [
+        "model qwen-sft@2026.11.01 is a model but model.facts is null"
+    ]
+    bad = dict(QWEN25_1_5B, facts={"num_attention_heads": 12, "num_key_value_heads": 5,
+                                   "max_position_embeddings": 0, "num_experts": None})
+    assert messages(example(edits={"model": bad, "tokenizer": QWEN25_1_5B}), "ART004") == [
+        "model.facts.max_position_embeddings is 0; model facts must be at least 1",
+    ]
+    groups = dict(QWEN25_1_5B, facts=dict(QWEN25_1_5B["facts"], num_key_value_heads=5))
+    assert messages(example(edits={"model": groups, "tokenizer": QWEN25_1_5B}), "ART004") == [
+        "model.facts.num_attention_heads 12 is not a multiple of num_key_value_heads 5"
+        " (12 % 5 = 2)"
+    ]
+    assert messages(example("megatron-moe-5x8"), "ART004") == []
+
+
+def test_art005_one_identity_one_artifact() -> None:
+    data = example(edits={"eval_data.name": "gsm8k-train"})
+    [finding] = findings(data, "ART005")
+    spec = parse_spec(data)
+    train, test = fingerprint(spec.train_data), fingerprint(spec.eval_data)
+    assert finding.paths == ("train_data", "eval_data")
+    assert finding.message == (
+        f"gsm8k-train@2026.11.01 names two different artifacts: train_data ({train}) and"
+        f" eval_data ({test})"
+    )
+    assert finding.fix == (
+        "Give one of them another name or version; gsm8k-train@2026.11.01 must always mean the"
+        " same content."
+    )
+    # Each further distinct artifact is reported against the first; repeats of one are not.
+    thrice = example(edits={"eval_data.name": "gsm8k-train",
+                            "reference_model": dict(GSM8K_TRAIN, split="validation"),
+                            "critic_model": dict(GSM8K_TRAIN, split="validation")})
+    assert [f.paths for f in findings(thrice, "ART005")] == [
+        ("reference_model", "train_data"), ("reference_model", "eval_data"),
+    ]
+    # The same artifact in two slots (model and tokenizer) is one identity, not a clash.
+    assert messages(example(), "ART005") == []
+
+
+def test_art006_no_dev_under_calendar() -> None:
+    assert messages(example(edits={"train_data.version": "dev"}), "ART006") == [
+        "the run colocated-1x8@2026.11.29 is calendar-versioned (immutable) but train_data"
+        " gsm8k-train@dev is a dev version that changes under it"
+    ]
+    dev_base = dict(QWEN25_1_5B, version="base-dev")
+    built = example(edits={"model": built_model(dev_base), "tokenizer": QWEN25_1_5B})
+    assert messages(built, "ART006") == [
+        "model qwen-sft@2026.11.02 is calendar-versioned but depends on model.deps.base"
+        " qwen2.5-1.5b-instruct@base-dev, a dev version"
+    ]
+    dev_everything = example(edits={"version": "dev", "model": built_model(dev_base, "dev"),
+                                    "tokenizer": QWEN25_1_5B})
+    assert messages(dev_everything, "ART006") == []
+    assert messages(example(edits={"model": built_model(QWEN25_1_5B)}), "ART006") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("/home/me/models/qwen", "it is in a home directory"),
+        ("~/models/qwen", "it is relative to a home directory"),
+        ("$MODELS/qwen", "it expands an environment variable"),
+        ("gs://bucket/$USER/qwen", "it expands an environment variable"),
+        ("/data/models/qwen", "it is a local path outside the store gs://rlaunch-example/store"),
+        ("file:///data/models/qwen",
+         "it is a local path outside the store gs://rlaunch-example/store"),
+    ],
+)
+def test_art007_ambient_paths_in_any_string_field(value: str, reason: str) -> None:
+    data = example(edits={"train_data.repo_id": value})
+    [finding] = findings(data, "ART007")
+    assert finding.message == f"train_data.repo_id {value!r} is an ambient path: {reason}"
+    assert finding.paths == ("train_data.repo_id",)
+
+
+def test_art007_scans_builder_configs_lists_and_smoke_sections() -> None:
+    built = built_model(QWEN25_1_5B, out="/scratch/sft", extra=["ok", "~/x"])
+    data = example(edits={"model": built, "tokenizer": QWEN25_1_5B,
+                          "execution.allocation.accelerator": "$GPU"})
+    assert messages(data, "ART007") == [
+        "model.config.out '/scratch/sft' is an ambient path: it is a local path outside the"
+        " store gs://rlaunch-example/store",
+        "model.config.extra.1 '~/x' is an ambient path: it is relative to a home directory",
+        "execution.allocation.accelerator '$GPU' is an ambient path: it expands an environment"
+        " variable",
+    ]
+
+
+def test_art007_local_paths_inside_a_local_store_are_fine() -> None:
+    inside = example(edits={"execution.store_prefix": "/srv/rlaunch",
+                            "train_data.repo_id": "/srv/rlaunch/gsm8k/raw"})
+    assert messages(inside, "ART007") == []
+    no_store = example(edits={"execution.store_prefix": None,
+                              "train_data.repo_id": "/srv/rlaunch/gsm8k/raw"})
+    assert messages(no_store, "ART007") == [
+        "train_data.repo_id '/srv/rlaunch/gsm8k/raw' is an ambient path: it is a local path,"
+        " and execution.store_prefix is null"
+    ]
+    for name in ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8"):
+        assert messages(example(name), "ART007") == []

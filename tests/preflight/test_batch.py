@@ -1,0 +1,192 @@
+"""Batch rules (rlaunch/preflight/batch.py), as SkyRL 0.3.0 validates and shards batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from preflight.helpers import example, findings, messages
+from rlaunch.spec.examples import QWEN25_1_5B
+
+B = "role_plan.batch"
+
+
+def gae(data: dict[str, Any], critic_mini: int | None = 64) -> None:
+    """Colocated GAE: a critic colocated with the policy (DP 8)."""
+    data["algorithm"]["advantage_estimator"] = "gae"
+    data["critic_model"] = dict(QWEN25_1_5B, name="qwen2.5-1.5b-critic")
+    data["role_plan"]["critic"] = {"colocated_with_policy": True, "num_nodes": 1,
+                                   "num_gpus_per_node": 8}
+    data["role_plan"]["batch"]["critic_mini_batch_size"] = critic_mini
+
+
+def test_worked_examples_pass_every_batch_rule_but_the_dataset_tail_warning() -> None:
+    for name in ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8"):
+        for code in (f"BATCH{n:03d}" for n in range(1, 13)):
+            if code != "BATCH010":
+                assert messages(example(name), code) == [], (name, code)
+
+
+def test_batch001_positive_sizes_and_dependent_rules_skip() -> None:
+    data = example(edits={f"{B}.train_batch_size": 0, f"{B}.n_samples_per_prompt": -1})
+    assert messages(data, "BATCH001") == [
+        "role_plan.batch.train_batch_size is 0; batch sizes and samples per prompt must be at"
+        " least 1",
+        "role_plan.batch.n_samples_per_prompt is -1; batch sizes and samples per prompt must be"
+        " at least 1",
+    ]
+    for code in ("BATCH002", "BATCH003", "BATCH004", "BATCH008", "BATCH009", "BATCH010"):
+        assert messages(data, code) == [], code
+
+
+def test_batch002_train_at_least_mini_for_policy_and_critic() -> None:
+    assert messages(example(edits={f"{B}.train_batch_size": 32}), "BATCH002") == [
+        "train_batch_size 32 is smaller than policy_mini_batch_size 64"
+    ]
+    critic = example(edits=lambda d: gae(d, critic_mini=512))
+    assert messages(critic, "BATCH002") == [
+        "train_batch_size 256 is smaller than critic_mini_batch_size 512"
+    ]
+    assert messages(example(edits=gae), "BATCH002") == []
+
+
+def test_batch003_train_multiple_of_mini() -> None:
+    assert messages(example(edits={f"{B}.policy_mini_batch_size": 96}), "BATCH003") == [
+        "train_batch_size 256 is not divisible by policy_mini_batch_size 96 (256 % 96 = 64)"
+    ]
+    critic = example(edits=lambda d: gae(d, critic_mini=96))
+    assert messages(critic, "BATCH003") == [
+        "train_batch_size 256 is not divisible by critic_mini_batch_size 96 (256 % 96 = 64)"
+    ]
+    assert messages(example(edits={f"{B}.policy_mini_batch_size": 128}), "BATCH003") == []
+
+
+def test_batch004_mini_batch_splits_over_dp() -> None:
+    below = example(edits={f"{B}.policy_mini_batch_size": 2, f"{B}.n_samples_per_prompt": 3})
+    assert messages(below, "BATCH004") == [
+        "policy mini batch per GPU = policy_mini_batch_size 2 x n_samples_per_prompt 3 / policy"
+        " DP 8 = 6/8 sequences, below 1 per GPU (policy DP 8 = world 8 / SP 1)"
+    ]
+    uneven = example("disaggregated-8x8-tp8", {f"{B}.n_samples_per_prompt": 5,
+                                               f"{B}.policy_mini_batch_size": 4,
+                                               f"{B}.train_batch_size": 256})
+    assert messages(uneven, "BATCH004") == [
+        "policy mini batch per GPU = policy_mini_batch_size 4 x n_samples_per_prompt 5 / policy"
+        " DP 32 = 20/32 sequences, below 1 per GPU (policy DP 32 = world 32 / SP 1)"
+    ]
+    not_whole = example(edits={f"{B}.policy_mini_batch_size": 4, f"{B}.n_samples_per_prompt": 3})
+    assert messages(not_whole, "BATCH004") == [
+        "policy mini batch per GPU = policy_mini_batch_size 4 x n_samples_per_prompt 3 / policy"
+        " DP 8 = 12/8 sequences, not a whole number (12 % 8 = 4) (policy DP 8 = world 8 / SP 1)"
+    ]
+    megatron = example("megatron-moe-5x8", {f"{B}.policy_mini_batch_size": 1,
+                                            f"{B}.n_samples_per_prompt": 4})
+    assert messages(megatron, "BATCH004") == [
+        "policy mini batch per GPU = policy_mini_batch_size 1 x n_samples_per_prompt 4 / policy"
+        " DP 8 = 4/8 sequences, below 1 per GPU (policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1))"
+    ]
+
+
+def test_batch005_per_gpu_mini_divisible_by_micro() -> None:
+    data = example(edits={f"{B}.micro_train_batch_size_per_gpu": 6})
+    [finding] = findings(data, "BATCH005")
+    assert finding.message == (
+        "policy mini batch per GPU 64 = policy_mini_batch_size 64 x n_samples_per_prompt 8 /"
+        " policy DP 8 is not divisible by micro_train_batch_size_per_gpu 6 (64 % 6 = 4)"
+    )
+    assert finding.fix == "Set micro_train_batch_size_per_gpu to a divisor of 64."
+    # A micro batch larger than the per-GPU mini batch is the same mistake.
+    assert messages(example(edits={f"{B}.micro_train_batch_size_per_gpu": 128}), "BATCH005") == [
+        "policy mini batch per GPU 64 = policy_mini_batch_size 64 x n_samples_per_prompt 8 /"
+        " policy DP 8 is not divisible by micro_train_batch_size_per_gpu 128 (64 % 128 = 64)"
+    ]
+    assert messages(example(edits={f"{B}.micro_train_batch_size_per_gpu": 16}), "BATCH005") == []
+
+
+def test_batch006_per_gpu_train_divisible_by_per_gpu_mini() -> None:
+    data = example(edits={f"{B}.train_batch_size": 96})
+    assert messages(data, "BATCH006") == [
+        "policy train batch per GPU 96 = train_batch_size 96 x n_samples_per_prompt 8 / policy"
+        " DP 8 is not divisible by the per-GPU mini batch 64"
+    ]
+    assert messages(example(edits={f"{B}.train_batch_size": 128}), "BATCH006") == []
+
+
+def test_batch007_critic_mini_exactly_with_a_critic() -> None:
+    assert messages(example(edits={f"{B}.critic_mini_batch_size": 64}), "BATCH007") == [
+        "role_plan.batch.critic_mini_batch_size is 64 but there is no critic role"
+    ]
+    assert messages(example(edits=lambda d: gae(d, critic_mini=None)), "BATCH007") == [
+        "role_plan.critic is set but role_plan.batch.critic_mini_batch_size is null"
+    ]
+    assert messages(example(edits=gae), "BATCH007") == []
+
+
+def test_batch008_train_at_least_lcm_of_policy_and_reference_dp() -> None:
+    data = example(edits={f"{B}.train_batch_size": 4, f"{B}.policy_mini_batch_size": 4})
+    assert messages(data, "BATCH008") == [
+        "train_batch_size 4 is smaller than lcm(policy DP 8, reference DP 8) = 8"
+    ]
+    no_kl = example(edits={f"{B}.train_batch_size": 4, f"{B}.policy_mini_batch_size": 4,
+                           "algorithm.kl.use_kl_loss": False, "role_plan.reference": None})
+    assert messages(no_kl, "BATCH008") == [
+        "train_batch_size 4 is smaller than lcm(policy DP 8) = 8"
+    ]
+    assert messages(example(edits={f"{B}.train_batch_size": 8, f"{B}.policy_mini_batch_size": 8}),
+                    "BATCH008") == []
+
+
+def test_batch009_no_prompt_dropped_by_lcm_truncation() -> None:
+    data = example(edits={f"{B}.train_batch_size": 12, f"{B}.policy_mini_batch_size": 4})
+    [finding] = findings(data, "BATCH009")
+    assert finding.message == (
+        "train_batch_size 12 is not a multiple of lcm(policy DP 8, reference DP 8) = 8: SkyRL"
+        " drops the last 4 prompts of every step to shard evenly"
+    )
+    # A reference on 3 nodes of its own has DP 24: lcm(32, 24) = 96.
+    uneven_reference = example("disaggregated-8x8-tp8", {
+        "role_plan.placement.colocate_policy_ref": False,
+        "role_plan.reference": {"colocated_with_policy": False, "num_nodes": 3,
+                                "num_gpus_per_node": 8},
+    })
+    assert messages(uneven_reference, "BATCH009") == [
+        "train_batch_size 256 is not a multiple of lcm(policy DP 32, reference DP 24) = 96:"
+        " SkyRL drops the last 64 prompts of every step to shard evenly"
+    ]
+    assert messages(example(), "BATCH009") == []
+
+
+def test_batch010_dataset_covers_train_batches() -> None:
+    [tail] = findings(example(), "BATCH010")
+    assert (tail.severity, tail.message) == (
+        "warning",
+        "train_data gsm8k-train@2026.11.01 has 7473 rows = 29 batches of train_batch_size 256"
+        " + 49: the last 49 prompts are dropped every epoch",
+    )
+    [short] = findings(example(edits={"train_data.rows": 100}), "BATCH010")
+    assert (short.severity, short.message) == (
+        "error",
+        "train_data gsm8k-train@2026.11.01 has 100 rows, fewer than train_batch_size 256: not"
+        " one training step",
+    )
+    assert messages(example(edits={"train_data.rows": 7424}), "BATCH010") == []
+    assert messages(example(edits={"train_data.rows": None}), "BATCH010") == []
+
+
+def test_batch011_eval_batch_within_eval_data() -> None:
+    [finding] = findings(example(edits={f"{B}.eval_batch_size": 2048}), "BATCH011")
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "eval_batch_size 2048 exceeds the 1319 rows of eval_data gsm8k-test@2026.11.01:"
+        " evaluation runs one partial batch",
+    )
+    assert messages(example(edits={"eval_data": None}), "BATCH011") == []
+    assert messages(example(), "BATCH011") == []
+
+
+def test_batch012_fully_async_needs_one_mini_batch_per_step() -> None:
+    assert messages(example(edits={"algorithm.fully_async": True}), "BATCH012") == [
+        "algorithm.fully_async needs train_batch_size == policy_mini_batch_size, but"
+        " train_batch_size 256 != policy_mini_batch_size 64"
+    ]
+    passing = example(edits={"algorithm.fully_async": True, f"{B}.policy_mini_batch_size": 256})
+    assert messages(passing, "BATCH012") == []

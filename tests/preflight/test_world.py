@@ -1,0 +1,48 @@
+"""The World: defaults, and `current_world` from a real environment and git checkout."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rlaunch.preflight import World, current_world
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=cwd, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+
+def test_default_world_knows_nothing() -> None:
+    world = World(store_prefix="/srv/s")
+    assert (world.git_dirty, world.launcher_commit, dict(world.env)) == (None, None, {})
+    assert world.ledger("a", "2026.11.29") is None
+    assert world.smoke_record("a", "2026.11.29") is None
+    assert world.checkpoint_runtime("/srv/s/a/2026.11.29/checkpoints") is None
+
+
+def test_default_store_prefix_follows_rlaunch_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLAUNCH_STORE", "gs://bucket/store")
+    assert World().store_prefix == "gs://bucket/store"
+
+
+def test_current_world_reads_git_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLAUNCH_TEST_VAR", "1")
+    outside = current_world(cwd=tmp_path)
+    assert (outside.git_dirty, outside.launcher_commit) == (None, None)
+    assert outside.env["RLAUNCH_TEST_VAR"] == "1"
+
+    git(tmp_path, "init", "-q")
+    (tmp_path / "BUILD").write_text("x\n")
+    git(tmp_path, "add", "BUILD")
+    git(tmp_path, "commit", "-q", "-m", "first")
+    head = git(tmp_path, "rev-parse", "HEAD")
+    clean = current_world(cwd=tmp_path)
+    assert (clean.git_dirty, clean.launcher_commit) == (False, head)
+
+    (tmp_path / "BUILD").write_text("y\n")
+    assert current_world(cwd=tmp_path).git_dirty is True

@@ -1,0 +1,31 @@
+"""The runtime catalog (rlaunch/runtimes/catalog.py)."""
+
+from __future__ import annotations
+
+from rlaunch.runtimes.catalog import FIXES, PROFILES, profile, resolve
+
+
+def test_profiles() -> None:
+    assert sorted(PROFILES) == ["skyrl", "smoke"]
+    skyrl = profile("skyrl")
+    assert skyrl is not None
+    assert skyrl.entrypoints() == ("skyrl_train.entrypoints.main_base",)
+    assert (skyrl.strategies, skyrl.rollout_backends) == (
+        frozenset({"fsdp", "megatron"}), frozenset({"vllm", "sglang"})
+    )
+    smoke = profile("smoke")
+    assert smoke is not None and smoke.simulated
+    assert smoke.entrypoints() == ("rlaunch.runtimes.smoke",)
+    assert profile("verl") is None
+
+
+def test_resolve_pins() -> None:
+    release = resolve("skyrl", package="skyrl==0.3.0", commit=None)
+    assert release is not None and release.version == "0.3.0"
+    assert release.fixes == frozenset(FIXES)
+    assert resolve("skyrl", package="skyrl==0.2.9", commit=None) is None
+    assert resolve("skyrl", package="skyrl", commit=None) is None
+    assert resolve("skyrl", package=None, commit="c" * 40) is None
+    assert resolve("nope", package="skyrl==0.3.0", commit=None) is None
+    smoke = resolve("smoke", package="rlaunch==0.1.0", commit=None)
+    assert smoke is not None and smoke.fixes == frozenset()
