@@ -8,30 +8,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from datetime import date
 from typing import Literal
 
 from rlaunch.builders.base import AnyArtifact
+from rlaunch.preflight import syntax
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 
-_CALENDAR = re.compile(r"^(\d{4})\.(\d{2})\.(\d{2})(?:\.(\d+))?$")
-_DEV = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*-)?dev$")
-
-
 def version_class(version: str) -> Literal["calendar", "dev"] | None:
-    """`calendar`, `dev`, or None for anything else (a branch-like `v1`, an impossible date)."""
-    if _DEV.match(version):
+    """`calendar`, `dev`, or None for anything else (a branch-like `v1`, an impossible date).
+
+    The syntax is preflight's (one definition of a version for the whole project)."""
+    if syntax.is_dev(version):
         return "dev"
-    match = _CALENDAR.match(version)
-    if match is None:
-        return None
-    try:
-        date(int(match[1]), int(match[2]), int(match[3]))
-    except ValueError:
-        return None
-    return "calendar"
+    return "calendar" if syntax.is_calendar(version) else None
 
 
 def is_dev(version: str) -> bool:
