@@ -54,18 +54,18 @@ def test_rt002_profile_and_release_known() -> None:
 
 
 def test_rt003_entrypoint_exists() -> None:
-    data = example(edits={"runtime.entrypoint": "skyrl_train.entrypoints.main"})
+    data = example(edits={"runtime.entrypoint": "skyrl.train.entrypoints.main"})
     [finding] = findings(data, "RT003")
     assert finding.message == (
-        "runtime.entrypoint 'skyrl_train.entrypoints.main' is not an entrypoint of skyrl 0.3.0"
-        " (skyrl_train.entrypoints.main_base)"
+        "runtime.entrypoint 'skyrl.train.entrypoints.main' is not an entrypoint of skyrl 0.3.0"
+        " (skyrl.train.entrypoints.main_base)"
     )
-    assert finding.fix == "Set runtime.entrypoint to skyrl_train.entrypoints.main_base."
+    assert finding.fix == "Set runtime.entrypoint to skyrl.train.entrypoints.main_base."
     smoke_with_skyrl_entrypoint = example(edits={
-        "runtime": dict(SMOKE_RUNTIME, entrypoint="skyrl_train.entrypoints.main_base"),
+        "runtime": dict(SMOKE_RUNTIME, entrypoint="skyrl.train.entrypoints.main_base"),
     })
     assert messages(smoke_with_skyrl_entrypoint, "RT003") == [
-        "runtime.entrypoint 'skyrl_train.entrypoints.main_base' is not an entrypoint of rlaunch"
+        "runtime.entrypoint 'skyrl.train.entrypoints.main_base' is not an entrypoint of rlaunch"
         " 0.1.0 (rlaunch.runtimes.smoke)"
     ]
     assert messages(example(), "RT003") == []

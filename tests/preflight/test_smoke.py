@@ -63,14 +63,14 @@ def test_smoke003_same_allocation_shape_but_not_the_accelerator() -> None:
 
 
 def test_smoke004_same_runtime_pin() -> None:
-    data = example(edits=smoke_of("runtime.entrypoint", "skyrl_train.entrypoints.main_generate"))
+    data = example(edits=smoke_of("runtime.entrypoint", "skyrl.train.entrypoints.main_generate"))
     [finding] = findings(data, "SMOKE004")
     spec = parse_spec(data)
     assert finding.message == (
         f"smoke runtime {spec.runtime_fingerprint} (skyrl skyrl==0.3.0"
-        f" skyrl_train.entrypoints.main_base) differs from {FULL}'s"
-        " sha256:4df9c641b77d2f8e46fb063179249a7117bbcde560aca0e9a2f51759712785c2 (skyrl"
-        " skyrl==0.3.0 skyrl_train.entrypoints.main_generate)"
+        f" skyrl.train.entrypoints.main_base) differs from {FULL}'s"
+        " sha256:902d7e3656b259d4116e0aa4a505f7af51d7697c9fe8501befcfe73962f2cd5d (skyrl"
+        " skyrl==0.3.0 skyrl.train.entrypoints.main_generate)"
     )
     # The runtime target's name and its required fixes are not part of the pin.
     renamed = example(edits=smoke_of("runtime.name", "skyrl"))

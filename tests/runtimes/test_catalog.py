@@ -9,7 +9,7 @@ def test_profiles() -> None:
     assert sorted(PROFILES) == ["skyrl", "smoke"]
     skyrl = profile("skyrl")
     assert skyrl is not None
-    assert skyrl.entrypoints() == ("skyrl_train.entrypoints.main_base",)
+    assert skyrl.entrypoints() == ("skyrl.train.entrypoints.main_base",)
     assert (skyrl.strategies, skyrl.rollout_backends) == (
         frozenset({"fsdp", "megatron"}), frozenset({"vllm", "sglang"})
     )

@@ -105,7 +105,7 @@ def runtime_known(check: Check) -> Iterator[Finding]:
 @rule(
     "RT003",
     "The entrypoint exists in the pinned runtime.",
-    example=Example(edits={"runtime.entrypoint": "skyrl_train.entrypoints.main"}),
+    example=Example(edits={"runtime.entrypoint": "skyrl.train.entrypoints.main"}),
 )
 def entrypoint_exists(check: Check) -> Iterator[Finding]:
     runtime = check.spec.runtime

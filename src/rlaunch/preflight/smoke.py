@@ -140,7 +140,7 @@ def _pin(runtime: RuntimePin) -> str:
 @rule(
     "SMOKE004",
     "A smoke run has its full run's runtime pin (runtime fingerprint).",
-    example=Example(edits=smoke_of("runtime.entrypoint", "skyrl_train.entrypoints.main_generate")),
+    example=Example(edits=smoke_of("runtime.entrypoint", "skyrl.train.entrypoints.main_generate")),
 )
 def same_runtime(check: Check) -> Iterator[Finding]:
     smoke = check.spec.smoke_of

@@ -76,7 +76,7 @@ class RuntimeProfile:
 
 _SKYRL_0_3_0 = RuntimeRelease(
     version="0.3.0",
-    entrypoints=("skyrl_train.entrypoints.main_base",),
+    entrypoints=("skyrl.train.entrypoints.main_base",),
     fixes=frozenset(FIXES),
 )
 

@@ -70,7 +70,7 @@ SKYRL_RUNTIME = {
     "profile": "skyrl",
     "package": "skyrl==0.3.0",
     "git": None,
-    "entrypoint": "skyrl_train.entrypoints.main_base",
+    "entrypoint": "skyrl.train.entrypoints.main_base",
     "required_fixes": [],
 }
 

@@ -72,9 +72,11 @@ def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
 
 
 def loads_spec(text: str, source: str = "<spec>") -> RunSpec:
+    """Parse YAML, or JSON when `source` ends in `.json` (PyYAML would split the surrogate
+    pairs of JSON escapes for characters beyond the Basic Multilingual Plane)."""
     try:
-        data = yaml.safe_load(text)  # JSON is a subset of YAML 1.2 for our documents
-    except yaml.YAMLError as err:
+        data = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as err:
         raise SpecError(source, [f"not valid YAML/JSON: {err}"]) from None
     return parse_spec(data, source)
 

@@ -23,7 +23,7 @@ class RuntimePin(SpecModel):
     package: str | None
     git: GitPin | None
     entrypoint: str
-    """Python module the job runs with the launch YAML, e.g. `skyrl_train.entrypoints.main_base`."""
+    """Python module the job runs with the launch YAML, e.g. `skyrl.train.entrypoints.main_base`."""
     required_fixes: list[str]
     """Fix ids the run needs; preflight proves the pinned runtime contains each."""
 

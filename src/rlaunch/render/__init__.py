@@ -1,0 +1,30 @@
+"""RunSpec -> launch YAML: the one boundary between rlaunch and the RL runtime.
+
+`render_launch` writes the document described in docs/launch-yaml.md; `load_launch` is how
+executors and runtimes read it back.
+"""
+
+from rlaunch.render.document import (
+    INPUT_SLOTS,
+    LAUNCH_SCHEMA_VERSION,
+    SECTIONS,
+    RenderError,
+    input_entry,
+    launch_document,
+)
+from rlaunch.render.output import (
+    LaunchError,
+    dumps_launch,
+    load_launch,
+    loads_launch,
+    render_launch,
+    render_to_file,
+    write_atomically,
+)
+from rlaunch.render.skyrl import skyrl_cli_args, skyrl_subtree
+
+__all__ = [
+    "INPUT_SLOTS", "LAUNCH_SCHEMA_VERSION", "LaunchError", "RenderError", "SECTIONS",
+    "dumps_launch", "input_entry", "launch_document", "load_launch", "loads_launch",
+    "render_launch", "render_to_file", "skyrl_cli_args", "skyrl_subtree", "write_atomically",
+]

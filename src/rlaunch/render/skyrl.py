@@ -1,0 +1,194 @@
+"""The `skyrl` subtree: a RunSpec in SkyRL 0.3.0's own config field names.
+
+Field names are exactly those of SkyRL 0.3.0's `SkyRLTrainConfig` (shared reference
+`skyrl-0.3.0-config-fields.txt`); tests/contract proves that SkyRL's own loader and
+`validate_cfg` accept what this writes. Only fields the RunSpec decides are written: everything
+else keeps SkyRL's default, so the subtree says exactly what the spec says.
+
+Roles the plan leaves out, and roles colocated with the policy, mirror the policy's footprint
+(nodes, GPUs per node, parallel sizes): that is what colocation means to SkyRL, and for an absent
+role it keeps SkyRL's arithmetic on integers it never acts upon (no reference when neither KL
+flag is set; no critic while `critic.model.path` is null).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from rlaunch.spec import AuxRole, PolicyRole, RunSpec
+
+
+def _footprint(role: AuxRole | None, policy: PolicyRole) -> tuple[int, int]:
+    if role is None or role.colocated_with_policy:
+        return policy.num_nodes, policy.num_gpus_per_node
+    return role.num_nodes, role.num_gpus_per_node
+
+
+def _placement(spec: RunSpec) -> dict[str, Any]:
+    plan = spec.role_plan
+    ref_nodes, ref_gpus = _footprint(plan.reference, plan.policy)
+    critic_nodes, critic_gpus = _footprint(plan.critic, plan.policy)
+    return {
+        "colocate_all": plan.placement.colocate_all,
+        "colocate_policy_ref": plan.placement.colocate_policy_ref,
+        "policy_num_nodes": plan.policy.num_nodes,
+        "policy_num_gpus_per_node": plan.policy.num_gpus_per_node,
+        "critic_num_nodes": critic_nodes,
+        "critic_num_gpus_per_node": critic_gpus,
+        "ref_num_nodes": ref_nodes,
+        "ref_num_gpus_per_node": ref_gpus,
+    }
+
+
+def _megatron(policy: PolicyRole) -> dict[str, Any]:
+    return {
+        "tensor_model_parallel_size": policy.tensor_parallel_size,
+        "pipeline_model_parallel_size": policy.pipeline_parallel_size,
+        "context_parallel_size": policy.context_parallel_size,
+        "expert_model_parallel_size": policy.expert_parallel_size,
+        "expert_tensor_parallel_size": policy.expert_tensor_parallel_size,
+    }
+
+
+def _algorithm(spec: RunSpec) -> dict[str, Any]:
+    algorithm = spec.algorithm
+    return {
+        "advantage_estimator": algorithm.advantage_estimator,
+        "use_kl_loss": algorithm.kl.use_kl_loss,
+        "use_kl_in_reward": algorithm.kl.use_kl_in_reward,
+        "kl_loss_coef": algorithm.kl.kl_loss_coef,
+        "kl_estimator_type": algorithm.kl.kl_estimator_type,
+        "eps_clip_low": algorithm.clip_ratio,
+        "eps_clip_high": algorithm.clip_ratio,
+    }
+
+
+def _trainer(spec: RunSpec, inputs: dict[str, Any], artifacts: dict[str, Any]) -> dict[str, Any]:
+    plan = spec.role_plan
+    batch = plan.batch
+    policy_path = inputs["model"]["uri"]
+    ref_path = inputs["reference_model"]["uri"] if "reference_model" in inputs else policy_path
+    critic_path = inputs["critic_model"]["uri"] if "critic_model" in inputs else None
+    wandb = spec.execution.wandb
+    return {
+        "placement": _placement(spec),
+        "strategy": plan.strategy,
+        "policy": {
+            "model": {"path": policy_path},
+            "optimizer_config": {"lr": spec.algorithm.learning_rate},
+            "sequence_parallel_size": plan.policy.sequence_parallel_size,
+            "megatron_config": _megatron(plan.policy),
+        },
+        "ref": {
+            "model": {"path": ref_path},
+            "sequence_parallel_size": plan.policy.sequence_parallel_size,
+            "megatron_config": _megatron(plan.policy),
+        },
+        "critic": {
+            "model": {"path": critic_path},
+            "sequence_parallel_size": plan.policy.sequence_parallel_size,
+        },
+        "algorithm": _algorithm(spec),
+        "fully_async": {"enabled": spec.algorithm.fully_async},
+        "seed": spec.seed,
+        "resume_mode": spec.resume.mode,
+        "resume_path": spec.resume.path,
+        "ckpt_path": artifacts["checkpoint_root"],
+        "max_ckpts_to_keep": spec.checkpoint.max_ckpts_to_keep,
+        "ckpt_interval": spec.checkpoint.ckpt_interval,
+        "hf_save_interval": spec.checkpoint.hf_save_interval,
+        "export_path": artifacts["export_root"],
+        "epochs": spec.algorithm.epochs,
+        "max_training_steps": spec.algorithm.max_training_steps,
+        "train_batch_size": batch.train_batch_size,
+        "policy_mini_batch_size": batch.policy_mini_batch_size,
+        # SkyRL types this as an int and reads it only when a critic model is set.
+        "critic_mini_batch_size": (
+            batch.critic_mini_batch_size
+            if batch.critic_mini_batch_size is not None
+            else batch.policy_mini_batch_size
+        ),
+        "micro_train_batch_size_per_gpu": batch.micro_train_batch_size_per_gpu,
+        "micro_forward_batch_size_per_gpu": batch.micro_forward_batch_size_per_gpu,
+        "eval_batch_size": batch.eval_batch_size,
+        "max_prompt_length": spec.lengths.max_prompt_length,
+        "project_name": wandb.project if wandb is not None else spec.name,
+        "run_name": spec.identity,
+        "logger": spec.logger,
+        "log_path": artifacts["attempts_root"],
+    }
+
+
+def _generator(spec: RunSpec) -> dict[str, Any]:
+    rollout = spec.role_plan.rollout
+    return {
+        "inference_engine": {
+            "num_engines": rollout.num_engines,
+            "backend": rollout.backend,
+            "weight_sync_backend": rollout.weight_sync_backend,
+            "tensor_parallel_size": rollout.tensor_parallel_size,
+            "pipeline_parallel_size": rollout.pipeline_parallel_size,
+            "data_parallel_size": rollout.data_parallel_size,
+            "expert_parallel_size": rollout.expert_parallel_size,
+        },
+        "n_samples_per_prompt": spec.role_plan.batch.n_samples_per_prompt,
+        "max_turns": spec.lengths.max_turns,
+        "max_input_length": spec.lengths.max_input_length,
+        "sampling_params": {
+            "max_generate_length": spec.lengths.max_generate_length,
+            "temperature": spec.algorithm.temperature,
+        },
+    }
+
+
+def skyrl_subtree(
+    spec: RunSpec, *, inputs: dict[str, Any], artifacts: dict[str, Any]
+) -> dict[str, Any]:
+    """The SkyRL config subtree; `inputs` and `artifacts` are the document's own sections, so
+    every path in it is the one written there."""
+    eval_uri = inputs["eval_data"]["uri"] if "eval_data" in inputs else None
+    return {
+        "data": {
+            "train_data": [inputs["train_data"]["uri"]],
+            "val_data": [] if eval_uri is None else [eval_uri],
+        },
+        "trainer": _trainer(spec, inputs, artifacts),
+        "generator": _generator(spec),
+        "environment": {"env_class": spec.algorithm.environment},
+    }
+
+
+def _override_value(value: Any) -> str:
+    # SkyRL's CLI parser (OmegaConf.from_cli) reads each value as YAML. JSON strings are YAML
+    # double-quoted scalars, so a path with `:` or `,` stays one string; floats go through
+    # PyYAML so that `1e-06` comes out as `1.0e-06`, which YAML 1.1 reads as a float.
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return yaml.safe_dump(value).splitlines()[0]
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_override_value(item) for item in value) + "]"
+    raise TypeError(f"no SkyRL command-line form for {type(value).__name__}: {value!r}")
+
+
+def skyrl_cli_args(subtree: dict[str, Any], prefix: str = "") -> list[str]:
+    """`key.path=value` arguments for SkyRL's entrypoint (`SkyRLTrainConfig.from_cli_overrides`,
+    which `skyrl.train.entrypoints.main_base` calls on `sys.argv[1:]`), one per leaf, in the
+    subtree's order. The skyrl runtime passes these; they carry the subtree, nothing more."""
+    args: list[str] = []
+    for key, value in subtree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            args.extend(skyrl_cli_args(value, f"{path}."))
+        else:
+            args.append(f"{path}={_override_value(value)}")
+    return args

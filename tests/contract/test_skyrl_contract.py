@@ -1,0 +1,320 @@
+"""The SkyRL contract: every spec preflight accepts renders a `skyrl` subtree that SkyRL 0.3.0's
+own loader parses and its own `validate_cfg` accepts.
+
+The specs: the worked examples, plus fixed variations of them (other estimators, KL placements,
+critic, sequence and pipeline parallelism, no eval data, resume from a path, multi-turn, fully
+async). Only those `rlaunch.preflight.run_preflight` accepts are checked (the worked examples
+named in the docs must be among them), together with a grid of batch sizes and parallel sizes
+over the three examples (648 specs, about 450 of which preflight accepts): every one preflight
+accepts must pass SkyRL too. That is where a preflight more lenient than SkyRL would show.
+
+All subtrees go into one YAML file, and ONE CPython 3.12 subprocess (tests/contract/
+skyrl_harness.py, in the venv of scripts/skyrl-contract-env) builds each with SkyRL's own
+`SkyRLTrainConfig.from_dict_config` (the named cases also with `from_cli_overrides`, the
+entrypoint's path, from `rlaunch.render.skyrl_cli_args`), then runs `validate_cfg`. The logger is
+console there: with `wandb`, SkyRL's validation reads WANDB_API_KEY from the environment, a
+launch-time fact, not a config one.
+
+A negative case proves the test can fail: a subtree with a train batch that the policy mini batch
+does not divide is rejected by SkyRL itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlaunch.preflight import run_preflight
+from rlaunch.render import launch_document, skyrl_cli_args
+from rlaunch.spec import RunSpec, parse_spec
+from rlaunch.spec.examples import QWEN25_1_5B, worked_example
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HARNESS = Path(__file__).with_name("skyrl_harness.py")
+ENV_SCRIPT = REPO_ROOT / "scripts" / "skyrl-contract-env"
+
+DOCUMENTED_EXAMPLES = ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8")
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _no_eval_data(data: dict[str, Any]) -> None:
+    data["eval_data"] = None
+
+
+def _resume_from_path(data: dict[str, Any]) -> None:
+    data["algorithm"]["max_training_steps"] = 100
+    data["resume"] = {
+        "mode": "from_path",
+        "path": f"{data['execution']['store_prefix']}/colocated-1x8/2026.11.28/checkpoints/"
+        "global_step_10",
+        "compatible_runtimes": [],
+    }
+
+
+def _no_kl(data: dict[str, Any]) -> None:
+    data["algorithm"]["kl"]["use_kl_loss"] = False
+    data["role_plan"]["reference"] = None
+
+
+def _kl_in_reward(data: dict[str, Any]) -> None:
+    data["algorithm"]["kl"]["use_kl_loss"] = False
+    data["algorithm"]["kl"]["use_kl_in_reward"] = True
+    data["algorithm"]["kl"]["kl_estimator_type"] = "k1"
+
+
+def _gae_with_critic(data: dict[str, Any]) -> None:
+    critic = copy.deepcopy(QWEN25_1_5B)
+    critic["name"] = "qwen2.5-1.5b-critic-init"
+    data["critic_model"] = critic
+    data["algorithm"]["advantage_estimator"] = "gae"
+    data["role_plan"]["critic"] = {"colocated_with_policy": True, "num_nodes": 1,
+                                   "num_gpus_per_node": 8}
+    data["role_plan"]["batch"]["critic_mini_batch_size"] = 64
+
+
+def _sequence_parallel_2(data: dict[str, Any]) -> None:
+    data["role_plan"]["policy"]["sequence_parallel_size"] = 2
+
+
+def _separate_reference(data: dict[str, Any]) -> None:
+    data["role_plan"]["reference"] = {"colocated_with_policy": False, "num_nodes": 4,
+                                      "num_gpus_per_node": 8}
+    data["role_plan"]["placement"]["colocate_policy_ref"] = False
+    data["execution"]["allocation"]["num_nodes"] = 12
+
+
+def _fully_async(data: dict[str, Any]) -> None:
+    data["algorithm"]["fully_async"] = True
+    data["role_plan"]["batch"]["train_batch_size"] = 64
+
+
+def _rloo_pipeline_2(data: dict[str, Any]) -> None:
+    data["algorithm"]["advantage_estimator"] = "rloo"
+    data["role_plan"]["policy"]["pipeline_parallel_size"] = 2
+
+
+def _wandb_logger(data: dict[str, Any]) -> None:
+    data["logger"] = "wandb"
+    data["execution"]["wandb"] = {"entity": "rlaunch-lab", "project": "gsm8k-grpo"}
+    data["execution"]["credentials"] = ["WANDB_API_KEY"]
+
+
+def _multi_turn(data: dict[str, Any]) -> None:
+    data["lengths"]["max_turns"] = 3
+    data["lengths"]["max_input_length"] = 2048
+
+
+def _reinforce_pp(data: dict[str, Any]) -> None:
+    data["algorithm"]["advantage_estimator"] = "reinforce++"
+    data["algorithm"]["kl"]["kl_loss_coef"] = 0.01
+    data["algorithm"]["clip_ratio"] = 0.28
+
+
+def _other_batches(data: dict[str, Any]) -> None:
+    batch = data["role_plan"]["batch"]
+    batch.update(train_batch_size=512, policy_mini_batch_size=128, n_samples_per_prompt=4,
+                 micro_train_batch_size_per_gpu=2, micro_forward_batch_size_per_gpu=16)
+    data["checkpoint"].update(ckpt_interval=5, max_ckpts_to_keep=-1, hf_save_interval=20)
+
+
+VARIATIONS: dict[str, tuple[str, Edit]] = {
+    "colocated-no-eval-data": ("colocated-1x8", _no_eval_data),
+    "colocated-resume-from-path": ("colocated-1x8", _resume_from_path),
+    "colocated-no-kl": ("colocated-1x8", _no_kl),
+    "colocated-kl-in-reward": ("colocated-1x8", _kl_in_reward),
+    "colocated-gae-critic": ("colocated-1x8", _gae_with_critic),
+    "colocated-sp2": ("colocated-1x8", _sequence_parallel_2),
+    "colocated-wandb": ("colocated-1x8", _wandb_logger),
+    "colocated-multi-turn": ("colocated-1x8", _multi_turn),
+    "colocated-reinforce-pp": ("colocated-1x8", _reinforce_pp),
+    "colocated-other-batches": ("colocated-1x8", _other_batches),
+    "disaggregated-separate-ref": ("disaggregated-8x8-tp8", _separate_reference),
+    "disaggregated-fully-async": ("disaggregated-8x8-tp8", _fully_async),
+    "megatron-rloo-pp2": ("megatron-moe-5x8", _rloo_pipeline_2),
+}
+
+
+def candidate_specs() -> dict[str, RunSpec]:
+    specs = {name: parse_spec(worked_example(name), name) for name in DOCUMENTED_EXAMPLES}
+    for case_id, (base, edit) in VARIATIONS.items():
+        data = worked_example(base)
+        data["name"] = case_id
+        edit(data)
+        specs[case_id] = parse_spec(data, case_id)
+    return specs
+
+
+GRID_AXES = {
+    "train_batch_size": (32, 64, 96, 256),
+    "policy_mini_batch_size": (16, 32, 64),
+    "n_samples_per_prompt": (1, 2, 8),
+    "micro_train_batch_size_per_gpu": (1, 2, 8),
+}
+
+
+def grid_specs() -> dict[str, RunSpec]:
+    """Batch and parallel sizes around the worked examples: many are wrong on purpose, and
+    preflight decides which are checked against SkyRL."""
+    specs: dict[str, RunSpec] = {}
+    for base in DOCUMENTED_EXAMPLES:
+        megatron = base == "megatron-moe-5x8"
+        parallel = "pipeline_parallel_size" if megatron else "sequence_parallel_size"
+        for values in itertools.product(*GRID_AXES.values(), (1, 2)):
+            *sizes, parallel_size = values
+            data = worked_example(base)
+            data["role_plan"]["batch"].update(zip(GRID_AXES, sizes, strict=True))
+            data["role_plan"]["policy"][parallel] = parallel_size
+            case_id = f"grid-{base}-" + "-".join(str(value) for value in values)
+            data["name"] = case_id
+            specs[case_id] = parse_spec(data, case_id)
+    return specs
+
+
+def accepted_specs(
+    candidates: dict[str, RunSpec],
+) -> tuple[dict[str, RunSpec], dict[str, list[str]]]:
+    """Split by spec-scope preflight: (accepted, refused with `CODE message` of each error)."""
+    accepted: dict[str, RunSpec] = {}
+    refused: dict[str, list[str]] = {}
+    for case_id, spec in candidates.items():
+        errors = [f"{f.code} {f.message}" for f in run_preflight(spec) if f.is_error]
+        if errors:
+            refused[case_id] = errors
+        else:
+            accepted[case_id] = spec
+    return accepted, refused
+
+
+def named_cases() -> tuple[dict[str, RunSpec], dict[str, list[str]]]:
+    return accepted_specs(candidate_specs())
+
+
+def grid_cases() -> dict[str, RunSpec]:
+    return accepted_specs(grid_specs())[0]
+
+
+def subtree_for_skyrl(spec: RunSpec) -> dict[str, Any]:
+    prefix = spec.execution.store_prefix or "/srv/rlaunch-store"
+    skyrl = launch_document(spec, store_prefix=prefix, launcher_commit=None)["skyrl"]
+    skyrl["trainer"]["logger"] = "console"
+    return skyrl
+
+
+def broken_batch_subtree() -> dict[str, Any]:
+    skyrl = subtree_for_skyrl(parse_spec(worked_example("colocated-1x8")))
+    skyrl["trainer"]["train_batch_size"] = 250  # policy mini batch 64 does not divide it
+    return skyrl
+
+
+NEGATIVE_ID = "negative-train-batch-not-divisible"
+
+
+def contract_python() -> str:
+    """The contract env's interpreter, built on first use (about 30 s, 210 MB); skips when the
+    machine has no CPython 3.12."""
+    done = subprocess.run(
+        [str(ENV_SCRIPT)], capture_output=True, text=True, timeout=900, check=False
+    )
+    if done.returncode == 3:
+        pytest.skip(
+            "SkyRL contract not checked: no CPython 3.12 on this machine (skyrl-gym 0.4.0, "
+            "which SkyRL 0.3.0's config imports, requires it). scripts/skyrl-contract-env said:\n"
+            + done.stderr
+        )
+    if done.returncode != 0:
+        pytest.fail(f"scripts/skyrl-contract-env failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def contract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    named, refused = named_cases()
+    missing = [name for name in DOCUMENTED_EXAMPLES if name not in named]
+    assert not missing, f"preflight refuses documented worked examples: {refused}"
+    grid = grid_cases()
+    python = contract_python()
+    subtrees = {case_id: subtree_for_skyrl(spec) for case_id, spec in {**named, **grid}.items()}
+    subtrees[NEGATIVE_ID] = broken_batch_subtree()
+    cases = {
+        case_id: {
+            "skyrl": subtree,
+            "cli_args": None if case_id in grid else skyrl_cli_args(subtree),
+        }
+        for case_id, subtree in subtrees.items()
+    }
+    case_dir = tmp_path_factory.mktemp("skyrl-cases")
+    cases_path = case_dir / "cases.yaml"
+    cases_path.write_text(yaml.dump(cases, Dumper=yaml.CSafeDumper, sort_keys=False))
+    result_path = case_dir / "result.json"
+    done = subprocess.run(
+        [python, str(HARNESS), str(cases_path), str(result_path)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, f"the SkyRL harness crashed:\n{done.stdout}\n{done.stderr}"
+    report = json.loads(result_path.read_text())
+    report["subtrees"] = subtrees
+    report["grid"] = sorted(grid)
+    print(
+        f"\nSkyRL {report['skyrl_version']} on Python {report['python']}: import "
+        f"{report['import_seconds']} s, load {report['load_seconds']} s, {len(subtrees)} configs "
+        f"({len(grid)} from the grid) checked in {report['check_seconds']} s", file=sys.stderr,
+    )
+    return report
+
+
+def accepted_case_ids() -> list[str]:
+    return sorted(named_cases()[0])
+
+
+def test_preflight_accepts_every_named_case():
+    # Otherwise that case silently drops out of the contract: fix the variation (or the rule).
+    assert named_cases()[1] == {}
+
+
+def test_the_harness_ran_skyrl_0_3_0(contract):
+    assert contract["skyrl_version"] == "0.3.0"
+    assert contract["python"].startswith("3.12.")
+
+
+@pytest.mark.parametrize("case_id", accepted_case_ids())
+def test_skyrl_parses_and_validates_the_rendered_subtree(contract, case_id):
+    outcome = contract["results"][case_id]
+    assert outcome["accepted"], (
+        f"SkyRL 0.3.0 refused the skyrl subtree of {case_id} at {outcome['stage']} "
+        f"({outcome.get('where')}): {outcome['error']}"
+    )
+    # SkyRL holds exactly what was written (nothing renamed, dropped or rewritten on the way in),
+    # and the command-line form the skyrl runtime passes builds the same config as the YAML.
+    assert outcome["held"] == contract["subtrees"][case_id]
+    assert outcome["cli_equals_yaml"] is True
+
+
+def test_every_grid_spec_preflight_accepts_is_accepted_by_skyrl(contract):
+    refused = {
+        case_id: contract["results"][case_id]["error"]
+        for case_id in contract["grid"]
+        if not contract["results"][case_id]["accepted"]
+    }
+    assert refused == {}, "preflight accepts these, SkyRL 0.3.0 refuses them"
+    for case_id in contract["grid"]:
+        assert contract["results"][case_id]["held"] == contract["subtrees"][case_id]
+
+
+def test_a_broken_batch_size_is_rejected_by_skyrl_itself(contract):
+    outcome = contract["results"][NEGATIVE_ID]
+    assert outcome["accepted"] is False
+    assert outcome["stage"] == "validate"
+    assert outcome["error"] == (
+        "AssertionError: train_batch_size 250 should be divisible by policy_mini_batch_size 64"
+    )
+    assert outcome["where"].endswith("validate_batch_sizes")
