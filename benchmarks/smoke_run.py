@@ -1,0 +1,122 @@
+"""Benchmark: the default countdown smoke experiment, end to end, on this machine.
+
+Builds a tiny SFT'd model and the countdown data in a temporary store with the task and model
+APIs (make_problems, sft_train, save_pretrained), renders a launch YAML for 1 node x 2
+simulated GPUs, colocated, runs `python -m rlaunch.runtimes.smoke` on it (which starts its own
+local Ray), and prints: wall time to the first step, seconds per step, mean reward of the
+first and last five steps, greedy eval reward before and after.
+
+    scripts/runtime benchmarks/smoke_run.py [--steps 60] [--sft-steps 600] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+sys.path.insert(0, str(SRC))
+
+from rlaunch.runtimes.smoke.demo import render_smoke, smoke_spec  # noqa: E402
+
+DEFAULT_EXPERIMENT = dict(
+    nodes=1, gpus_per_node=2, colocate_all=True, train_batch_size=32, policy_mini_batch_size=16,
+    micro_train_batch_size_per_gpu=32, micro_forward_batch_size_per_gpu=128,
+    n_samples_per_prompt=8, eval_batch_size=256, learning_rate=3e-4, ckpt_interval=20,
+    max_ckpts_to_keep=2,
+)
+
+
+def build_model_and_data(document: dict, *, seed: int, sft_steps: int) -> float:
+    """SFT a TinyLM and write the data, at the paths the launch document names."""
+    import torch
+
+    from rlaunch.models.sft import mean_reward, sft_train
+    from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
+    from rlaunch.models.tokenizer import CharTokenizer
+    from rlaunch.tasks.countdown import make_problems
+
+    torch.set_num_threads(1)
+    problems = make_problems(seed, 4256)
+    data = Path(document["inputs"]["train_data"]["uri"])
+    data.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("train.jsonl", problems[:4000]), ("eval.jsonl", problems[4000:])):
+        (data / name).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    tokenizer = CharTokenizer()
+    tokenizer.save(document["inputs"]["tokenizer"]["uri"])
+    torch.manual_seed(seed)
+    model = TinyLM(TinyConfig(vocab_size=tokenizer.vocab_size))
+    began = time.monotonic()
+    sft_train(model, tokenizer, problems[:4000], steps=sft_steps, seed=seed)
+    print(f"sft: {sft_steps} steps in {time.monotonic() - began:.1f} s; greedy eval reward "
+          f"{mean_reward(model, tokenizer, problems[4000:]):.3f}", flush=True)
+    save_pretrained(model, tokenizer, document["inputs"]["model"]["uri"])
+    return time.monotonic() - began
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--sft-steps", type=int, default=600)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary store")
+    args = parser.parse_args()
+
+    store = Path(tempfile.mkdtemp(prefix="rlaunch-smoke-bench-"))
+    try:
+        spec = smoke_spec(seed=args.seed, max_training_steps=args.steps, **DEFAULT_EXPERIMENT)
+        text, document = render_smoke(spec, str(store))
+        launch = store / "launch.yaml"
+        launch.write_text(text)
+        build_model_and_data(document, seed=args.seed, sft_steps=args.sft_steps)
+
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+        env["RLAUNCH_ATTEMPT_ID"] = "bench"
+        began = time.monotonic()
+        first_step_at = None
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rlaunch.runtimes.smoke", str(launch)], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        )
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            if first_step_at is None and line.startswith("step 1/"):
+                first_step_at = time.monotonic() - began
+        status = process.wait()
+        wall = time.monotonic() - began
+        if status != 0:
+            print(f"smoke run failed with exit status {status}", file=sys.stderr)
+            return status
+        manifest = json.loads(Path(document["artifacts"]["terminal_manifest"]).read_text())
+        summary = manifest["metrics"]
+        print("\n== smoke_run benchmark (1 node x 2 simulated GPUs, colocated) ==")
+        print(f"steps                      {manifest['final_step']}")
+        print(f"wall time to first step    {first_step_at:.1f} s (process start -> step 1 line)")
+        print(f"seconds per step           {summary['seconds_per_step']:.2f} s")
+        print(f"reward, first 5 steps      {summary['reward_mean_first5']:.3f} "
+              f"(solved {summary['solved_first5']:.2f})")
+        print(f"reward, last 5 steps       {summary['reward_mean_last5']:.3f} "
+              f"(solved {summary['solved_last5']:.2f})")
+        evals = summary.get("eval", {})
+        if "initial" in evals and "final" in evals:
+            print(f"greedy eval reward         {evals['initial']['reward_mean']:.3f} -> "
+                  f"{evals['final']['reward_mean']:.3f} ({evals['final']['prompts']} prompts)")
+        print(f"runtime wall time          {wall:.1f} s")
+        return 0
+    finally:
+        if args.keep:
+            print(f"store kept at {store}")
+        else:
+            shutil.rmtree(store, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Checkpoint root layout, the `latest` pointer, rotation and the runtime record.
+
+    {checkpoint_root}/runtime.json                    runtime fingerprint that writes this root
+    {checkpoint_root}/global_step_N/policy_rank<r>/   model.safetensors, optimizer.pt, rng.pt
+    {checkpoint_root}/global_step_N/trainer_state.json step, data position, metric history
+    {checkpoint_root}/latest_ckpt_global_step.txt     "N", written last, atomically
+
+A step directory is assembled under a temporary name and renamed into place; the pointer is
+replaced only after that, so a process killed at any moment leaves the pointer on a complete
+checkpoint. Directories a killed attempt left behind are overwritten when that step is
+reached again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+LATEST_FILE = "latest_ckpt_global_step.txt"
+RUNTIME_FILE = "runtime.json"
+STATE_FILE = "trainer_state.json"
+STEP_DIR = re.compile(r"global_step_(\d+)")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint root or directory that this run must not, or cannot, resume from."""
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomically(path: Path, value: Any) -> None:
+    write_text_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def step_dir(root: Path, step: int) -> Path:
+    return root / f"global_step_{step}"
+
+
+def latest_step(root: Path) -> int | None:
+    pointer = root / LATEST_FILE
+    if not pointer.is_file():
+        return None
+    text = pointer.read_text().strip()
+    if not text.isdigit():
+        raise CheckpointError(f"{pointer} holds {text!r}, not a step number")
+    return int(text)
+
+
+def check_runtime(root: Path, *, runtime_fingerprint: str, compatible: tuple[str, ...]) -> None:
+    """Refuse a root whose checkpoints another (undeclared) runtime wrote."""
+    record = root / RUNTIME_FILE
+    if not record.is_file():
+        return
+    written_by = json.loads(record.read_text()).get("runtime_fingerprint")
+    if written_by == runtime_fingerprint or written_by in compatible:
+        return
+    has_checkpoints = any(STEP_DIR.fullmatch(p.name) for p in root.iterdir() if p.is_dir())
+    if not has_checkpoints:
+        return
+    raise CheckpointError(
+        f"checkpoint root {root} was written by runtime {written_by} (see {record}), this run's "
+        f"runtime is {runtime_fingerprint}; resuming across runtimes is refused. Bump the run "
+        f"version (a fresh root), or declare the old runtime in resume.compatible_runtimes"
+    )
+
+
+def record_runtime(root: Path, *, runtime_fingerprint: str, run_id: str) -> None:
+    write_json_atomically(
+        root / RUNTIME_FILE,
+        {"runtime_fingerprint": runtime_fingerprint, "run_id": run_id,
+         "writer": "rlaunch.runtimes.smoke"},
+    )
+
+
+def staging_dir(root: Path, step: int) -> Path:
+    """An empty directory beside the final one, to fill before `commit`."""
+    staging = root / f".global_step_{step}.partial"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def commit(root: Path, step: int, staging: Path, state: dict, *, keep: int) -> Path:
+    """Write trainer_state.json, move the step into place, move the pointer, then rotate."""
+    write_json_atomically(staging / STATE_FILE, state)
+    final = step_dir(root, step)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(staging, final)
+    write_text_atomically(root / LATEST_FILE, f"{step}\n")
+    rotate(root, keep=keep)
+    return final
+
+
+def rotate(root: Path, *, keep: int) -> list[int]:
+    """Delete the oldest step directories beyond `keep` (-1 keeps all); returns deleted steps."""
+    if keep < 0:
+        return []
+    steps = sorted(int(m.group(1)) for p in root.iterdir()
+                   if p.is_dir() and (m := STEP_DIR.fullmatch(p.name)))
+    latest = latest_step(root)
+    doomed = [s for s in steps[: max(len(steps) - keep, 0)] if s != latest]
+    for step in doomed:
+        shutil.rmtree(step_dir(root, step))
+    return doomed
+
+
+def clear(root: Path) -> list[int]:
+    """Remove the pointer and every step directory (resume mode `none` starts over: left in
+    place, an earlier attempt's steps would be rotated and resumed as if they were this run's)."""
+    if not root.is_dir():
+        return []
+    (root / LATEST_FILE).unlink(missing_ok=True)
+    removed = []
+    for path in sorted(root.iterdir()):
+        match = STEP_DIR.fullmatch(path.name.removeprefix(".").removesuffix(".partial"))
+        if path.is_dir() and match:
+            shutil.rmtree(path)
+            if not path.name.startswith("."):
+                removed.append(int(match.group(1)))
+    return sorted(removed)
+
+
+def read_state(directory: Path) -> dict:
+    path = directory / STATE_FILE
+    if not path.is_file():
+        raise CheckpointError(
+            f"{directory} is not a complete smoke checkpoint (no {STATE_FILE}); point "
+            "resume.path at a global_step_N directory"
+        )
+    return json.loads(path.read_text())

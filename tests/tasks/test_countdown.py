@@ -1,0 +1,77 @@
+"""The countdown task: deterministic problems, exact rewards, solvable by construction."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlaunch.tasks.countdown import (
+    CORRECT_REWARD,
+    FORMAT_REWARD,
+    MAX_TARGET,
+    evaluate,
+    make_problems,
+    reward,
+    solution,
+)
+
+PROBLEM = {"prompt": "8 2 5 to 11:", "target": 11, "numbers": [8, 2, 5], "solution": "5-2+8"}
+
+
+def test_same_seed_same_problems_and_different_seed_differs() -> None:
+    assert make_problems(3, 50) == make_problems(3, 50)
+    assert make_problems(3, 50) != make_problems(4, 50)
+    assert make_problems(3, 10) == make_problems(3, 50)[:10]
+
+
+def test_first_problems_are_pinned() -> None:
+    # Datasets built on another machine must hold the same rows.
+    assert make_problems(0, 2) == [
+        {"id": 0, "prompt": "1 6 1 to 7:", "target": 7, "numbers": [1, 6, 1],
+         "solution": "1+6*1"},
+        {"id": 1, "prompt": "6 1 2 to 8:", "target": 8, "numbers": [6, 1, 2],
+         "solution": "2+1*6"},
+    ]
+
+
+def test_every_solution_is_correct_and_short() -> None:
+    for problem in make_problems(11, 2000):
+        assert reward(problem, solution(problem)) == CORRECT_REWARD
+        assert 1 <= problem["target"] <= MAX_TARGET
+        assert len(problem["prompt"]) < 32
+        assert len(solution(problem)) < 16
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("5-2+8", CORRECT_REWARD),
+        (" 8+5-2 ", CORRECT_REWARD),
+        ("(8-5)*2+5", 0.0),  # uses 5 twice
+        ("8+5", FORMAT_REWARD),  # well-formed, subset of the numbers, 13 != 11
+        ("8*2-5", CORRECT_REWARD),  # 16 - 5: a different correct answer
+        ("8+3", 0.0),  # 3 is not given
+        ("8+", 0.0),
+        ("", 0.0),
+        ("abc", 0.0),
+        ("8+2+5+" + "1" * 20, 0.0),  # longer than a completion may be
+    ],
+)
+def test_reward(completion: str, expected: float) -> None:
+    assert reward(PROBLEM, completion) == expected
+
+
+def test_evaluate_respects_precedence_and_parentheses() -> None:
+    assert evaluate("2+3*4") == 14
+    assert evaluate("(2+3)*4") == 20
+    assert evaluate("9-2-3") == 4
+
+
+def test_evaluate_rejects_what_is_not_an_expression() -> None:
+    message = r"not a countdown expression: '2\+\+3' \(unexpected '\+'\)"
+    with pytest.raises(ValueError, match=message):
+        evaluate("2++3")
+
+
+def test_negative_count_is_refused() -> None:
+    with pytest.raises(ValueError, match="count must be >= 0, got -1"):
+        make_problems(0, -1)
