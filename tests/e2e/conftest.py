@@ -1,0 +1,106 @@
+"""Fixtures for end-to-end tests that run the real ./pants (with pantsd, for speed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Pants 2.17 keeps pantsd's metadata in <buildroot>/.pids/<hash>/pantsd/ (pants_subprocessdir).
+PANTSD_PID_GLOB = ".pids/*/pantsd/pid"
+
+PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def _is_pantsd(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        # pantsd retitles itself "pantsd [<buildroot>]": guards against a reused pid.
+        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"pantsd")
+    except OSError:
+        return True  # No /proc (macOS): a live pid from pantsd's own pid file is all we have.
+
+
+def live_pantsd_pids() -> set[int]:
+    pids = set()
+    for pid_file in REPO_ROOT.glob(PANTSD_PID_GLOB):
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if _is_pantsd(pid):
+            pids.add(pid)
+    return pids
+
+
+def _stop(pid: int, timeout_seconds: float = 20.0) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        if not _is_pantsd(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_pantsd_started_by_tests() -> Iterator[None]:
+    """Leave pantsd as found: stop at session end only a pantsd that was not running before."""
+    running_before = live_pantsd_pids()
+    yield
+    for pid in live_pantsd_pids() - running_before:
+        _stop(pid)
+
+
+def pants_env(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The caller's environment as a user's shell would have it for ./pants, with overrides
+    (None removes a variable). PYTHONPATH is dropped: the test layers set it for the runtime."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for name, value in (overrides or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def pants() -> PantsRunner:
+    """pants(*args, env={NAME: value or None}) runs ./pants in the repo root and returns the
+    CompletedProcess; env overrides the caller's environment (None removes a variable)."""
+
+    def run(
+        *args: str, env: Mapping[str, str | None] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(REPO_ROOT / "pants"), *args],
+            cwd=REPO_ROOT,
+            env=pants_env(env),
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+
+    return run
