@@ -1,0 +1,248 @@
+"""Fields of the artifact targets: hf_model, hf_dataset, adopted_artifact, built_artifact."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pants.engine.target import Dependencies, DictStringToStringField
+from pants.util.strutil import help_text
+
+from rlaunch_pants.fields import (
+    CheckedStringField,
+    ChoiceField,
+    CommitField,
+    JsonDictField,
+    PositiveIntField,
+    Sha256Field,
+    VersionField,
+)
+
+ARTIFACT_KINDS = ("model", "tokenizer", "dataset")
+
+# ---------------------------------------------------------------------------------------------
+# Fields shared by the artifact targets.
+
+
+class ArtifactVersionField(VersionField):
+    alias = "version"
+    required = True
+    help = help_text(
+        """
+        The artifact's version; with the target's name it is the artifact's identity
+        `name@version`, and its store path `{prefix}/{name}/{version}/`.
+
+        A calendar version `YYYY.MM.DD` or `YYYY.MM.DD.N` (a real date) is immutable: once
+        launched, its fingerprint is recorded and a changed artifact must get a new version.
+        `dev` and `<label>-dev` (e.g. `sft-dev`) are mutable and always rebuilt; a calendar
+        version may not depend on a dev one.
+        """
+    )
+
+
+class HFRepoIdField(CheckedStringField):
+    alias = "repo_id"
+    required = True
+    help = help_text(
+        """
+        The Hugging Face repository, `owner/name`, e.g. `Qwen/Qwen2.5-1.5B-Instruct` or
+        `openai/gsm8k`.
+        """
+    )
+
+
+class HFRevisionField(CommitField):
+    alias = "revision"
+    required = True
+    help = help_text(
+        """
+        The 40-character hex commit sha the repository is pinned at. Branches and tags
+        (`main`, `v1.0`) move, so they are refused. Note beside the pin where it comes from.
+        """
+    )
+
+
+class ModelAttentionHeadsField(PositiveIntField):
+    alias = "attention_heads"
+    help = help_text(
+        """
+        `num_attention_heads` of the model's `config.json`. Trainer and inference tensor
+        parallel sizes must divide it (checked by `check`); the builder verifies the number.
+        """
+    )
+
+
+class ModelKVHeadsField(PositiveIntField):
+    alias = "kv_heads"
+    help = help_text(
+        """
+        `num_key_value_heads` of the model's `config.json` (grouped-query attention); the same
+        as `attention_heads` for plain multi-head attention.
+        """
+    )
+
+
+class ModelContextLengthField(PositiveIntField):
+    alias = "context_length"
+    help = help_text(
+        """
+        The model's context window in tokens (`max_position_embeddings`): a run's prompt and
+        generation lengths must fit in it.
+        """
+    )
+
+
+class ModelNumExpertsField(PositiveIntField):
+    alias = "num_experts"
+    help = help_text(
+        """
+        Routed experts of a mixture-of-experts model (`num_experts`); leave unset for a dense
+        model.
+        """
+    )
+
+
+class HFModelAttentionHeadsField(ModelAttentionHeadsField):
+    required = True
+
+
+class HFModelKVHeadsField(ModelKVHeadsField):
+    required = True
+
+
+class HFModelContextLengthField(ModelContextLengthField):
+    required = True
+
+
+class ArtifactRowsField(PositiveIntField):
+    alias = "rows"
+    help = help_text(
+        """
+        Rows of a dataset, when known: lets `check` prove the data covers at least one train
+        batch. Leave unset for models and tokenizers.
+        """
+    )
+
+
+class ArtifactKindField(ChoiceField):
+    alias = "kind"
+    required = True
+    choices = ARTIFACT_KINDS
+    help = help_text(
+        f"""
+        What the artifact is: one of {", ".join(repr(kind) for kind in ARTIFACT_KINDS)}. A run's
+        slot takes only its kind (`model=` a model, `train_data=` a dataset); a model needs
+        `attention_heads`, `kv_heads` and `context_length`.
+        """
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# hf_model, hf_dataset
+
+
+class HFModelTokenizerRepoIdField(CheckedStringField):
+    alias = "tokenizer_repo_id"
+    help = help_text(
+        """
+        The repository of the tokenizer; unset: the model's `repo_id` (the tokenizer shipped
+        with the model).
+        """
+    )
+
+
+class HFModelTokenizerRevisionField(CommitField):
+    alias = "tokenizer_revision"
+    help = help_text(
+        """
+        The 40-hex commit of the tokenizer repository; unset: the model's `revision`.
+        Set it with `tokenizer_repo_id`.
+        """
+    )
+
+
+class HFDatasetSplitField(CheckedStringField):
+    alias = "split"
+    required = True
+    help = "The split of the dataset this target stands for, e.g. `train` or `test`."
+
+
+# ---------------------------------------------------------------------------------------------
+# adopted_artifact, built_artifact
+
+
+class AdoptedArtifactUriField(CheckedStringField):
+    alias = "uri"
+    required = True
+    help = help_text(
+        """
+        Where the existing object lives, in an object store (`gs://bucket/path`,
+        `s3://bucket/path`). Ambient paths (`/home/...`, `~`, `$VAR`) are refused by `check`.
+        """
+    )
+
+
+class AdoptedArtifactSha256Field(Sha256Field):
+    alias = "sha256"
+    required = True
+    help = help_text(
+        """
+        The sha256 of the object's content (64 hex characters): adopting verifies it, so the
+        name stands for exactly these bytes.
+        """
+    )
+
+
+OPTIONAL_FACTS = (
+    ModelAttentionHeadsField,
+    ModelKVHeadsField,
+    ModelContextLengthField,
+    ModelNumExpertsField,
+)
+
+
+class BuiltArtifactBuilderField(CheckedStringField):
+    alias = "builder"
+    required = True
+    help = help_text(
+        """
+        The builder plugin that makes the artifact (Python entry point group
+        `rlaunch.builders`), e.g. `countdown_data`, `char_tokenizer`, `sft_model`.
+        """
+    )
+
+
+class BuiltArtifactConfigField(JsonDictField):
+    alias = "config"
+    help = help_text(
+        """
+        The builder's configuration, a dict of JSON values; part of the artifact's fingerprint.
+        Default: `{}`.
+        """
+    )
+
+
+class BuiltArtifactDepsField(DictStringToStringField):
+    alias = "deps"
+    help = help_text(
+        """
+        The artifacts the builder consumes, by slot: `dict(data=":countdown_data",
+        tokenizer=":char_tokenizer")`. Each value is the address of an artifact target and is a
+        dependency of this target. Their identities and fingerprints are part of this
+        artifact's fingerprint.
+        """
+    )
+    expected_types: ClassVar[tuple[str, ...]] = (
+        "hf_model",
+        "hf_dataset",
+        "adopted_artifact",
+        "built_artifact",
+    )
+
+
+class BuiltArtifactDependenciesField(Dependencies):
+    help = help_text(
+        """
+        Extra dependencies. The targets named in `deps` are dependencies already; there is
+        usually nothing to add here.
+        """
+    )

@@ -1,0 +1,273 @@
+"""Field base classes: pinned strings, counts, dicts with a fixed key set, and target references.
+
+Every check runs in `compute_value`, so a mistake fails when the BUILD file is parsed, in the Pants
+message form, naming the field, the target, what was expected and what was written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Optional
+
+from pants.engine.addresses import Address
+from pants.engine.target import NO_VALUE, Field, InvalidFieldException, StringField
+from pants.util.frozendict import FrozenDict
+from pants.util.strutil import softwrap
+
+from rlaunch_pants import validation
+
+Check = Callable[[Any], Optional[str]]
+
+
+def _checked(cls: type[Field], value: Any, address: Address, check: Check) -> Any:
+    if value is None:
+        return value
+    requirement = check(value)
+    if requirement is not None:
+        raise InvalidFieldException(
+            validation.field_message(cls.alias, address, requirement, value)
+        )
+    return value
+
+
+class CheckedStringField(StringField):
+    """A string field whose value must pass `check` (None is the default/absent value)."""
+
+    check: ClassVar[Check] = staticmethod(validation.check_str)
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[str], address: Address) -> Optional[str]:
+        if raw_value is not None and not isinstance(raw_value, str):
+            raise InvalidFieldException(
+                validation.field_message(cls.alias, address, "a string", raw_value)
+            )
+        value = super().compute_value(raw_value, address)
+        return _checked(cls, value, address, cls.check)
+
+
+class CommitField(CheckedStringField):
+    check = staticmethod(validation.check_commit)
+
+
+class VersionField(CheckedStringField):
+    check = staticmethod(validation.check_version)
+
+
+class Sha256Field(CheckedStringField):
+    check = staticmethod(validation.check_sha256)
+
+
+class CheckedIntField(Field):
+    """An integer field; `check` says which integers (Python's bool is rejected)."""
+
+    check: ClassVar[Check] = staticmethod(validation.check_positive_int)
+    value: Optional[int]
+    default: ClassVar[Optional[int]] = None
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[int], address: Address) -> Optional[int]:
+        value = super().compute_value(raw_value, address)
+        return _checked(cls, value, address, cls.check)
+
+
+class PositiveIntField(CheckedIntField):
+    check = staticmethod(validation.check_positive_int)
+
+
+class NonNegativeIntField(CheckedIntField):
+    check = staticmethod(validation.check_non_negative_int)
+
+
+class ChoiceField(CheckedStringField):
+    """A string out of `choices` (shown in the error and in `help`)."""
+
+    choices: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[str], address: Address) -> Optional[str]:
+        value = super().compute_value(raw_value, address)
+        return _checked(cls, value, address, lambda v: validation.check_choice(v, cls.choices))
+
+
+# ---------------------------------------------------------------------------------------------
+# Dicts with a fixed set of keys (role plan sections, lengths, algorithm, checkpoint policy).
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a schema dict: its check (or the keys of a nested dict), a one-line meaning,
+    whether None is allowed."""
+
+    name: str
+    check: Optional[Check]
+    doc: str
+    nullable: bool = False
+    nested: Optional[tuple[Key, ...]] = None
+
+
+def choice(*choices: str) -> Check:
+    """The check of a key whose value is one of `choices`."""
+    return lambda value: validation.check_choice(value, choices)
+
+
+def _validate_dict(value: Any, schema: tuple[Key, ...], prefix: str) -> list[str]:
+    """Problems as fragments that follow "The 'x' field in target y ..."."""
+    problems = []
+    names = [key.name for key in schema]
+    for name in value:
+        if name not in names:
+            close = difflib.get_close_matches(str(name), names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(
+                f"has an unknown key {prefix + str(name)!r}{hint}; the keys are: {', '.join(names)}"
+            )
+    for key in schema:
+        path = prefix + key.name
+        if key.name not in value:
+            problems.append(
+                f"is missing the key {path!r} ({key.doc}); every key must be set: "
+                f"there are no silent defaults"
+            )
+            continue
+        item = value[key.name]
+        if item is None:
+            if not key.nullable:
+                problems.append(f"must set {path!r} to {_requirement(key)}, but was None")
+            continue
+        if key.nested is not None:
+            if not isinstance(item, (dict, FrozenDict)):
+                problems.append(f"must set {path!r} to a dict, but was {item!r}")
+            else:
+                problems.extend(_validate_dict(item, key.nested, path + "."))
+            continue
+        requirement = key.check(item) if key.check is not None else None
+        if requirement is not None:
+            problems.append(f"must set {path!r} to {requirement}, but was {item!r}")
+    return problems
+
+
+def _requirement(key: Key) -> str:
+    if key.nested is not None or key.check is None:
+        return "a dict"
+    # A check's requirement is what it returns for a value that no check accepts.
+    return key.check(object()) or "a value"
+
+
+def freeze(value: Any) -> Any:
+    """Make a BUILD value hashable, as Pants needs: dicts (keys sorted) and lists become frozen."""
+    if isinstance(value, (dict, FrozenDict)):
+        return FrozenDict({key: freeze(value[key]) for key in sorted(value)})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+class SchemaDictField(Field):
+    """A dict whose keys are exactly `schema` (None allowed only with `none_is_valid_value`)."""
+
+    schema: ClassVar[tuple[Key, ...]]
+    value: Optional[FrozenDict[str, Any]]
+    default: ClassVar[None] = None
+
+    @classmethod
+    def compute_value(
+        cls, raw_value: Optional[dict[str, Any]], address: Address
+    ) -> Optional[FrozenDict[str, Any]]:
+        if raw_value is NO_VALUE and cls.required and cls.none_is_valid_value:
+            raise InvalidFieldException(
+                f"The {cls.alias!r} field in target {address} must be written, as a dict or as "
+                f"None: a role plan has no silent defaults (`{cls.alias}=None` says there is "
+                f"none)."
+            )
+        value = super().compute_value(raw_value, address)
+        if value is None:
+            return None
+        if not isinstance(value, (dict, FrozenDict)):
+            raise InvalidFieldException(
+                validation.field_message(cls.alias, address, f"a dict like {cls.example()}", value)
+            )
+        problems = _validate_dict(value, cls.schema, "")
+        if len(problems) == 1:
+            raise InvalidFieldException(
+                f"The {cls.alias!r} field in target {address} {problems[0]}."
+            )
+        if problems:
+            listed = "\n".join(f"  - {problem}" for problem in problems)
+            raise InvalidFieldException(
+                f"The {cls.alias!r} field in target {address} has {len(problems)} problems:\n"
+                f"{listed}"
+            )
+        return freeze(value)
+
+    @classmethod
+    def example(cls) -> str:
+        return "dict(" + ", ".join(f"{key.name}=..." for key in cls.schema) + ")"
+
+
+def dict_help(intro: str, schema: tuple[Key, ...], example: str = "") -> str:
+    """A schema dict field's `help`: the intro, every key with its meaning, a BUILD example."""
+    lines = [softwrap(intro), ""]
+    for key in schema:
+        lines.append(f"    {key.name}: {key.doc}" + (" (may be None)" if key.nullable else ""))
+        for nested in key.nested or ():
+            lines.append(f"        {nested.name}: {nested.doc}")
+    if example:
+        lines += ["", textwrap.indent(textwrap.dedent(example).strip("\n"), "    ")]
+    return "\n".join(lines)
+
+
+class JsonDictField(Field):
+    """Any JSON-like dict (str keys; str, number, bool, None, list or dict values)."""
+
+    value: FrozenDict[str, Any]
+    default: ClassVar[FrozenDict[str, Any]] = FrozenDict()
+
+    @classmethod
+    def compute_value(
+        cls, raw_value: Optional[dict[str, Any]], address: Address
+    ) -> FrozenDict[str, Any]:
+        value = super().compute_value(raw_value, address)
+        problem = _json_problem(value, "")
+        if problem is not None:
+            raise InvalidFieldException(
+                f"The {cls.alias!r} field in target {address} must be a dict of JSON values "
+                f"(strings, numbers, booleans, None, lists and dicts with string keys), but "
+                f"{problem}."
+            )
+        return freeze(value)
+
+
+def _json_problem(value: Any, path: str) -> Optional[str]:
+    if isinstance(value, (dict, FrozenDict)):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r}{' under ' + path if path else ''} is not a string"
+            problem = _json_problem(item, f"{path}.{key}" if path else key)
+            if problem:
+                return problem
+        return None
+    if not path:
+        return f"was {value!r}"
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{index}]")
+            if problem:
+                return problem
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return None
+    return f"{path} was {value!r} (a {type(value).__name__})"
+
+
+# ---------------------------------------------------------------------------------------------
+# References to other targets. They are dependencies (see dependency_inference.py), so
+# `dependencies`, `dependents`, `peek` and `--changed-dependents` follow them.
+
+
+class TargetReferenceField(StringField):
+    """The address of another target, e.g. `:qwen` or `experiments/models:qwen`."""
+
+    # Aliases of the target types this field may point at (checked when a goal resolves it).
+    expected_types: ClassVar[tuple[str, ...]]

@@ -1,0 +1,180 @@
+"""`./pants check`: preflight every rl_run target with the library, in ONE process.
+
+The specs of all the runs asked for are written into one sandbox and checked by one
+`python -m rlaunch preflight --format json --scope spec` process (cached on the specs, the library
+and the runtime lock); its JSON report is split into one CheckResult per run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pants.core.goals.check import CheckRequest, CheckResult, CheckResults
+from pants.engine.fs import CreateDigest, Digest, FileContent
+from pants.engine.process import FallibleProcessResult, ProcessCacheScope
+from pants.engine.rules import Get, MultiGet, collect_rules, rule
+from pants.engine.target import FieldSet
+from pants.engine.unions import UnionRule
+from pants.option.option_types import SkipOption
+from pants.option.subsystem import Subsystem
+from pants.util.logging import LogLevel
+from pants.util.strutil import help_text, pluralize
+
+from rlaunch_pants.process import RlaunchProcess
+from rlaunch_pants.run_fields import RlRunRolePlanField
+from rlaunch_pants.specs import RunSpecDocument, RunSpecRequest, spec_file_path
+
+
+class RlaunchPreflightSubsystem(Subsystem):
+    options_scope = "rlaunch-preflight"
+    name = "rlaunch preflight"
+    help = help_text(
+        """
+        The preflight of `rl_run` targets run by `./pants check`: geometry, allocation, batch
+        arithmetic, context lengths, algorithm settings, pins and artifact handoffs, version and
+        path syntax, the runtime profile, smoke geometry (`python -m rlaunch rules` lists every
+        rule with its code).
+
+        Only the rules that depend on the targets alone run here (scope `spec`), so results are
+        cached. The rules that depend on the world (the launch ledger and version immutability,
+        the launcher's git tree, credentials present, checkpoint roots, host resources) run at
+        launch time, uncached, by `./pants run` (`rlaunch launch` preflights with scope `all`).
+        """
+    )
+
+    skip = SkipOption("check")
+
+
+@dataclass(frozen=True)
+class RlRunPreflightFieldSet(FieldSet):
+    required_fields = (RlRunRolePlanField,)
+
+    role_plan: RlRunRolePlanField
+
+
+class RlaunchPreflightRequest(CheckRequest):
+    field_set_type = RlRunPreflightFieldSet
+    tool_name = RlaunchPreflightSubsystem.options_scope
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def format_spec_report(entry: Mapping[str, Any], title: str) -> str:
+    """One spec's entry of the JSON report as the library prints it in `--format text`
+    (rlaunch.preflight.report.format_text), titled by the target address instead of the
+    sandbox path; the library's own `text`, if it sends one, wins."""
+    if isinstance(entry.get("text"), str):
+        return entry["text"]
+    if entry.get("valid") is False:
+        problems = list(entry.get("problems") or ())
+        lines = [f"{title}: not a valid RunSpec ({len(problems)} problem(s))"]
+        lines += [f"  - {problem}" for problem in problems]
+        lines.append("  The format is documented in docs/spec-format.md.")
+        return "\n".join(lines) + "\n"
+    findings = list(entry.get("findings") or ())
+    errors = sum(1 for finding in findings if finding.get("severity") == "error")
+    identity = entry.get("identity")
+    heading = f"{title} ({identity})" if identity else title
+    status = "ok" if not errors else "refused"
+    counts = f"{_count(errors, 'error')}, {_count(len(findings) - errors, 'warning')}"
+    lines = [f"{heading}: {status}, {counts}"]
+    for finding in sorted(findings, key=lambda finding: finding.get("severity") != "error"):
+        where = ", ".join(finding.get("paths") or ()) or "<spec>"
+        lines.append(
+            f"{finding.get('severity')} {finding.get('code')} {where}: {finding.get('message')}"
+        )
+        lines.append(f"    fix: {finding.get('fix')}")
+    return "\n".join(lines) + "\n"
+
+
+def _exit_code(entry: Mapping[str, Any]) -> int:
+    """The library's exit status for this spec alone: 2 invalid, 1 an error, 0 clean."""
+    if entry.get("valid") is False:
+        return 2
+    return 1 if any(f.get("severity") == "error" for f in entry.get("findings") or ()) else 0
+
+
+def split_report(stdout: bytes, sources: Mapping[str, str]) -> Optional[dict[str, tuple[int, str]]]:
+    """`{source: (exit code, text)}` from the preflight JSON report (sources map spec file ->
+    target address), or None when stdout is not a report of exactly those specs."""
+    try:
+        entries = json.loads(stdout.decode())["specs"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    by_source = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("source") not in sources:
+            return None
+        source = entry["source"]
+        by_source[source] = (_exit_code(entry), format_spec_report(entry, sources[source]))
+    if set(by_source) != set(sources):
+        return None
+    return by_source
+
+
+@rule(desc="Preflight rl_run targets", level=LogLevel.DEBUG)
+async def preflight_runs(
+    request: RlaunchPreflightRequest, subsystem: RlaunchPreflightSubsystem
+) -> CheckResults:
+    if subsystem.skip or not request.field_sets:
+        return CheckResults([], checker_name=request.tool_name)
+
+    # Sorted, so that the same set of runs is the same process (and cache key) every time.
+    addresses = sorted(field_set.address for field_set in request.field_sets)
+    documents = await MultiGet(Get(RunSpecDocument, RunSpecRequest(a)) for a in addresses)
+    sources = {spec_file_path(doc.address): str(doc.address) for doc in documents}
+    digest = await Get(
+        Digest,
+        CreateDigest(
+            FileContent(spec_file_path(doc.address), doc.json.encode()) for doc in documents
+        ),
+    )
+    result = await Get(
+        FallibleProcessResult,
+        RlaunchProcess(
+            args=("preflight", "--format", "json", "--scope", "spec", *sources),
+            description=f"Preflight {pluralize(len(documents), 'rl_run target')}",
+            input_digest=digest,
+            # Findings are a result too: a run with errors must not be re-checked every time.
+            cache_scope=ProcessCacheScope.ALWAYS,
+        ),
+    )
+
+    per_source = split_report(result.stdout, sources)
+    if per_source is None:
+        # The library did not produce a report (it crashed or refused its input): every run
+        # fails, with what the process said.
+        failure = "\n".join(
+            part
+            for part in (result.stderr.decode().strip(), result.stdout.decode().strip())
+            if part
+        )
+        code = result.exit_code or 2
+        return CheckResults(
+            [
+                CheckResult(code, "", failure, partition_description=address)
+                for address in sources.values()
+            ],
+            checker_name=request.tool_name,
+        )
+    return CheckResults(
+        [
+            CheckResult(
+                per_source[source][0],
+                per_source[source][1],
+                "",
+                partition_description=address,
+            )
+            for source, address in sources.items()
+        ],
+        checker_name=request.tool_name,
+    )
+
+
+def rules():  # type: ignore[no-untyped-def]
+    return [*collect_rules(), UnionRule(CheckRequest, RlaunchPreflightRequest)]

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from pants.core.goals.check import CheckResults
+from pants.engine.addresses import Address
+from pants.engine.internals.scheduler import ExecutionError
+from pants.testutil.rule_runner import QueryRule, RuleRunner
+
+from rlaunch_pants import register
+from rlaunch_pants.goals.check import (
+    RlaunchPreflightRequest,
+    RlRunPreflightFieldSet,
+    format_spec_report,
+    split_report,
+)
+from rlaunch_pants.subsystem import RlaunchPythonNotSet
+from rlaunch_pants.testutil import COLOCATED_BUILD, library_json, runtime_python, write_library
+
+
+def _section(build: str, start: str, end: str) -> str:
+    return build[build.index(start) : build.index(end)]
+
+
+# A second run whose plan has one rollout engine of TP 8 on a model with 12 attention heads.
+TP8_ON_12_HEADS = (
+    _section(COLOCATED_BUILD, "role_plan(", "rl_execution(")
+    .replace('name="plan"', 'name="tp8-plan"')
+    .replace("rollout=dict(engines=8, tp=1,", "rollout=dict(engines=1, tp=8,")
+    + "rl_run("
+    + COLOCATED_BUILD.split("rl_run(")[1]
+    .replace('name="run"', 'name="tp8"')
+    .replace('"colocated-1x8"', '"tp8-on-12-heads"')
+    .replace('role_plan=":plan"', 'role_plan=":tp8-plan"')
+)
+
+
+@pytest.fixture(scope="module")
+def python() -> str:
+    found = runtime_python()
+    if found is None:
+        pytest.skip("no project runtime: set PANTS_RLAUNCH_PYTHON or run scripts/runtime")
+    return found
+
+
+@pytest.fixture
+def rule_runner(python: str) -> RuleRunner:
+    rule_runner = RuleRunner(
+        rules=[*register.rules(), QueryRule(CheckResults, [RlaunchPreflightRequest])],
+        target_types=register.target_types(),
+        isolated_local_store=True,
+    )
+    write_library(rule_runner)
+    rule_runner.set_options([f"--rlaunch-python={python}"], env_inherit={"PATH"})
+    return rule_runner
+
+
+def check(rule_runner: RuleRunner, *addresses: Address) -> CheckResults:
+    field_sets = [
+        RlRunPreflightFieldSet.create(rule_runner.get_target(address)) for address in addresses
+    ]
+    return rule_runner.request(CheckResults, [RlaunchPreflightRequest(field_sets)])
+
+
+def test_a_sound_run_passes(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
+    results = check(rule_runner, Address("experiments/x", target_name="run"))
+    assert results.checker_name == "rlaunch-preflight"
+    (result,) = results.results
+    assert result.exit_code == 0
+    assert result.partition_description == "experiments/x:run"
+    heading, warning, fix = result.stdout.splitlines()
+    assert heading == "experiments/x:run (colocated-1x8@2026.11.29): ok, 0 errors, 1 warning"
+    # 7473 GSM8K rows are 29 batches of 256 and 49 more: a dropped tail warns, never refuses.
+    assert warning.startswith("warning BATCH010 train_data.rows, role_plan.batch.train_batch_size:")
+    assert fix.startswith("    fix: ")
+
+
+def test_one_result_per_run_with_the_findings_of_each(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD + TP8_ON_12_HEADS})
+    results = check(
+        rule_runner,
+        Address("experiments/x", target_name="tp8"),
+        Address("experiments/x", target_name="run"),
+    )
+    by_address = {result.partition_description: result for result in results.results}
+    assert sorted(by_address) == ["experiments/x:run", "experiments/x:tp8"]
+    assert by_address["experiments/x:run"].exit_code == 0
+    refused = by_address["experiments/x:tp8"]
+    assert refused.exit_code == 1
+    heading, *lines = refused.stdout.splitlines()
+    assert heading.startswith("experiments/x:tp8 (tp8-on-12-heads@2026.11.29): refused, ")
+    codes = [line.split()[1] for line in lines if line.startswith("error ")]
+    # TP 8 does not divide 12 heads; 1 engine x TP 8 = 8 GPUs still matches the policy's 8.
+    assert codes == ["GEO016"], refused.stdout
+    assert results.exit_code == 1
+
+
+def test_skip_reports_nothing(rule_runner: RuleRunner, python: str) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
+    rule_runner.set_options(
+        [f"--rlaunch-python={python}", "--rlaunch-preflight-skip"], env_inherit={"PATH"}
+    )
+    results = check(rule_runner, Address("experiments/x", target_name="run"))
+    assert results.skipped
+
+
+def test_no_interpreter_is_a_clear_error(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
+    rule_runner.set_options([], env={})
+    with pytest.raises(ExecutionError) as error:
+        check(rule_runner, Address("experiments/x", target_name="run"))
+    (wrapped,) = error.value.wrapped_exceptions
+    assert isinstance(wrapped, RlaunchPythonNotSet)
+    assert str(wrapped).startswith("[rlaunch].python is empty")
+
+
+def test_the_text_is_the_librarys_own(python: str) -> None:
+    """The plugin formats the JSON report exactly as `rlaunch preflight --format text` does."""
+    code = """
+import json
+from rlaunch.preflight.finding import error, warning
+from rlaunch.preflight.report import format_json, format_text, spec_report
+findings = [
+    warning("BATCH010", ("train_data.rows",), "the last 49 prompts are dropped", "Accept it."),
+    error("GEO003", ("role_plan.policy", "role_plan.rollout"), "policy world 12 = 3 x 4", "Fix."),
+    error("RT001", (), "no pin", "Pin it."),
+]
+print(json.dumps({
+    "text": format_text(findings, "x:run", "run@dev"),
+    "report": json.loads(format_json([spec_report("spec.json", "run@dev", findings)])),
+    "clean_text": format_text([], "x:run", "run@dev"),
+    "clean": json.loads(format_json([spec_report("spec.json", "run@dev", [])])),
+}))
+"""
+    data = library_json(python, code)
+    assert isinstance(data, dict)
+    assert format_spec_report(data["report"]["specs"][0], "x:run") == data["text"]
+    assert format_spec_report(data["clean"]["specs"][0], "x:run") == data["clean_text"]
+
+
+def test_split_report_maps_sources_to_addresses() -> None:
+    sources = {"a.json": "x:a", "b.json": "x:b"}
+    report = {
+        "specs": [
+            {"source": "a.json", "identity": "a@dev", "valid": True, "findings": []},
+            {
+                "source": "b.json",
+                "identity": None,
+                "valid": False,
+                "findings": [],
+                "problems": ["seed: required key is missing"],
+            },
+        ]
+    }
+    split = split_report(json.dumps(report).encode(), sources)
+    assert split == {
+        "a.json": (0, "x:a (a@dev): ok, 0 errors, 0 warnings\n"),
+        "b.json": (
+            2,
+            (
+                "x:b: not a valid RunSpec (1 problem(s))\n"
+                "  - seed: required key is missing\n"
+                "  The format is documented in docs/spec-format.md.\n"
+            ),
+        ),
+    }
+    assert split_report(b"Traceback (most recent call last):", sources) is None
+    assert split_report(json.dumps({"specs": report["specs"][:1]}).encode(), sources) is None

@@ -1,0 +1,109 @@
+"""`./pants package`: write `dist/<dir>/<target>/launch.yaml` for an rl_run, submitting nothing.
+
+Beside it: `spec.json` (the RunSpec the YAML was rendered from) and `identities.txt` (every
+artifact the run uses, `slot  name@version`). Rendering is a cached process and deterministic:
+packaging twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
+from pants.engine.addresses import Address
+from pants.engine.env_vars import EnvironmentVars, EnvironmentVarsRequest
+from pants.engine.fs import CreateDigest, Digest, FileContent, MergeDigests
+from pants.engine.process import ProcessResult
+from pants.engine.rules import Get, collect_rules, rule
+from pants.engine.unions import UnionRule
+from pants.util.frozendict import FrozenDict
+
+from rlaunch_pants.process import RlaunchProcess
+from rlaunch_pants.run_fields import RlRunRolePlanField
+from rlaunch_pants.specs import (
+    RunSpecDocument,
+    RunSpecRequest,
+    artifact_identities,
+    spec_file_path,
+)
+from rlaunch_pants.subsystem import RlaunchSubsystem
+
+# What the library reads to find its default store when no prefix is given: part of the cache
+# key, so a changed $RLAUNCH_STORE renders again.
+STORE_ENV = ("RLAUNCH_STORE", "XDG_CACHE_HOME", "HOME")
+
+
+def output_dir(address: Address) -> str:
+    """`<dir>/<target>` under dist/: one folder per run target."""
+    return (
+        f"{address.spec_path}/{address.target_name}" if address.spec_path else address.target_name
+    )
+
+
+def identities_text(spec: dict) -> str:
+    lines = [f"run  {spec['name']}@{spec['version']}"]
+    lines += [f"{path}  {identity}" for path, identity in artifact_identities(spec)]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class RlRunPackageFieldSet(PackageFieldSet):
+    required_fields = (RlRunRolePlanField,)
+
+    role_plan: RlRunRolePlanField
+
+
+@rule(desc="Rendering the launch YAML of an rl_run")
+async def package_rl_run(
+    field_set: RlRunPackageFieldSet, rlaunch: RlaunchSubsystem
+) -> BuiltPackage:
+    document = await Get(RunSpecDocument, RunSpecRequest(field_set.address))
+    spec = document.data()
+    spec_path = spec_file_path(field_set.address)
+    folder = output_dir(field_set.address)
+    launch_yaml = f"{folder}/launch.yaml"
+    inputs = await Get(Digest, CreateDigest([FileContent(spec_path, document.json.encode())]))
+
+    store_args: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    if rlaunch.store:
+        store_args = ("--store-prefix", rlaunch.store)
+    else:
+        # The library's default (the spec's store_prefix, else $RLAUNCH_STORE, else the user's
+        # cache) depends on these variables: give them to the process, as the user has them.
+        found = await Get(EnvironmentVars, EnvironmentVarsRequest(STORE_ENV))
+        env = {name: value for name, value in found.items() if value}
+
+    rendered = await Get(
+        ProcessResult,
+        RlaunchProcess(
+            args=("render", spec_path, "-o", launch_yaml, *store_args),
+            description=f"Render the launch YAML of {field_set.address}",
+            input_digest=inputs,
+            output_files=(launch_yaml,),
+            env=FrozenDict(env),
+        ),
+    )
+    extras = await Get(
+        Digest,
+        CreateDigest(
+            [
+                FileContent(f"{folder}/spec.json", document.json.encode()),
+                FileContent(f"{folder}/identities.txt", identities_text(spec).encode()),
+            ]
+        ),
+    )
+    digest = await Get(Digest, MergeDigests([rendered.output_digest, extras]))
+    identities = tuple(f"  {path}: {identity}" for path, identity in artifact_identities(spec))
+    return BuiltPackage(
+        digest,
+        (
+            BuiltPackageArtifact(launch_yaml, extra_log_lines=identities),
+            BuiltPackageArtifact(f"{folder}/spec.json"),
+            BuiltPackageArtifact(f"{folder}/identities.txt"),
+        ),
+    )
+
+
+def rules():  # type: ignore[no-untyped-def]
+    return [*collect_rules(), UnionRule(PackageFieldSet, RlRunPackageFieldSet)]

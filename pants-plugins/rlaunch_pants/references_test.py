@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import pytest
+from pants.engine.addresses import Address, Addresses
+from pants.engine.target import Dependencies, DependenciesRequest
+from pants.testutil.rule_runner import QueryRule, RuleRunner
+
+from rlaunch_pants import register
+from rlaunch_pants.testutil import COLOCATED_BUILD
+
+
+@pytest.fixture
+def rule_runner() -> RuleRunner:
+    return RuleRunner(
+        rules=[*register.rules(), QueryRule(Addresses, [DependenciesRequest])],
+        target_types=register.target_types(),
+        isolated_local_store=True,
+    )
+
+
+def dependencies(rule_runner: RuleRunner, address: Address) -> list[str]:
+    target = rule_runner.get_target(address)
+    found = rule_runner.request(Addresses, [DependenciesRequest(target[Dependencies])])
+    return sorted(str(a) for a in found)
+
+
+def test_every_address_field_of_a_run_is_a_dependency(rule_runner: RuleRunner) -> None:
+    smoke = "rl_run(" + COLOCATED_BUILD.split("rl_run(")[1].replace(
+        'name="run"', 'name="smoke", smoke_of=":run"'
+    ).replace('run_name="colocated-1x8"', 'run_name="smoke"')
+    run = COLOCATED_BUILD.replace(
+        'eval_data=":gsm8k-test",', 'eval_data=":gsm8k-test", reference_model="models:ref",'
+    )
+    rule_runner.write_files(
+        {
+            "experiments/x/BUILD": run + smoke,
+            "models/BUILD": (
+                'hf_model(name="ref", repo_id="Qwen/Qwen2.5-14B-Instruct", revision="'
+                + "c" * 40
+                + '", attention_heads=40, kv_heads=8, context_length=32768, version="dev")'
+            ),
+        }
+    )
+    assert dependencies(rule_runner, Address("experiments/x", target_name="run")) == [
+        "experiments/x:cluster",
+        "experiments/x:gsm8k-test",
+        "experiments/x:gsm8k-train",
+        "experiments/x:plan",
+        "experiments/x:qwen2.5-1.5b-instruct",
+        "experiments/x:skyrl-0.3.0",
+        "models:ref",
+    ]
+    assert "experiments/x:run" in dependencies(
+        rule_runner, Address("experiments/x", target_name="smoke")
+    )
+
+
+def test_built_artifact_deps_are_dependencies(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files(
+        {
+            "c/BUILD": (
+                'built_artifact(name="data", builder="countdown_data", kind="dataset",'
+                ' version="dev")\n'
+                'built_artifact(name="tok", builder="char_tokenizer", kind="tokenizer",'
+                ' version="dev")\n'
+                'built_artifact(name="sft", builder="sft_model", kind="model",'
+                ' deps={"data": ":data", "tokenizer": ":tok"}, version="dev")\n'
+            )
+        }
+    )
+    assert dependencies(rule_runner, Address("c", target_name="sft")) == ["c:data", "c:tok"]
+    assert dependencies(rule_runner, Address("c", target_name="data")) == []

@@ -1,0 +1,28 @@
+"""Entry point of the `rlaunch_pants` backend (listed in pants.toml's `backend_packages`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pants.engine.rules import Rule
+
+from rlaunch_pants import process, references, specs
+from rlaunch_pants import target_types as types
+from rlaunch_pants.goals import check, package, run
+from rlaunch_pants.subsystem import RlaunchSubsystem
+
+
+def target_types() -> list[type]:
+    return types.target_types()
+
+
+def rules() -> Iterable[Rule]:
+    return [
+        *RlaunchSubsystem.rules(),
+        *references.rules(),
+        *specs.rules(),
+        *process.rules(),
+        *check.rules(),
+        *package.rules(),
+        *run.rules(),
+    ]

@@ -1,0 +1,320 @@
+"""Fields of `rl_run`: the run's identity, its references to the other targets (all of them
+dependencies), and the algorithm, lengths, checkpoint and resume policy.
+
+The key names of `lengths`, `algorithm` and `checkpoint` are the RunSpec's own
+(docs/spec-format.md), and every key must be written: nothing defaults silently.
+"""
+
+from __future__ import annotations
+
+from pants.engine.target import Dependencies, StringSequenceField
+from pants.util.strutil import help_text
+
+from rlaunch_pants import validation as v
+from rlaunch_pants.fields import (
+    CheckedStringField,
+    ChoiceField,
+    Key,
+    NonNegativeIntField,
+    SchemaDictField,
+    TargetReferenceField,
+    VersionField,
+    choice,
+    dict_help,
+)
+
+ARTIFACT_TYPES = ("hf_model", "hf_dataset", "adopted_artifact", "built_artifact")
+
+LENGTHS_KEYS = (
+    Key("max_prompt_length", v.check_positive_int, "prompt tokens after the chat template"),
+    Key("max_generate_length", v.check_positive_int, "generated tokens per completion"),
+    Key("max_input_length", v.check_positive_int, "generator input budget (= prompt, 1 turn)"),
+    Key("max_turns", v.check_positive_int, "1 for single-turn tasks"),
+)
+KL_KEYS = (
+    Key("use_kl_loss", v.check_bool, "KL penalty in the loss"),
+    Key("use_kl_in_reward", v.check_bool, "KL penalty in the reward (exclusive with the loss)"),
+    Key("kl_loss_coef", v.check_non_negative_number, "KL coefficient"),
+    Key("kl_estimator_type", choice("k1", "k2", "k3", "abs"), "'k1', 'k2', 'k3' or 'abs'"),
+)
+ALGORITHM_KEYS = (
+    Key(
+        "advantage_estimator",
+        choice("grpo", "gae", "rloo", "reinforce++"),
+        "'grpo', 'gae' (needs a critic), 'rloo' or 'reinforce++'",
+    ),
+    Key("kl", None, "KL settings, a dict", nested=KL_KEYS),
+    Key("learning_rate", v.check_positive_number, "policy learning rate"),
+    Key("epochs", v.check_positive_int, "passes over the training data"),
+    Key(
+        "max_training_steps",
+        v.check_positive_int,
+        "stop after this many steps; None: all epochs",
+        nullable=True,
+    ),
+    Key("temperature", v.check_non_negative_number, "rollout sampling temperature"),
+    Key("clip_ratio", v.check_positive_number, "PPO clip epsilon"),
+    Key("fully_async", v.check_bool, "fully asynchronous training (needs train == mini batch)"),
+    Key("environment", v.check_str, "task environment (SkyRL env_class), e.g. 'gsm8k'"),
+)
+CHECKPOINT_KEYS = (
+    Key("ckpt_interval", v.check_positive_int, "steps between checkpoints"),
+    Key("max_ckpts_to_keep", v.check_int, "-1 keeps all; 0 is refused (it would keep none)"),
+    Key("hf_save_interval", v.check_int, "steps between HF exports; -1: only the final one"),
+    Key("export_final", v.check_bool, "write the export and terminal manifest at the end"),
+)
+
+
+class RlRunNameField(CheckedStringField):
+    alias = "run_name"
+    help = help_text(
+        """
+        The run's name; with `version` its identity `name@version`, from which its checkpoint
+        root `{store}/{name}/{version}/checkpoints` derives. Unset: the target's name.
+        """
+    )
+
+
+class RlRunVersionField(VersionField):
+    alias = "version"
+    required = True
+    help = help_text(
+        """
+        The run's version: `YYYY.MM.DD[.N]` (a real date; immutable once launched, and it needs
+        a recorded successful smoke of the same geometry and runtime) or `dev` / `<label>-dev`
+        (mutable).
+        """
+    )
+
+
+class RlRunSeedField(NonNegativeIntField):
+    alias = "seed"
+    required = True
+    help = "The run's random seed."
+
+
+class _ArtifactReference(TargetReferenceField):
+    expected_types = ARTIFACT_TYPES
+
+
+class RlRunModelField(_ArtifactReference):
+    alias = "model"
+    required = True
+    help = "Address of the policy's initial model (an artifact target of kind model)."
+
+
+class RlRunTokenizerField(_ArtifactReference):
+    alias = "tokenizer"
+    required = True
+    help = help_text(
+        """
+        Address of the tokenizer: the model target itself for a Hugging Face model that ships
+        its tokenizer, or a tokenizer artifact.
+        """
+    )
+
+
+class RlRunReferenceModelField(_ArtifactReference):
+    alias = "reference_model"
+    help = "Address of a separate reference model; unset: the reference is the initial policy."
+
+
+class RlRunCriticModelField(_ArtifactReference):
+    alias = "critic_model"
+    help = "Address of the critic's initial model (GAE); unset: no critic."
+
+
+class RlRunTrainDataField(_ArtifactReference):
+    alias = "train_data"
+    required = True
+    help = "Address of the training dataset."
+
+
+class RlRunEvalDataField(_ArtifactReference):
+    alias = "eval_data"
+    help = "Address of the evaluation dataset; unset: no evaluation."
+
+
+class RlRunRuntimeField(TargetReferenceField):
+    alias = "runtime"
+    required = True
+    expected_types = ("rl_runtime",)
+    help = "Address of the `rl_runtime` target the run is launched on."
+
+
+class RlRunRolePlanField(TargetReferenceField):
+    alias = "role_plan"
+    required = True
+    expected_types = ("role_plan",)
+    help = "Address of the run's `role_plan` target."
+
+
+class RlRunExecutionField(TargetReferenceField):
+    alias = "execution"
+    required = True
+    expected_types = ("rl_execution",)
+    help = "Address of the `rl_execution` target: where the run executes."
+
+
+class RlRunSmokeOfField(TargetReferenceField):
+    alias = "smoke_of"
+    expected_types = ("rl_run",)
+    help = help_text(
+        """
+        Address of the full `rl_run` this run is the smoke test of. `check` proves the smoke
+        shares the full run's strategy, role geometry, handoff kinds and runtime pin; launching
+        a calendar-versioned full run needs a recorded successful smoke.
+        """
+    )
+
+
+class RlRunLengthsField(SchemaDictField):
+    alias = "lengths"
+    required = True
+    schema = LENGTHS_KEYS
+    help = dict_help(
+        """
+        Prompt and generation lengths in tokens (they must fit in the model's context). Keys:
+        """,
+        LENGTHS_KEYS,
+    )
+
+
+class RlRunAlgorithmField(SchemaDictField):
+    alias = "algorithm"
+    required = True
+    schema = ALGORITHM_KEYS
+    help = dict_help(
+        """
+        The RL algorithm. Keys (all required; `kl` is a dict of its own):
+        """,
+        ALGORITHM_KEYS,
+    )
+
+
+class RlRunLoggerField(ChoiceField):
+    alias = "logger"
+    required = True
+    choices = ("console", "wandb")
+    help = "Where metrics go: `console` or `wandb` (needs `wandb_entity`/`wandb_project`)."
+
+
+class RlRunCheckpointField(SchemaDictField):
+    alias = "checkpoint"
+    required = True
+    schema = CHECKPOINT_KEYS
+    help = dict_help(
+        """
+        Checkpoint and export policy, explicit. Checkpoints go under the derived root, never a
+        hand-set path. Keys:
+        """,
+        CHECKPOINT_KEYS,
+    )
+
+
+class RlRunResumeModeField(ChoiceField):
+    alias = "resume_mode"
+    required = True
+    choices = ("none", "latest", "from_path")
+    help = help_text(
+        """
+        `none`, `latest` (the newest checkpoint under the run's own root; refused if another
+        runtime wrote it, unless declared compatible) or `from_path` (with `resume_path`).
+        """
+    )
+
+
+class RlRunResumePathField(CheckedStringField):
+    alias = "resume_path"
+    help = 'The checkpoint directory to resume from with `resume_mode="from_path"`.'
+
+
+class RlRunResumeCompatibleRuntimesField(StringSequenceField):
+    alias = "resume_compatible_runtimes"
+    default = ()
+    help = help_text(
+        """
+        Runtime fingerprints (`sha256:...`) whose checkpoints this run may resume: a declared
+        compatibility across a runtime change. Default: none.
+        """
+    )
+
+
+class RlRunDependenciesField(Dependencies):
+    help = help_text(
+        """
+        Extra dependencies. Every address field of the run (model, tokenizer, data, runtime,
+        role_plan, execution, smoke_of, ...) is a dependency already.
+        """
+    )
+
+
+RUN_REFERENCE_FIELDS = (
+    RlRunModelField,
+    RlRunTokenizerField,
+    RlRunReferenceModelField,
+    RlRunCriticModelField,
+    RlRunTrainDataField,
+    RlRunEvalDataField,
+    RlRunRuntimeField,
+    RlRunRolePlanField,
+    RlRunExecutionField,
+    RlRunSmokeOfField,
+)
+
+RUN_FIELDS = (
+    RlRunNameField,
+    RlRunVersionField,
+    RlRunSeedField,
+    *RUN_REFERENCE_FIELDS,
+    RlRunLengthsField,
+    RlRunAlgorithmField,
+    RlRunLoggerField,
+    RlRunCheckpointField,
+    RlRunResumeModeField,
+    RlRunResumePathField,
+    RlRunResumeCompatibleRuntimesField,
+    RlRunDependenciesField,
+)
+
+RUN_HELP = help_text(
+    """
+    One RL post-training run: its artifacts, runtime, role plan and execution by address, plus
+    the algorithm, lengths and checkpoint policy.
+
+    `./pants check` preflights it (geometry, batch arithmetic, context, pins, versions, paths,
+    runtime, smoke geometry): the checks that depend only on the targets, so their result is
+    cached. The world-dependent ones (the launch ledger and version immutability, the launcher's
+    git tree, credentials present, host resources) run uncached at launch time, by
+    `./pants run`. `./pants package` writes `dist/<dir>/<target>/launch.yaml`;
+    `./pants run` preflights again, writes it and submits it through the executor
+    (`./pants run <target> -- --dry-run` submits nothing).
+
+        rl_run(
+            name="grpo",
+            run_name="gsm8k-grpo-qwen2.5-1.5b",
+            version="2026.11.29",
+            seed=42,
+            model="experiments/models/qwen2.5-1.5b-instruct",
+            tokenizer="experiments/models/qwen2.5-1.5b-instruct",
+            train_data="experiments/datasets:gsm8k-train",
+            eval_data="experiments/datasets:gsm8k-test",
+            runtime="experiments/runtimes:skyrl-0.3.0",
+            role_plan=":colocated-1x8",
+            execution=":h100-1x8",
+            lengths=dict(max_prompt_length=512, max_generate_length=1024,
+                         max_input_length=512, max_turns=1),
+            algorithm=dict(
+                advantage_estimator="grpo",
+                kl=dict(use_kl_loss=True, use_kl_in_reward=False, kl_loss_coef=0.001,
+                        kl_estimator_type="k3"),
+                learning_rate=1e-6, epochs=1, max_training_steps=None, temperature=1.0,
+                clip_ratio=0.2, fully_async=False, environment="gsm8k",
+            ),
+            logger="wandb",
+            checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
+                            export_final=True),
+            resume_mode="latest",
+        )
+    """
+)

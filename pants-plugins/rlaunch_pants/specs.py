@@ -1,0 +1,414 @@
+"""Targets -> the RunSpec JSON document (schema_version 1, the public format of src/rlaunch/spec).
+
+Every key is written, nulls included, so the library sees exactly what the BUILD files say. The
+conversion of one target is a plain function (tested without the engine); the rules below
+resolve the references and assemble the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pants.engine.addresses import Address
+from pants.engine.rules import Get, MultiGet, collect_rules, rule
+from pants.engine.target import (
+    InvalidFieldException,
+    Target,
+    WrappedTarget,
+    WrappedTargetRequest,
+)
+from pants.util.frozendict import FrozenDict
+
+from rlaunch_pants import artifact_fields as af
+from rlaunch_pants import plan_fields as pf
+from rlaunch_pants import run_fields as rf
+from rlaunch_pants import target_types as tt
+from rlaunch_pants.fields import TargetReferenceField
+from rlaunch_pants.references import ReferencedTarget, ReferenceRequest
+
+SCHEMA_VERSION = 1
+ARTIFACT_SLOTS = (
+    "model",
+    "tokenizer",
+    "reference_model",
+    "critic_model",
+    "train_data",
+    "eval_data",
+)
+SPEC_DIR = "__rlaunch_specs"
+
+
+def thaw(value: Any) -> Any:
+    """Frozen BUILD values back to plain JSON values."""
+    if isinstance(value, (FrozenDict, dict)):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+def canonical(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, sort_keys=True, indent=2) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# One target -> its section of the spec.
+
+
+def _facts(target: Target) -> Optional[dict[str, Any]]:
+    heads = target[af.ModelAttentionHeadsField].value
+    kv_heads = target[af.ModelKVHeadsField].value
+    context = target[af.ModelContextLengthField].value
+    experts = target[af.ModelNumExpertsField].value
+    # All three or none: the target's validate() has refused anything in between.
+    if heads is None or kv_heads is None or context is None:
+        return None
+    return {
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "max_position_embeddings": context,
+        "num_experts": experts,
+    }
+
+
+def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """An artifact target as a spec artifact; `deps` are a built artifact's resolved deps."""
+    name = target.address.target_name
+    version = target[af.ArtifactVersionField].value
+    if isinstance(target, tt.HFModelTarget):
+        repo = target[af.HFRepoIdField].value
+        revision = target[af.HFRevisionField].value
+        return {
+            "type": "hf_model",
+            "name": name,
+            "version": version,
+            "repo_id": repo,
+            "revision": revision,
+            "tokenizer_repo_id": target[af.HFModelTokenizerRepoIdField].value or repo,
+            "tokenizer_revision": target[af.HFModelTokenizerRevisionField].value or revision,
+            "facts": _facts(target),
+        }
+    if isinstance(target, tt.HFDatasetTarget):
+        return {
+            "type": "hf_dataset",
+            "name": name,
+            "version": version,
+            "repo_id": target[af.HFRepoIdField].value,
+            "revision": target[af.HFRevisionField].value,
+            "split": target[af.HFDatasetSplitField].value,
+            "rows": target[af.ArtifactRowsField].value,
+        }
+    if isinstance(target, tt.AdoptedArtifactTarget):
+        return {
+            "type": "adopted",
+            "name": name,
+            "version": version,
+            "kind": target[af.ArtifactKindField].value,
+            "uri": target[af.AdoptedArtifactUriField].value,
+            "sha256": target[af.AdoptedArtifactSha256Field].value,
+            "facts": _facts(target),
+            "rows": target[af.ArtifactRowsField].value,
+        }
+    if isinstance(target, tt.BuiltArtifactTarget):
+        return {
+            "type": "built",
+            "name": name,
+            "version": version,
+            "kind": target[af.ArtifactKindField].value,
+            "builder": target[af.BuiltArtifactBuilderField].value,
+            "config": thaw(target[af.BuiltArtifactConfigField].value),
+            "deps": {slot: deps[slot] for slot in sorted(deps)},
+            "facts": _facts(target),
+            "rows": target[af.ArtifactRowsField].value,
+        }
+    raise InvalidFieldException(f"{target.address} ({target.alias}) is not an artifact target.")
+
+
+def artifact_kind(artifact: Mapping[str, Any]) -> str:
+    if artifact["type"] == "hf_model":
+        return "model"
+    if artifact["type"] == "hf_dataset":
+        return "dataset"
+    return str(artifact["kind"])
+
+
+def walk_artifacts(
+    path: str, artifact: Mapping[str, Any]
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """`(field path, artifact)` for an artifact and, depth first, its dependencies."""
+    yield path, artifact
+    for slot, dep in sorted(artifact.get("deps", {}).items()):
+        yield from walk_artifacts(f"{path}.deps.{slot}", dep)
+
+
+def runtime_dict(target: Target) -> dict[str, Any]:
+    repo = target[tt.RuntimeGitRepoField].value
+    return {
+        "name": target.address.target_name,
+        "profile": target[tt.RuntimeProfileField].value,
+        "package": target[tt.RuntimePackageField].value,
+        "git": None
+        if repo is None
+        else {
+            "repo": repo,
+            "commit": target[tt.RuntimeGitCommitField].value,
+        },
+        "entrypoint": target[tt.RuntimeEntrypointField].value,
+        "required_fixes": list(target[tt.RuntimeRequiredFixesField].value or ()),
+    }
+
+
+def _aux_role(value: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    if value is None:
+        return None
+    return {
+        "colocated_with_policy": value["colocated_with_policy"],
+        "num_nodes": value["nodes"],
+        "num_gpus_per_node": value["gpus_per_node"],
+    }
+
+
+def role_plan_dict(target: Target) -> dict[str, Any]:
+    # Required fields: Pants has refused the target already if either is missing.
+    policy = target[pf.RolePlanPolicyField].value or FrozenDict()
+    rollout = target[pf.RolePlanRolloutField].value or FrozenDict()
+    return {
+        "strategy": target[pf.RolePlanStrategyField].value,
+        "policy": {
+            "num_nodes": policy["nodes"],
+            "num_gpus_per_node": policy["gpus_per_node"],
+            "tensor_parallel_size": policy["tp"],
+            "pipeline_parallel_size": policy["pp"],
+            "context_parallel_size": policy["cp"],
+            "expert_parallel_size": policy["ep"],
+            "expert_tensor_parallel_size": policy["etp"],
+            "sequence_parallel_size": policy["sp"],
+        },
+        "reference": _aux_role(target[pf.RolePlanReferenceField].value),
+        "critic": _aux_role(target[pf.RolePlanCriticField].value),
+        "rollout": {
+            "num_engines": rollout["engines"],
+            "tensor_parallel_size": rollout["tp"],
+            "pipeline_parallel_size": rollout["pp"],
+            "data_parallel_size": rollout["dp"],
+            "expert_parallel_size": rollout["ep"],
+            "backend": rollout["backend"],
+            "weight_sync_backend": rollout["weight_sync_backend"],
+        },
+        "placement": {
+            "colocate_all": target[pf.RolePlanColocateAllField].value,
+            "colocate_policy_ref": target[pf.RolePlanColocatePolicyRefField].value,
+        },
+        "batch": thaw(target[pf.RolePlanBatchField].value),
+    }
+
+
+def execution_dict(target: Target) -> dict[str, Any]:
+    entity = target[pf.ExecutionWandbEntityField].value
+    return {
+        "executor": target[pf.ExecutionExecutorField].value,
+        "address": target[pf.ExecutionAddressField].value,
+        "cluster": target[pf.ExecutionClusterField].value,
+        "allocation": thaw(target[pf.ExecutionAllocationField].value),
+        "priority": target[pf.ExecutionPriorityField].value,
+        "max_retries": target[pf.ExecutionMaxRetriesField].value,
+        "timeout_minutes": target[pf.ExecutionTimeoutMinutesField].value,
+        "credentials": list(target[pf.ExecutionCredentialsField].value or ()),
+        "wandb": None
+        if entity is None
+        else {
+            "entity": entity,
+            "project": target[pf.ExecutionWandbProjectField].value,
+        },
+        "store_prefix": target[pf.ExecutionStorePrefixField].value,
+    }
+
+
+def smoke_of_dict(full_run: Mapping[str, Any]) -> dict[str, Any]:
+    """What a smoke run must share with its full run, taken from the full run's spec."""
+    return {
+        "name": full_run["name"],
+        "version": full_run["version"],
+        "role_plan": full_run["role_plan"],
+        "runtime": full_run["runtime"],
+        "allocation": full_run["execution"]["allocation"],
+        "handoff_kinds": {
+            slot: artifact_kind(full_run[slot])
+            for slot in ARTIFACT_SLOTS
+            if full_run[slot] is not None
+        },
+    }
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """The resolved sections of a run, each already in spec form."""
+
+    artifacts: Mapping[str, Optional[dict[str, Any]]]
+    runtime: dict[str, Any]
+    role_plan: dict[str, Any]
+    execution: dict[str, Any]
+    smoke_of: Optional[dict[str, Any]]
+
+
+def run_spec_dict(target: Target, parts: RunParts) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": target[rf.RlRunNameField].value or target.address.target_name,
+        "version": target[rf.RlRunVersionField].value,
+        "seed": target[rf.RlRunSeedField].value,
+        **{slot: parts.artifacts.get(slot) for slot in ARTIFACT_SLOTS},
+        "runtime": parts.runtime,
+        "role_plan": parts.role_plan,
+        "lengths": thaw(target[rf.RlRunLengthsField].value),
+        "algorithm": thaw(target[rf.RlRunAlgorithmField].value),
+        "logger": target[rf.RlRunLoggerField].value,
+        "checkpoint": thaw(target[rf.RlRunCheckpointField].value),
+        "resume": {
+            "mode": target[rf.RlRunResumeModeField].value,
+            "path": target[rf.RlRunResumePathField].value,
+            "compatible_runtimes": list(target[rf.RlRunResumeCompatibleRuntimesField].value or ()),
+        },
+        "execution": parts.execution,
+        "smoke_of": parts.smoke_of,
+    }
+
+
+def spec_file_path(address: Address) -> str:
+    """Where a run's spec is written in a sandbox: mirrors the address, so it reads well."""
+    directory = f"{SPEC_DIR}/{address.spec_path}" if address.spec_path else SPEC_DIR
+    return f"{directory}/{address.target_name}.json"
+
+
+def artifact_identities(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """`(field path, name@version)` of every artifact a run uses, dependencies included."""
+    found = []
+    for slot in ARTIFACT_SLOTS:
+        if spec[slot] is not None:
+            for path, artifact in walk_artifacts(slot, spec[slot]):
+                found.append((path, f"{artifact['name']}@{artifact['version']}"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules: resolve references and assemble.
+
+
+@dataclass(frozen=True)
+class ArtifactSpecRequest:
+    address: Address
+
+
+@dataclass(frozen=True)
+class ArtifactSpec:
+    address: Address
+    json: str
+
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.json)
+
+
+@dataclass(frozen=True)
+class RunSpecRequest:
+    address: Address
+
+
+@dataclass(frozen=True)
+class RunSpecDocument:
+    """A run's RunSpec as canonical JSON text (hashable, so the engine can memoize it)."""
+
+    address: Address
+    json: str
+
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.json)
+
+
+async def _target(address: Address) -> Target:
+    wrapped = await Get(
+        WrappedTarget,
+        WrappedTargetRequest(address, description_of_origin="the rlaunch backend"),
+    )
+    return wrapped.target
+
+
+def _reference(owner: Target, field: type[TargetReferenceField]) -> Optional[ReferenceRequest]:
+    value = owner[field].value
+    if not value:
+        return None
+    return ReferenceRequest(owner.address, field.alias, value, field.expected_types)
+
+
+@rule(desc="Assembling an artifact spec")
+async def artifact_spec(request: ArtifactSpecRequest) -> ArtifactSpec:
+    target = await _target(request.address)
+    deps: dict[str, dict[str, Any]] = {}
+    if isinstance(target, tt.BuiltArtifactTarget):
+        declared = target[af.BuiltArtifactDepsField].value or {}
+        slots = sorted(declared)
+        referenced = await MultiGet(
+            Get(
+                ReferencedTarget,
+                ReferenceRequest(target.address, f"deps.{slot}", declared[slot], rf.ARTIFACT_TYPES),
+            )
+            for slot in slots
+        )
+        specs = await MultiGet(
+            Get(ArtifactSpec, ArtifactSpecRequest(found.target.address)) for found in referenced
+        )
+        deps = {slot: spec.data() for slot, spec in zip(slots, specs)}
+    return ArtifactSpec(target.address, canonical(artifact_dict(target, deps)))
+
+
+@rule(desc="Assembling a run spec")
+async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
+    target = await _target(request.address)
+    slot_fields = {
+        "model": rf.RlRunModelField,
+        "tokenizer": rf.RlRunTokenizerField,
+        "reference_model": rf.RlRunReferenceModelField,
+        "critic_model": rf.RlRunCriticModelField,
+        "train_data": rf.RlRunTrainDataField,
+        "eval_data": rf.RlRunEvalDataField,
+    }
+    set_slots = [slot for slot, field in slot_fields.items() if target[field].value]
+    # Required fields (runtime, role_plan, execution) always have a value here.
+    fields = [slot_fields[slot] for slot in set_slots]
+    fields += [rf.RlRunRuntimeField, rf.RlRunRolePlanField, rf.RlRunExecutionField]
+    requests = [_reference(target, field) for field in fields]
+    resolved = await MultiGet(
+        Get(ReferencedTarget, ReferenceRequest, request) for request in requests if request
+    )
+    artifact_specs = await MultiGet(
+        Get(ArtifactSpec, ArtifactSpecRequest(found.target.address))
+        for found in resolved[: len(set_slots)]
+    )
+    runtime, plan, execution = (found.target for found in resolved[len(set_slots) :])
+
+    smoke_of = None
+    smoke_ref = _reference(target, rf.RlRunSmokeOfField)
+    if smoke_ref is not None:
+        full = await Get(ReferencedTarget, ReferenceRequest, smoke_ref)
+        if full.target.address == target.address:
+            raise InvalidFieldException(
+                f"The 'smoke_of' field in target {target.address} must name the full run this "
+                f"run is the smoke of, but names the run itself."
+            )
+        full_spec = await Get(RunSpecDocument, RunSpecRequest(full.target.address))
+        smoke_of = smoke_of_dict(full_spec.data())
+
+    parts = RunParts(
+        artifacts={slot: spec.data() for slot, spec in zip(set_slots, artifact_specs)},
+        runtime=runtime_dict(runtime),
+        role_plan=role_plan_dict(plan),
+        execution=execution_dict(execution),
+        smoke_of=smoke_of,
+    )
+    return RunSpecDocument(target.address, canonical(run_spec_dict(target, parts)))
+
+
+def rules():  # type: ignore[no-untyped-def]
+    return collect_rules()

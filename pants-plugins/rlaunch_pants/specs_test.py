@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from pants.engine.addresses import Address
+from pants.engine.internals.scheduler import ExecutionError
+from pants.testutil.rule_runner import QueryRule, RuleRunner
+
+from rlaunch_pants import register
+from rlaunch_pants.specs import (
+    ArtifactSpec,
+    ArtifactSpecRequest,
+    RunSpecDocument,
+    RunSpecRequest,
+    artifact_identities,
+    spec_file_path,
+)
+from rlaunch_pants.testutil import COLOCATED_BUILD, library_json, runtime_python
+
+RUN = Address("experiments/x", target_name="run")
+
+
+@pytest.fixture
+def rule_runner() -> RuleRunner:
+    return RuleRunner(
+        rules=[
+            *register.rules(),
+            QueryRule(RunSpecDocument, [RunSpecRequest]),
+            QueryRule(ArtifactSpec, [ArtifactSpecRequest]),
+        ],
+        target_types=register.target_types(),
+        isolated_local_store=True,
+    )
+
+
+def run_spec(rule_runner: RuleRunner, address: Address = RUN) -> dict:
+    return rule_runner.request(RunSpecDocument, [RunSpecRequest(address)]).data()
+
+
+def test_targets_of_the_worked_example_give_exactly_its_spec(rule_runner: RuleRunner) -> None:
+    python = runtime_python()
+    if python is None:
+        pytest.skip("no project runtime: set PANTS_RLAUNCH_PYTHON or run scripts/runtime")
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
+    expected = library_json(
+        python,
+        "import json; from rlaunch.spec.examples import worked_example; "
+        "print(json.dumps(worked_example('colocated-1x8')))",
+    )
+    assert isinstance(expected, dict)
+    # Names differ only where a target name is the identity (the example's names are its own).
+    expected["runtime"]["name"] = "skyrl-0.3.0"
+    assert run_spec(rule_runner) == expected
+
+
+def test_every_key_is_present_and_nulls_are_explicit(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
+    spec = run_spec(rule_runner)
+    assert spec["schema_version"] == 1
+    assert spec["reference_model"] is None and spec["critic_model"] is None
+    assert spec["smoke_of"] is None
+    assert spec["role_plan"]["critic"] is None
+    assert spec["execution"]["wandb"] is None and spec["execution"]["cluster"] is None
+    assert spec["runtime"]["git"] is None
+    assert spec["model"]["facts"]["num_experts"] is None
+
+
+def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files(
+        {
+            "data/BUILD": (
+                'built_artifact(name="problems", builder="countdown_data", kind="dataset",'
+                ' config={"seed": 7, "train_rows": 100, "eval_rows": 10}, rows=100,'
+                ' version="dev")\n'
+                'built_artifact(name="tok", builder="char_tokenizer", kind="tokenizer",'
+                ' version="dev")\n'
+            ),
+            "models/BUILD": (
+                'built_artifact(name="sft", builder="sft_model", kind="model",'
+                ' config={"steps": 3, "dims": [64, 2]},'
+                ' deps={"data": "data:problems", "tokenizer": "data:tok"},'
+                ' attention_heads=4, kv_heads=2, context_length=64, version="sft-dev")\n'
+            ),
+        }
+    )
+    artifact = rule_runner.request(
+        ArtifactSpec, [ArtifactSpecRequest(Address("models", target_name="sft"))]
+    )
+    assert artifact.data() == {
+        "type": "built",
+        "name": "sft",
+        "version": "sft-dev",
+        "kind": "model",
+        "builder": "sft_model",
+        "config": {"dims": [64, 2], "steps": 3},
+        "deps": {
+            "data": {
+                "type": "built",
+                "name": "problems",
+                "version": "dev",
+                "kind": "dataset",
+                "builder": "countdown_data",
+                "config": {"eval_rows": 10, "seed": 7, "train_rows": 100},
+                "deps": {},
+                "facts": None,
+                "rows": 100,
+            },
+            "tokenizer": {
+                "type": "built",
+                "name": "tok",
+                "version": "dev",
+                "kind": "tokenizer",
+                "builder": "char_tokenizer",
+                "config": {},
+                "deps": {},
+                "facts": None,
+                "rows": None,
+            },
+        },
+        "facts": {
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 64,
+            "num_experts": None,
+        },
+        "rows": None,
+    }
+
+
+def test_smoke_of_is_filled_from_the_full_run(rule_runner: RuleRunner) -> None:
+    smoke = (
+        COLOCATED_BUILD.split("rl_run(")[1]
+        .replace('name="run"', 'name="smoke"')
+        .replace('run_name="colocated-1x8"', 'run_name="colocated-1x8-smoke", smoke_of=":run"')
+        .replace('version="2026.11.29"', 'version="smoke-dev"')
+    )
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD + "rl_run(" + smoke})
+    full = run_spec(rule_runner)
+    spec = run_spec(rule_runner, Address("experiments/x", target_name="smoke"))
+    assert spec["name"] == "colocated-1x8-smoke"
+    assert spec["smoke_of"] == {
+        "name": "colocated-1x8",
+        "version": "2026.11.29",
+        "role_plan": full["role_plan"],
+        "runtime": full["runtime"],
+        "allocation": full["execution"]["allocation"],
+        "handoff_kinds": {
+            "model": "model",
+            "tokenizer": "model",
+            "train_data": "dataset",
+            "eval_data": "dataset",
+        },
+    }
+
+
+def test_a_reference_of_the_wrong_type_names_both_targets(rule_runner: RuleRunner) -> None:
+    build = COLOCATED_BUILD.replace('runtime=":skyrl-0.3.0"', 'runtime=":gsm8k-train"')
+    rule_runner.write_files({"experiments/x/BUILD": build})
+    with pytest.raises(ExecutionError) as error:
+        run_spec(rule_runner)
+    assert str(error.value.wrapped_exceptions[0]) == (
+        "The 'runtime' field in target experiments/x:run must name a target of type "
+        "rl_runtime, but ':gsm8k-train' (experiments/x:gsm8k-train) is of type hf_dataset."
+    )
+
+
+def test_a_missing_reference_names_the_field(rule_runner: RuleRunner) -> None:
+    build = COLOCATED_BUILD.replace('role_plan=":plan"', 'role_plan=":no-such-plan"')
+    rule_runner.write_files({"experiments/x/BUILD": build})
+    with pytest.raises(ExecutionError) as error:
+        run_spec(rule_runner)
+    message = str(error.value.wrapped_exceptions[0])
+    assert "no-such-plan" in message and "the `role_plan` field of experiments/x:run" in message
+
+
+def test_identities_and_spec_paths() -> None:
+    spec = {
+        "model": {
+            "name": "sft",
+            "version": "dev",
+            "deps": {"data": {"name": "d", "version": "dev"}},
+        },
+        "tokenizer": {"name": "tok", "version": "dev"},
+        "reference_model": None,
+        "critic_model": None,
+        "train_data": {"name": "d", "version": "dev"},
+        "eval_data": None,
+    }
+    assert artifact_identities(spec) == [
+        ("model", "sft@dev"),
+        ("model.deps.data", "d@dev"),
+        ("tokenizer", "tok@dev"),
+        ("train_data", "d@dev"),
+    ]
+    assert spec_file_path(RUN) == "__rlaunch_specs/experiments/x/run.json"
+    assert spec_file_path(Address("", target_name="run")) == "__rlaunch_specs/run.json"
+    json.dumps(spec)

@@ -1,0 +1,328 @@
+"""Target types: artifacts (models, datasets, adopted and built ones), the RL runtime, the role
+plan, where a run executes, and the run itself.
+
+The fields live beside: artifact_fields.py, plan_fields.py (role_plan, rl_execution) and
+run_fields.py (rl_run); the runtime's few fields are here.
+"""
+
+from __future__ import annotations
+
+from pants.engine.target import (
+    COMMON_TARGET_FIELDS,
+    InvalidFieldException,
+    StringSequenceField,
+    Target,
+)
+from pants.util.strutil import help_text
+
+from rlaunch_pants import artifact_fields as af
+from rlaunch_pants import plan_fields as pf
+from rlaunch_pants import run_fields as rf
+from rlaunch_pants.fields import CheckedStringField, CommitField
+
+
+class HFModelTarget(Target):
+    alias = "hf_model"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        af.HFRepoIdField,
+        af.HFRevisionField,
+        af.HFModelTokenizerRepoIdField,
+        af.HFModelTokenizerRevisionField,
+        af.HFModelAttentionHeadsField,
+        af.HFModelKVHeadsField,
+        af.HFModelContextLengthField,
+        af.ModelNumExpertsField,
+        af.ArtifactVersionField,
+    )
+    help = help_text(
+        """
+        A Hugging Face model pinned at a commit, with the facts about it that preflight needs.
+        Its identity is `<target name>@<version>`.
+
+            hf_model(
+                name="qwen2.5-1.5b-instruct",
+                repo_id="Qwen/Qwen2.5-1.5B-Instruct",
+                # pinned by <where this sha was found>
+                revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
+                attention_heads=12,
+                kv_heads=2,
+                context_length=32768,
+                version="2026.11.01",
+            )
+        """
+    )
+
+    def validate(self) -> None:
+        repo = self[af.HFRepoIdField].value
+        tokenizer_repo = self[af.HFModelTokenizerRepoIdField].value
+        if (
+            tokenizer_repo is not None
+            and tokenizer_repo != repo
+            and self[af.HFModelTokenizerRevisionField].value is None
+        ):
+            raise InvalidFieldException(
+                f"The hf_model target {self.address} takes its tokenizer from "
+                f"{tokenizer_repo!r} but sets no `tokenizer_revision`: pin that repository "
+                f"at a 40-hex commit too."
+            )
+
+
+class HFDatasetTarget(Target):
+    alias = "hf_dataset"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        af.HFRepoIdField,
+        af.HFRevisionField,
+        af.HFDatasetSplitField,
+        af.ArtifactRowsField,
+        af.ArtifactVersionField,
+    )
+    help = help_text(
+        """
+        One split of a Hugging Face dataset pinned at a commit.
+
+            hf_dataset(
+                name="gsm8k-train",
+                repo_id="openai/gsm8k",
+                revision="e53f048856ff4f594e959d75785d2c2d37b678ee",
+                split="train",
+                rows=7473,
+                version="2026.11.01",
+            )
+        """
+    )
+
+
+def _validate_optional_facts(target: Target) -> None:
+    """A model's facts come as a whole: the spec has no place for half of them."""
+    declared = [field.alias for field in af.OPTIONAL_FACTS if target[field].value is not None]
+    required = [field.alias for field in af.OPTIONAL_FACTS[:3]]
+    if declared and not set(required) <= set(declared):
+        missing = [alias for alias in required if alias not in declared]
+        raise InvalidFieldException(
+            f"The {target.alias} target {target.address} declares the model facts "
+            f"{', '.join(declared)} but not {', '.join(missing)}: set attention_heads, kv_heads "
+            f"and context_length together (with num_experts for an MoE model), or none of them."
+        )
+
+
+class AdoptedArtifactTarget(Target):
+    alias = "adopted_artifact"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        af.AdoptedArtifactUriField,
+        af.AdoptedArtifactSha256Field,
+        af.ArtifactKindField,
+        *af.OPTIONAL_FACTS,
+        af.ArtifactRowsField,
+        af.ArtifactVersionField,
+    )
+    help = help_text(
+        """
+        An object that already exists in a store, registered by its content checksum.
+
+            adopted_artifact(
+                name="sft-checkpoint",
+                uri="gs://my-bucket/checkpoints/sft-7b/step-1200",
+                sha256="<64 hex characters>",
+                kind="model",
+                attention_heads=32,
+                kv_heads=8,
+                context_length=32768,
+                version="2026.10.14",
+            )
+        """
+    )
+
+    def validate(self) -> None:
+        _validate_optional_facts(self)
+
+
+class BuiltArtifactTarget(Target):
+    alias = "built_artifact"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        af.BuiltArtifactBuilderField,
+        af.BuiltArtifactConfigField,
+        af.ArtifactKindField,
+        af.BuiltArtifactDepsField,
+        *af.OPTIONAL_FACTS,
+        af.ArtifactRowsField,
+        af.ArtifactVersionField,
+        af.BuiltArtifactDependenciesField,
+    )
+    help = help_text(
+        """
+        An artifact made by a builder plugin from a config and other artifacts. It is built
+        once per identity and reused: `./pants run <this target>` builds it, or reports it up
+        to date with its fingerprint.
+
+            built_artifact(
+                name="sft_model",
+                builder="sft_model",
+                kind="model",
+                config={"steps": 300, "d_model": 64},
+                deps={"data": ":countdown_data", "tokenizer": ":char_tokenizer"},
+                attention_heads=4,
+                kv_heads=4,
+                context_length=64,
+                version="dev",
+            )
+        """
+    )
+
+    def validate(self) -> None:
+        _validate_optional_facts(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# rl_runtime
+
+
+class RuntimeProfileField(CheckedStringField):
+    alias = "profile"
+    required = True
+    help = help_text(
+        """
+        The runtime profile from the library's catalog (`python -m rlaunch rules` lists them):
+        `skyrl` (SkyRL 0.3.0) or `smoke` (rlaunch's CPU runtime). It says which entrypoints,
+        strategies and fixes the runtime has.
+        """
+    )
+
+
+class RuntimePackageField(CheckedStringField):
+    alias = "package"
+    help = help_text(
+        """
+        The pinned package, `name==X.Y.Z`, e.g. `skyrl==0.3.0`. Set exactly one of `package`
+        or `git_repo` with `git_commit`.
+        """
+    )
+
+
+class RuntimeGitRepoField(CheckedStringField):
+    alias = "git_repo"
+    help = "Repository URL or `owner/name` of the runtime's code; set with `git_commit`."
+
+
+class RuntimeGitCommitField(CommitField):
+    alias = "git_commit"
+    help = "The 40-hex commit of `git_repo` the runtime is pinned at."
+
+
+class RuntimeEntrypointField(CheckedStringField):
+    alias = "entrypoint"
+    required = True
+    help = help_text(
+        """
+        The Python module the job runs with the launch YAML, e.g.
+        `skyrl.train.entrypoints.main_base` or `rlaunch.runtimes.smoke`.
+        """
+    )
+
+
+class RuntimeRequiredFixesField(StringSequenceField):
+    alias = "required_fixes"
+    default = ()
+    help = help_text(
+        """
+        Ids of fixes the run needs from the runtime; `check` proves the pinned runtime
+        contains each (the catalog lists them per profile). Default: none.
+        """
+    )
+
+
+class RlRuntimeTarget(Target):
+    alias = "rl_runtime"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        RuntimeProfileField,
+        RuntimePackageField,
+        RuntimeGitRepoField,
+        RuntimeGitCommitField,
+        RuntimeEntrypointField,
+        RuntimeRequiredFixesField,
+    )
+    help = help_text(
+        """
+        The RL runtime that consumes the launch YAML, pinned by package version or git commit.
+
+            rl_runtime(
+                name="skyrl-0.3.0",
+                profile="skyrl",
+                package="skyrl==0.3.0",
+                entrypoint="skyrl.train.entrypoints.main_base",
+            )
+        """
+    )
+
+    def validate(self) -> None:
+        package = self[RuntimePackageField].value
+        repo = self[RuntimeGitRepoField].value
+        commit = self[RuntimeGitCommitField].value
+        if (repo is None) != (commit is None):
+            raise InvalidFieldException(
+                f"The rl_runtime target {self.address} sets "
+                f"{'git_repo' if repo else 'git_commit'} without "
+                f"{'git_commit' if repo else 'git_repo'}: a git pin needs both."
+            )
+        if (package is None) == (repo is None):
+            raise InvalidFieldException(
+                f"The rl_runtime target {self.address} must set exactly one of `package` or "
+                f"`git_repo` with `git_commit`, but sets "
+                f"{'both' if package else 'neither'}."
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# role_plan, rl_execution, rl_run (fields in run_fields.py)
+
+
+class RolePlanTarget(Target):
+    alias = "role_plan"
+    core_fields = (*COMMON_TARGET_FIELDS, *pf.ROLE_PLAN_FIELDS)
+    help = pf.ROLE_PLAN_HELP
+
+
+class RlExecutionTarget(Target):
+    alias = "rl_execution"
+    core_fields = (*COMMON_TARGET_FIELDS, *pf.EXECUTION_FIELDS)
+    help = pf.EXECUTION_HELP
+
+    def validate(self) -> None:
+        entity = self[pf.ExecutionWandbEntityField].value
+        project = self[pf.ExecutionWandbProjectField].value
+        if (entity is None) != (project is None):
+            raise InvalidFieldException(
+                f"The rl_execution target {self.address} sets "
+                f"{'wandb_entity' if entity else 'wandb_project'} without "
+                f"{'wandb_project' if entity else 'wandb_entity'}: set both or neither."
+            )
+
+
+class RlRunTarget(Target):
+    alias = "rl_run"
+    core_fields = (*COMMON_TARGET_FIELDS, *rf.RUN_FIELDS)
+    help = rf.RUN_HELP
+
+
+ARTIFACT_TARGET_TYPES: tuple[type[Target], ...] = (
+    HFModelTarget,
+    HFDatasetTarget,
+    AdoptedArtifactTarget,
+    BuiltArtifactTarget,
+)
+
+ALL_TARGET_TYPES: tuple[type[Target], ...] = (
+    *ARTIFACT_TARGET_TYPES,
+    RlRuntimeTarget,
+    RolePlanTarget,
+    RlExecutionTarget,
+    RlRunTarget,
+)
+
+
+def target_types() -> list[type[Target]]:
+    return list(ALL_TARGET_TYPES)

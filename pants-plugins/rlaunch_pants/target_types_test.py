@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import pytest
+from pants.engine.addresses import Address
+from pants.engine.internals.scheduler import ExecutionError
+from pants.engine.target import NO_VALUE, InvalidFieldException, RequiredFieldMissingException
+from pants.testutil.rule_runner import RuleRunner
+
+from rlaunch_pants import artifact_fields as af
+from rlaunch_pants import plan_fields as pf
+from rlaunch_pants import register
+from rlaunch_pants import run_fields as rf
+from rlaunch_pants import target_types as tt
+from rlaunch_pants.testutil import COLOCATED_BUILD
+
+QWEN = Address("experiments/x", target_name="qwen")
+PLAN = Address("experiments/x", target_name="plan")
+
+
+def error_of(field: type, value: object, address: Address = QWEN) -> str:
+    with pytest.raises(InvalidFieldException) as error:
+        field(value, address)
+    return str(error.value)
+
+
+def test_revision_must_be_a_commit_sha() -> None:
+    assert error_of(af.HFRevisionField, "main") == (
+        "The 'revision' field in target experiments/x:qwen must be a 40-character hex commit "
+        "sha, but was 'main'."
+    )
+    # Uppercase hex is another spelling of the sha: the Hub and git print lowercase.
+    assert "40-character" in error_of(
+        af.HFRevisionField, "989AA7980E4CF806F80C7FEF2B1ADB7BC71AA306"
+    )
+    commit = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+    assert af.HFRevisionField(commit, QWEN).value == commit
+
+
+def test_version_must_be_a_real_calendar_date_or_dev() -> None:
+    assert error_of(af.ArtifactVersionField, "2026.02.30") == (
+        "The 'version' field in target experiments/x:qwen must be a calendar version "
+        "YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`; 2026-02-30 is not "
+        "a date, but was '2026.02.30'."
+    )
+    assert error_of(af.ArtifactVersionField, "v1") == (
+        "The 'version' field in target experiments/x:qwen must be a calendar version "
+        "YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`, but was 'v1'."
+    )
+    for good in ("2026.11.29", "2024.02.29", "2026.11.29.2", "dev", "sft-dev", "exp.3-dev"):
+        assert af.ArtifactVersionField(good, QWEN).value == good
+    for bad in ("2026.11.29.0", "2025.02.29", "Dev", "-dev", "dev-1"):
+        error_of(af.ArtifactVersionField, bad)
+
+
+def test_counts_must_be_positive_integers() -> None:
+    assert error_of(af.HFModelAttentionHeadsField, 0) == (
+        "The 'attention_heads' field in target experiments/x:qwen must be a positive integer, "
+        "but was 0."
+    )
+    assert error_of(af.ArtifactRowsField, -5) == (
+        "The 'rows' field in target experiments/x:qwen must be a positive integer, but was -5."
+    )
+    # `True` is an int to Python, but never what a count means.
+    assert "positive integer, but was True" in error_of(af.ModelKVHeadsField, True)
+
+
+def test_sha256_must_be_64_hex() -> None:
+    assert error_of(af.AdoptedArtifactSha256Field, "sha256:abc") == (
+        "The 'sha256' field in target experiments/x:qwen must be a 64-character hex sha256 "
+        "digest of the content, but was 'sha256:abc'."
+    )
+
+
+def test_a_choice_lists_the_choices() -> None:
+    assert error_of(af.ArtifactKindField, "checkpoint") == (
+        "The 'kind' field in target experiments/x:qwen must be one of 'model', 'tokenizer', "
+        "'dataset', but was 'checkpoint'."
+    )
+
+
+def test_role_plan_dict_reports_each_problem_with_the_key() -> None:
+    assert error_of(
+        pf.RolePlanPolicyField,
+        {"nodes": 1, "gpus_per_node": 8, "tp": 0, "pp": 1, "cp": 1, "ep": 1, "etp": 1, "sp": 1},
+        PLAN,
+    ) == (
+        "The 'policy' field in target experiments/x:plan must set 'tp' to a positive integer, "
+        "but was 0."
+    )
+    message = error_of(
+        pf.RolePlanPolicyField,
+        {"nodes": 1, "gpus_per_node": 8, "tpp": 1, "pp": 1, "cp": 1, "ep": 1, "etp": 1},
+        PLAN,
+    )
+    assert message == (
+        "The 'policy' field in target experiments/x:plan has 3 problems:\n"
+        "  - has an unknown key 'tpp' (did you mean 'tp'?); the keys are: nodes, gpus_per_node, "
+        "tp, pp, cp, ep, etp, sp\n"
+        "  - is missing the key 'tp' (Megatron tensor parallel size; 1 for FSDP); every key must "
+        "be set: there are no silent defaults\n"
+        "  - is missing the key 'sp' (FSDP (Ulysses) sequence parallel size; 1 for Megatron); "
+        "every key must be set: there are no silent defaults"
+    )
+
+
+def test_nested_dict_keys_are_named_by_path() -> None:
+    algorithm = {
+        "advantage_estimator": "ppo",
+        "kl": {
+            "use_kl_loss": True,
+            "use_kl_in_reward": False,
+            "kl_loss_coef": 0.001,
+            "kl_estimator_type": "k9",
+        },
+        "learning_rate": 1e-6,
+        "epochs": 1,
+        "max_training_steps": None,
+        "temperature": 1.0,
+        "clip_ratio": 0.2,
+        "fully_async": False,
+        "environment": "gsm8k",
+    }
+    assert error_of(rf.RlRunAlgorithmField, algorithm, PLAN) == (
+        "The 'algorithm' field in target experiments/x:plan has 2 problems:\n"
+        "  - must set 'advantage_estimator' to one of 'grpo', 'gae', 'rloo', 'reinforce++', "
+        "but was 'ppo'\n"
+        "  - must set 'kl.kl_estimator_type' to one of 'k1', 'k2', 'k3', 'abs', but was 'k9'"
+    )
+
+
+def test_reference_and_critic_must_be_written_even_as_none() -> None:
+    assert pf.RolePlanCriticField(None, PLAN).value is None
+    assert error_of(pf.RolePlanCriticField, NO_VALUE, PLAN) == (
+        "The 'critic' field in target experiments/x:plan must be written, as a dict or as None: "
+        "a role plan has no silent defaults (`critic=None` says there is none)."
+    )
+    with pytest.raises(RequiredFieldMissingException):
+        pf.RolePlanBatchField(None, PLAN)
+
+
+def test_a_dict_field_value_is_frozen_with_sorted_keys() -> None:
+    value = rf.RlRunLengthsField(
+        {
+            "max_turns": 1,
+            "max_prompt_length": 512,
+            "max_generate_length": 1024,
+            "max_input_length": 512,
+        },
+        PLAN,
+    ).value
+    assert value is not None
+    assert list(value) == [
+        "max_generate_length",
+        "max_input_length",
+        "max_prompt_length",
+        "max_turns",
+    ]
+    hash(value)
+
+
+def test_built_artifact_config_must_be_json() -> None:
+    message = error_of(af.BuiltArtifactConfigField, {"seed": 1, "shape": {1, 2}})
+    assert message == (
+        "The 'config' field in target experiments/x:qwen must be a dict of JSON values "
+        "(strings, numbers, booleans, None, lists and dicts with string keys), but shape was "
+        "{1, 2} (a set)."
+    )
+
+
+@pytest.fixture
+def rule_runner() -> RuleRunner:
+    return RuleRunner(
+        rules=register.rules(), target_types=register.target_types(), isolated_local_store=True
+    )
+
+
+def _target_error(rule_runner: RuleRunner, build: str, name: str) -> str:
+    rule_runner.write_files({"experiments/x/BUILD": build})
+    with pytest.raises(ExecutionError) as error:
+        rule_runner.get_target(Address("experiments/x", target_name=name))
+    (wrapped,) = error.value.wrapped_exceptions
+    return str(wrapped)
+
+
+def test_bad_field_fails_when_the_build_file_is_parsed(rule_runner: RuleRunner) -> None:
+    build = COLOCATED_BUILD.replace("989aa7980e4cf806f80c7fef2b1adb7bc71aa306", "main")
+    message = _target_error(rule_runner, build, "qwen2.5-1.5b-instruct")
+    assert message.endswith(
+        "The 'revision' field in target experiments/x:qwen2.5-1.5b-instruct must be a "
+        "40-character hex commit sha, but was 'main'."
+    )
+
+
+def test_runtime_pins_exactly_one_way(rule_runner: RuleRunner) -> None:
+    build = (
+        'rl_runtime(name="rt", profile="skyrl", entrypoint="m", package="skyrl==0.3.0",'
+        ' git_repo="NovaSky-AI/SkyRL", git_commit="' + "a" * 40 + '")'
+    )
+    assert _target_error(rule_runner, build, "rt").endswith(
+        "The rl_runtime target experiments/x:rt must set exactly one of `package` or `git_repo` "
+        "with `git_commit`, but sets both."
+    )
+    build = 'rl_runtime(name="rt", profile="skyrl", entrypoint="m", git_repo="NovaSky-AI/SkyRL")'
+    assert _target_error(rule_runner, build, "rt").endswith(
+        "The rl_runtime target experiments/x:rt sets git_repo without git_commit: a git pin "
+        "needs both."
+    )
+
+
+def test_model_facts_come_together(rule_runner: RuleRunner) -> None:
+    build = (
+        'adopted_artifact(name="ckpt", uri="gs://b/c", sha256="' + "0" * 64 + '", kind="model",'
+        ' attention_heads=32, version="2026.10.14")'
+    )
+    assert _target_error(rule_runner, build, "ckpt").endswith(
+        "The adopted_artifact target experiments/x:ckpt declares the model facts "
+        "attention_heads but not kv_heads, context_length: set attention_heads, kv_heads and "
+        "context_length together (with num_experts for an MoE model), or none of them."
+    )
+
+
+def test_wandb_identity_comes_together(rule_runner: RuleRunner) -> None:
+    build = COLOCATED_BUILD.replace(
+        'store_prefix="gs://rlaunch-example/store",',
+        'store_prefix="gs://rlaunch-example/store", wandb_entity="team",',
+    )
+    assert _target_error(rule_runner, build, "cluster").endswith(
+        "The rl_execution target experiments/x:cluster sets wandb_entity without wandb_project: "
+        "set both or neither."
+    )
+
+
+def test_every_target_type_has_documented_fields() -> None:
+    for target_type in tt.ALL_TARGET_TYPES:
+        assert "    " in str(target_type.help), f"{target_type.alias} help has no BUILD example"
+        for field in target_type.core_fields:
+            assert field.help, f"{target_type.alias}.{field.alias} has no help"
+            has_default = "default" in field.__dict__ or any(
+                "default" in base.__dict__ for base in field.__mro__[1:-1]
+            )
+            assert field.required or has_default, f"{field.alias}: neither required nor default"

@@ -1,0 +1,146 @@
+"""Helpers of the plugin tests: BUILD text for a worked example, the library for a sandbox, and
+the project runtime that the rules run the library on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+from pants.testutil.rule_runner import RuleRunner
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# The worked example `colocated-1x8` of src/rlaunch/spec/examples.py, as targets.
+COLOCATED_BUILD = """
+hf_model(
+    name="qwen2.5-1.5b-instruct",
+    repo_id="Qwen/Qwen2.5-1.5B-Instruct",
+    revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
+    attention_heads=12,
+    kv_heads=2,
+    context_length=32768,
+    version="2026.11.01",
+)
+hf_dataset(
+    name="gsm8k-train",
+    repo_id="openai/gsm8k",
+    revision="e53f048856ff4f594e959d75785d2c2d37b678ee",
+    split="train",
+    rows=7473,
+    version="2026.11.01",
+)
+hf_dataset(
+    name="gsm8k-test",
+    repo_id="openai/gsm8k",
+    revision="e53f048856ff4f594e959d75785d2c2d37b678ee",
+    split="test",
+    rows=1319,
+    version="2026.11.01",
+)
+rl_runtime(
+    name="skyrl-0.3.0",
+    profile="skyrl",
+    package="skyrl==0.3.0",
+    entrypoint="skyrl.train.entrypoints.main_base",
+)
+role_plan(
+    name="plan",
+    strategy="fsdp",
+    policy=dict(nodes=1, gpus_per_node=8, tp=1, pp=1, cp=1, ep=1, etp=1, sp=1),
+    reference=dict(colocated_with_policy=True, nodes=1, gpus_per_node=8),
+    critic=None,
+    rollout=dict(engines=8, tp=1, pp=1, dp=1, ep=1, backend="vllm", weight_sync_backend="nccl"),
+    colocate_all=True,
+    colocate_policy_ref=True,
+    batch=dict(
+        train_batch_size=256,
+        policy_mini_batch_size=64,
+        critic_mini_batch_size=None,
+        micro_train_batch_size_per_gpu=4,
+        micro_forward_batch_size_per_gpu=8,
+        n_samples_per_prompt=8,
+        eval_batch_size=512,
+    ),
+)
+rl_execution(
+    name="cluster",
+    executor="ray",
+    address="http://127.0.0.1:8265",
+    allocation=dict(num_nodes=1, gpus_per_node=8, accelerator="H100", cpus_per_node=96,
+                    memory_gb_per_node=1024, disk_gb_per_node=2000),
+    timeout_minutes=1440,
+    store_prefix="gs://rlaunch-example/store",
+)
+rl_run(
+    name="run",
+    run_name="colocated-1x8",
+    version="2026.11.29",
+    seed=42,
+    model=":qwen2.5-1.5b-instruct",
+    tokenizer=":qwen2.5-1.5b-instruct",
+    train_data=":gsm8k-train",
+    eval_data=":gsm8k-test",
+    runtime=":skyrl-0.3.0",
+    role_plan=":plan",
+    execution=":cluster",
+    lengths=dict(max_prompt_length=512, max_generate_length=1024, max_input_length=512,
+                 max_turns=1),
+    algorithm=dict(
+        advantage_estimator="grpo",
+        kl=dict(use_kl_loss=True, use_kl_in_reward=False, kl_loss_coef=0.001,
+                kl_estimator_type="k3"),
+        learning_rate=1.0e-6,
+        epochs=1,
+        max_training_steps=None,
+        temperature=1.0,
+        clip_ratio=0.2,
+        fully_async=False,
+        environment="gsm8k",
+    ),
+    logger="console",
+    checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
+                    export_final=True),
+    resume_mode="latest",
+)
+"""
+
+
+def runtime_python() -> Optional[str]:
+    """The project runtime's interpreter: $PANTS_RLAUNCH_PYTHON, else what `scripts/runtime`
+    prints (it builds the runtime when missing), else None."""
+    configured = os.environ.get("PANTS_RLAUNCH_PYTHON")
+    if configured:
+        return configured
+    script = REPO_ROOT / "scripts" / "runtime"
+    if not script.is_file():
+        return None
+    done = subprocess.run([str(script)], capture_output=True, text=True, check=False)
+    path = done.stdout.strip()
+    return path if done.returncode == 0 and path else None
+
+
+def write_library(rule_runner: RuleRunner) -> None:
+    """Copy the library sources and the runtime lock into the rule runner's build root."""
+    files = {
+        str(path.relative_to(REPO_ROOT)): path.read_text(encoding="utf-8")
+        for path in (REPO_ROOT / "src" / "rlaunch").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    lock = REPO_ROOT / "3rdparty" / "requirements.lock"
+    files["3rdparty/requirements.lock"] = lock.read_text(encoding="utf-8")
+    rule_runner.write_files(files)
+
+
+def library_json(python: str, code: str) -> object:
+    """Run `code` (which prints JSON) on the runtime with the repo's library; the parsed value."""
+    done = subprocess.run(
+        [python, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)

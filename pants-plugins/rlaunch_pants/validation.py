@@ -1,0 +1,99 @@
+"""Syntax checks of single values, shared by the fields (at BUILD parse time) and their tests.
+
+Each check returns None when the value is fine, else the requirement it failed, phrased to follow
+"must be" in the Pants message form: "The 'revision' field in target x:y must be <requirement>,
+but was 'main'." Meaning (geometry, batch sizes, handoff kinds...) is not judged here: that is the
+library's preflight, which reports every problem of a run at once with a stable code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any, Optional
+
+COMMIT_REQUIREMENT = "a 40-character hex commit sha"
+SHA256_REQUIREMENT = "a 64-character hex sha256 digest of the content"
+VERSION_REQUIREMENT = (
+    "a calendar version YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`"
+)
+
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+# The same syntax as the library's preflight (rlaunch.preflight.syntax), so that a version the
+# BUILD file accepts is one preflight accepts too.
+_CALENDAR = re.compile(r"(\d{4})\.(\d{2})\.(\d{2})(?:\.([1-9]\d*))?")
+_DEV = re.compile(r"(?:[a-z0-9][a-z0-9._-]*-)?dev")
+
+
+def check_commit(value: str) -> Optional[str]:
+    """Branches and tags (`main`, `v1`) move, so only a full lowercase sha pins a revision."""
+    return None if _HEX40.fullmatch(value) else COMMIT_REQUIREMENT
+
+
+def check_sha256(value: str) -> Optional[str]:
+    return None if _HEX64.fullmatch(value) else SHA256_REQUIREMENT
+
+
+def check_version(value: str) -> Optional[str]:
+    if _DEV.fullmatch(value):
+        return None
+    match = _CALENDAR.fullmatch(value)
+    if match is None:
+        return VERSION_REQUIREMENT
+    year, month, day = (int(part) for part in match.groups()[:3])
+    try:
+        datetime.date(year, month, day)
+    except ValueError:
+        return f"{VERSION_REQUIREMENT}; {year:04d}-{month:02d}-{day:02d} is not a date"
+    return None
+
+
+def is_int(value: Any) -> bool:
+    # bool is a subclass of int, but `nodes=True` is a mistake, not the number 1.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_positive_int(value: Any) -> Optional[str]:
+    return None if is_int(value) and value > 0 else "a positive integer"
+
+
+def check_non_negative_int(value: Any) -> Optional[str]:
+    return None if is_int(value) and value >= 0 else "an integer >= 0"
+
+
+def check_int(value: Any) -> Optional[str]:
+    return None if is_int(value) else "an integer"
+
+
+def check_number(value: Any) -> Optional[str]:
+    return None if is_int(value) or isinstance(value, float) else "a number"
+
+
+def check_bool(value: Any) -> Optional[str]:
+    return None if isinstance(value, bool) else "True or False"
+
+
+def check_str(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) and value else "a non-empty string"
+
+
+def check_choice(value: Any, choices: tuple[str, ...]) -> Optional[str]:
+    if isinstance(value, str) and value in choices:
+        return None
+    return "one of " + ", ".join(repr(choice) for choice in choices)
+
+
+def field_message(alias: str, address: object, requirement: str, value: Any) -> str:
+    """The Pants form of a field error."""
+    return f"The {alias!r} field in target {address} must be {requirement}, but was {value!r}."
+
+
+def check_positive_number(value: Any) -> Optional[str]:
+    ok = (is_int(value) or isinstance(value, float)) and value > 0
+    return None if ok else "a number > 0"
+
+
+def check_non_negative_number(value: Any) -> Optional[str]:
+    ok = (is_int(value) or isinstance(value, float)) and value >= 0
+    return None if ok else "a number >= 0"

@@ -1,0 +1,47 @@
+"""Broken recipes fail `./pants check` with the rule codes they are built to hit."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+
+PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+# tests/fixtures/broken/BUILD: run -> the error codes preflight reports, each once per finding.
+EXPECTED = {
+    "tests/fixtures/broken:tp8-on-12-heads": ["GEO016"],
+    "tests/fixtures/broken:half-node-engines": ["ALLOC001", "ALLOC002"],
+    "tests/fixtures/broken:batch-100-by-64": ["BATCH003", "BATCH006", "BATCH009"],
+    "tests/fixtures/broken:context-overflow": ["CTX002"],
+    "tests/fixtures/broken:kl-twice-keep-none": ["ALGO001", "ALGO004"],
+    "tests/fixtures/broken:wandb-anonymous": ["EXEC005", "EXEC005"],
+    "tests/fixtures/broken:calendar-on-dev": ["ART006"],
+    "tests/fixtures/broken:unknown-runtime": ["RT002"],
+    "tests/fixtures/broken:smoke-other-geometry": ["GEO016", "SMOKE002", "SMOKE002"],
+}
+
+
+def error_codes_by_run(output: str) -> dict[str, list[str]]:
+    """`Partition #N - <address>:` sections of the check output -> their error codes."""
+    sections = re.split(r"^Partition #\d+ - (\S+):\n", output, flags=re.MULTILINE)
+    found = {}
+    for address, body in zip(sections[1::2], sections[2::2], strict=True):
+        found[address] = sorted(
+            line.split()[1] for line in body.splitlines() if line.startswith("error ")
+        )
+    return found
+
+
+def test_each_broken_recipe_fails_with_its_codes(pants: PantsRunner) -> None:
+    result = pants("check", "tests/fixtures/broken:")
+    assert result.returncode == 1, result.stderr
+    assert "✕ rlaunch-preflight failed." in result.stderr
+    assert error_codes_by_run(result.stderr) == EXPECTED
+
+
+def test_the_tag_leaves_the_broken_recipes_out_of_a_whole_repo_check(pants: PantsRunner) -> None:
+    result = pants("--tag=-broken-fixture", "list", "::")
+    assert result.returncode == 0, result.stderr
+    assert "tests/fixtures" not in result.stdout
+    assert "experiments/countdown:launch" in result.stdout.split()

@@ -1,0 +1,145 @@
+"""The real experiments through the real ./pants: check, package, run, and the dependency graph."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+RUNS = (
+    "experiments/countdown:launch",
+    "experiments/countdown:smoke",
+    "experiments/qwen2.5-1.5b-gsm8k:grpo",
+    "experiments/qwen2.5-1.5b-gsm8k:smoke",
+    "experiments/qwen2.5-14b-separate-ref:grpo",
+    "experiments/qwen2.5-14b-separate-ref:smoke",
+    "experiments/qwen3-30b-a3b-megatron:grpo",
+    "experiments/qwen3-30b-a3b-megatron:smoke",
+)
+
+
+@pytest.fixture
+def distdir(repo_root: Path) -> Iterator[str]:
+    """A dist directory of this test's own (Pants wants it inside the build root)."""
+    relpath = f"dist/e2e-{uuid.uuid4().hex[:8]}"
+    yield relpath
+    shutil.rmtree(repo_root / relpath, ignore_errors=True)
+
+
+def test_every_experiment_passes_check(pants: PantsRunner) -> None:
+    result = pants("check", "experiments::")
+    assert result.returncode == 0, result.stderr
+    assert "✓ rlaunch-preflight succeeded." in result.stderr
+    for run in RUNS:
+        assert f"- {run}:\n{run} (" in result.stderr, run
+    # The broken recipes under tests/fixtures are not experiments.
+    assert "tests/fixtures" not in result.stderr
+
+
+def test_everything_parses_broken_recipes_included(pants: PantsRunner) -> None:
+    result = pants("list", "::")
+    assert result.returncode == 0, result.stderr
+    listed = set(result.stdout.split())
+    assert set(RUNS) <= listed
+    assert "tests/fixtures/broken:tp8-on-12-heads" in listed
+
+
+def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
+    result = pants("dependencies", "experiments/qwen2.5-1.5b-gsm8k:grpo")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "experiments/datasets:gsm8k-test",
+        "experiments/datasets:gsm8k-train",
+        "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
+        "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8",
+        "experiments/qwen2.5-1.5b-gsm8k:h100-1x8",
+        "experiments/runtimes:skyrl-0.3.0",
+    ]
+    result = pants("dependents", "--transitive", "experiments/countdown:char_tokenizer")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "experiments/countdown:launch",
+        "experiments/countdown:sft_model",
+        "experiments/countdown:smoke",
+    ]
+
+
+def test_peek_shows_the_fields_as_written(pants: PantsRunner) -> None:
+    result = pants("peek", "experiments/countdown:sft_model")
+    assert result.returncode == 0, result.stderr
+    assert '"deps": {\n      "data": ":countdown_data",' in result.stdout
+    assert '"builder": "sft_model"' in result.stdout
+
+
+def test_help_documents_the_run_target(pants: PantsRunner) -> None:
+    result = pants("help", "rl_run")
+    assert result.returncode == 0, result.stderr
+    for text in ("`rl_run` target", "role_plan", "smoke_of", "resume_mode", "run uncached"):
+        assert text in " ".join(result.stdout.split()), text
+
+
+def test_packaging_twice_gives_identical_bytes(
+    pants: PantsRunner, repo_root: Path, distdir: str
+) -> None:
+    targets = ("experiments/countdown:launch", "experiments/qwen3-30b-a3b-megatron:grpo")
+    first = pants(f"--pants-distdir={distdir}", "package", *targets)
+    assert first.returncode == 0, first.stderr
+    folder = repo_root / distdir / "experiments/qwen3-30b-a3b-megatron/grpo"
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "identities.txt",
+        "launch.yaml",
+        "spec.json",
+    ]
+    before = {
+        path: path.read_bytes() for path in (repo_root / distdir).rglob("*") if path.is_file()
+    }
+    shutil.rmtree(repo_root / distdir)
+    # Without the process cache, so that the YAML is rendered again, not copied from the cache.
+    second = pants("--no-local-cache", f"--pants-distdir={distdir}", "package", *targets)
+    assert second.returncode == 0, second.stderr
+    after = {path: path.read_bytes() for path in (repo_root / distdir).rglob("*") if path.is_file()}
+    assert after == before
+    assert (folder / "identities.txt").read_text() == (
+        "run  gsm8k-grpo-qwen3-30b-a3b@2026.11.29\n"
+        "model  qwen3-30b-a3b@2026.11.01\n"
+        "tokenizer  qwen3-30b-a3b@2026.11.01\n"
+        "train_data  gsm8k-train@2026.11.01\n"
+        "eval_data  gsm8k-test@2026.11.01\n"
+    )
+
+
+def test_run_dry_run_preflights_and_writes_the_yaml(
+    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+) -> None:
+    result = pants(
+        f"--pants-distdir={distdir}",
+        "run",
+        "experiments/countdown:launch",
+        "--",
+        "--dry-run",
+        env={"RLAUNCH_STORE": str(tmp_path / "store")},
+    )
+    assert result.returncode == 0, result.stderr
+    written = repo_root / distdir / "experiments/countdown/launch/launch.yaml"
+    assert f"wrote {written}" in result.stderr and "nothing submitted" in result.stderr
+    assert f"  store_prefix: {tmp_path / 'store'}\n" in written.read_text()
+
+
+def test_run_builds_an_artifact_then_reuses_it(pants: PantsRunner, tmp_path: Path) -> None:
+    env = {"RLAUNCH_STORE": str(tmp_path / "store")}
+    first = pants("run", "experiments/countdown:char_tokenizer", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "char_tokenizer@2026.11.29: 1 built, 0 up to date" in first.stdout
+    again = pants("run", "experiments/countdown:char_tokenizer", env=env)
+    assert again.returncode == 0, again.stderr
+    assert "char_tokenizer@2026.11.29: 0 built, 1 up to date" in again.stdout
+    fingerprint = [line for line in first.stdout.splitlines() if "fingerprint:" in line]
+    assert fingerprint and fingerprint == [
+        line for line in again.stdout.splitlines() if "fingerprint:" in line
+    ]
