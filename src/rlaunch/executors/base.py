@@ -1,0 +1,193 @@
+"""The executor plugin interface: one launch YAML in, one submission record out.
+
+An executor is a small class registered in the entry point group `rlaunch.executors`. It submits
+the runtime's entrypoint for a rendered launch YAML and later answers, from the submission record
+alone, what the job's status is, what it logged, and how to stop it. Credential values reach the
+job only through the environment given to `submit`; they never enter the record, the YAML or a
+log line written by rlaunch.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import json
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+class ExecutorError(RuntimeError):
+    """The executor cannot do what was asked: the message names the address, command or field
+    involved and how to check or fix it."""
+
+
+class JobStatus(str, enum.Enum):
+    """Where a submitted job is. The names are the Ray Jobs API's, so Ray statuses map 1:1."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+    def is_terminal(self) -> bool:
+        """A terminal status never changes again."""
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What an executor returns for a submitted job: enough to find the job again later.
+
+    Serializable to JSON (the launch ledger stores it). Holds credential *names* at most, never a
+    value."""
+
+    executor: str
+    """Plugin name (`local`, `ray`, `iris`, `dry-run`)."""
+    submission_id: str
+    """The job's id in the executor (Ray Jobs submission id, Iris job name, ...)."""
+    address: str | None
+    """Where the job was submitted (Ray Jobs API URL, Iris cluster name); None for dry-run."""
+    attempt_id: str
+    """rlaunch's id of this launch attempt (`{utc time}-{random}`), also an attempts/ folder."""
+    submitted_at: str
+    """UTC ISO-8601 time of submission."""
+    entrypoint: tuple[str, ...]
+    """The command the job runs (argv)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["entrypoint"] = list(self.entrypoint)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Submission:
+        try:
+            return cls(
+                executor=str(data["executor"]),
+                submission_id=str(data["submission_id"]),
+                address=None if data.get("address") is None else str(data["address"]),
+                attempt_id=str(data["attempt_id"]),
+                submitted_at=str(data["submitted_at"]),
+                entrypoint=tuple(str(part) for part in data["entrypoint"]),
+            )
+        except KeyError as err:
+            missing = err.args[0]
+            raise ExecutorError(f"not a submission record: field {missing!r} is missing") from None
+        except TypeError as err:
+            raise ExecutorError(f"not a submission record: {err}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> Submission:
+        return cls.from_dict(json.loads(text))
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How the front end wants an executor to behave; plugins ignore what does not apply."""
+
+    keep_head: bool = False
+    """local: leave a Ray head this launch started running after the launch ends."""
+    connect_timeout_s: float = 10.0
+    """Seconds to wait for a Jobs API address to answer before calling it unreachable."""
+    head_state_dir: Path | None = None
+    """local: where the head's state file lives (default ~/.cache/rlaunch/local-head)."""
+    say: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
+    """Progress messages for a person (stderr by default)."""
+
+
+class Executor(abc.ABC):
+    """One way to run a launch YAML. Subclasses set `name` and implement the methods below."""
+
+    name: ClassVar[str]
+
+    def __init__(self, options: ExecutorOptions | None = None) -> None:
+        self.options = options or ExecutorOptions()
+
+    @abc.abstractmethod
+    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+        """Human-readable lines saying exactly what `submit` would run, with credential names
+        (never values). `--dry-run` prints these."""
+
+    @abc.abstractmethod
+    def submit(
+        self,
+        launch_yaml_path: Path,
+        launch: Mapping[str, Any],
+        *,
+        env: Mapping[str, str],
+        attempt_id: str,
+    ) -> Submission:
+        """Start the job. `env` holds the credential values for the job's environment only."""
+
+    @abc.abstractmethod
+    def status(self, submission: Submission) -> JobStatus: ...
+
+    @abc.abstractmethod
+    def logs(self, submission: Submission, follow: bool) -> Iterator[str]:
+        """The job's output in chunks; with `follow`, until the job is terminal."""
+
+    @abc.abstractmethod
+    def stop(self, submission: Submission) -> None:
+        """Ask the job to stop; returns once the request is accepted (the job may still be
+        winding down: poll `status`)."""
+
+    def close(self) -> None:
+        """Release whatever this executor instance started for the launch (local: its head)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def runtime_entrypoint(launch: Mapping[str, Any]) -> str:
+    try:
+        module = launch["runtime"]["entrypoint"]
+    except (KeyError, TypeError):
+        raise ExecutorError(
+            "the launch YAML has no runtime.entrypoint; render it with rlaunch.render"
+        ) from None
+    if not isinstance(module, str) or not module:
+        raise ExecutorError(f"runtime.entrypoint must be a module name, got {module!r}")
+    return module
+
+
+def entrypoint_argv(
+    launch: Mapping[str, Any], launch_yaml: str, *, python: str | None = None
+) -> tuple[str, ...]:
+    """`python -m <runtime.entrypoint> <launch yaml>`: how every runtime is started."""
+    return (python or sys.executable, "-m", runtime_entrypoint(launch), launch_yaml)
+
+
+def shell_command(argv: tuple[str, ...]) -> str:
+    """The argv as one shell string (the Ray Jobs API takes a shell command)."""
+    return shlex.join(argv)
+
+
+def credential_names(launch: Mapping[str, Any]) -> list[str]:
+    """The credential names the launch forwards (`execution.env`), in YAML order."""
+    execution = launch.get("execution") or {}
+    names = execution.get("env") or []
+    return [str(name) for name in names]
+
+
+def rlaunch_source_root() -> Path:
+    """The directory holding the `rlaunch` package (`<repo>/src` in a checkout)."""
+    return Path(__file__).resolve().parents[2]

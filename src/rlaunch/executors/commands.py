@@ -1,0 +1,198 @@
+"""`rlaunch launch | status | logs | stop`: the command line of the one submission path.
+
+`launch` loads a spec and calls `rlaunch.launch.launch`; the others find the last submission of
+a run in the ledger (by spec file or `name@version`) and ask its executor.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from rlaunch.executors import ExecutorError, ExecutorOptions, Submission, load_executor
+from rlaunch.executors.follow import wait_terminal
+from rlaunch.ledger import Ledger, LedgerError, last_attempt
+from rlaunch.paths import default_store_prefix
+from rlaunch.spec import SpecError, load_spec
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _interrupt_on_sigterm() -> None:
+    """`pants run` and process managers stop with SIGTERM: handle it as Ctrl-C, so the job is
+    stopped and the head released just the same."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+@click.command("launch")
+@click.argument("spec_path", metavar="SPEC", type=click.Path(exists=True, dir_okay=False))
+@click.option("--dry-run", is_flag=True,
+              help="Preflight and write the launch YAML, print what would be submitted, stop.")
+@click.option("--follow/--detach", default=True, show_default=True,
+              help="Stream the job's logs until it ends (exit 0 only if it succeeded), or "
+                   "return once it is submitted.")
+@click.option("--skip-smoke-gate", metavar="REASON",
+              help="Launch a calendar-versioned full run without a recorded smoke; the reason "
+                   "is recorded in the ledger.")
+@click.option("--store", metavar="PREFIX",
+              help="Artifact store prefix (directory or fsspec URL); default: "
+                   "execution.store_prefix, else $RLAUNCH_STORE or ~/.cache/rlaunch/store.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the launch YAML (default dist/<name>/launch.yaml).")
+@click.option("--keep-head", is_flag=True,
+              help="local: leave the Ray head this launch starts running afterwards.")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path),
+              help="The launcher checkout whose git commit and cleanliness are recorded "
+                   "(default: the working directory).")
+def launch_command(
+    spec_path: str,
+    dry_run: bool,
+    follow: bool,
+    skip_smoke_gate: str | None,
+    store: str | None,
+    out: Path | None,
+    keep_head: bool,
+    repo: Path | None,
+) -> None:
+    """Preflight SPEC, write its launch YAML and submit it through its executor.
+
+    Refuses (exit 1) on any preflight error, a calendar version launched before with another
+    fingerprint, a dirty launcher tree, a missing smoke, or another launch of the same
+    name@version in progress. Exit 3: the job ended FAILED or STOPPED; 130: interrupted.
+    """
+    from rlaunch.launch import LaunchRefused, launch
+
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as err:
+        _say(err.render())
+        sys.exit(1)
+    _interrupt_on_sigterm()
+    try:
+        result = launch(
+            spec, source=spec_path, dry_run=dry_run, follow=follow,
+            skip_smoke_gate=skip_smoke_gate, store=store, out=out, keep_head=keep_head,
+            repo=repo, echo=lambda text: click.echo(text, nl=False), say=_say,
+        )
+    except LaunchRefused as err:
+        _say(f"rlaunch: launch refused\n{err}")
+        sys.exit(err.exit_code)
+    sys.exit(result.exit_code)
+
+
+def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]:
+    """The ledger and the last submission of TARGET (a spec file or name@version)."""
+    if Path(target).is_file():
+        try:
+            spec = load_spec(target)
+        except SpecError as err:
+            raise click.ClickException(err.render()) from None
+        name, version = spec.name, spec.version
+        prefix = store or spec.execution.store_prefix or default_store_prefix()
+    elif "@" in target:
+        name, _, version = target.partition("@")
+        prefix = store or default_store_prefix()
+    else:
+        raise click.BadParameter(f"{target!r} is neither a spec file nor name@version",
+                                 param_hint="TARGET")
+    try:
+        ledger = Ledger(prefix)
+        record = ledger.read(name, version)
+    except LedgerError as err:
+        raise click.ClickException(str(err)) from None
+    attempt = last_attempt(record)
+    if not attempt or not attempt.get("submission"):
+        raise click.ClickException(
+            f"no submitted launch of {name}@{version} in the ledger "
+            f"{ledger.record_path(name, version)} (wrong --store?)"
+        )
+    return ledger, name, version, Submission.from_dict(attempt["submission"])
+
+
+_TARGET = click.argument("target", metavar="TARGET")
+_STORE = click.option("--store", metavar="PREFIX", help="Artifact store prefix of the ledger.")
+
+
+@click.command("status")
+@_TARGET
+@_STORE
+def status_command(target: str, store: str | None) -> None:
+    """Print the status of TARGET's last launch (a spec file or name@version) and record it."""
+    from rlaunch.launch import record_status
+
+    ledger, name, version, submission = _find(target, store)
+    try:
+        with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
+            status = executor.status(submission)
+    except ExecutorError as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(f"{name}@{version} attempt {submission.attempt_id}: {status} "
+               f"({submission.executor} job {submission.submission_id} at {submission.address})")
+    if status.is_terminal():
+        record_status(ledger, name, version, submission.attempt_id, status, _say)
+
+
+@click.command("logs")
+@_TARGET
+@_STORE
+@click.option("--follow", is_flag=True, help="Keep streaming until the job ends.")
+def logs_command(target: str, store: str | None, follow: bool) -> None:
+    """Print the output of TARGET's last launch (a spec file or name@version)."""
+    _, _, _, submission = _find(target, store)
+    try:
+        with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
+            for chunk in executor.logs(submission, follow):
+                click.echo(chunk, nl=False)
+    except ExecutorError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command("stop")
+@_TARGET
+@_STORE
+@click.option("--head", "stop_head", is_flag=True,
+              help="local: then stop the local Ray head too (left running by --detach or "
+                   "--keep-head), unless other jobs still run on it.")
+def stop_command(target: str, store: str | None, stop_head: bool) -> None:
+    """Stop TARGET's last launch (a spec file or name@version) and record that it stopped."""
+    from rlaunch.launch import record_status
+
+    ledger, name, version, submission = _find(target, store)
+    try:
+        with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
+            executor.stop(submission)
+            status = wait_terminal(executor, submission, 30.0)
+    except ExecutorError as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(f"{name}@{version} attempt {submission.attempt_id}: {status}")
+    if status.is_terminal():
+        record_status(ledger, name, version, submission.attempt_id, status, _say)
+    if stop_head:
+        _stop_local_head()
+
+
+def _stop_local_head() -> None:
+    from rlaunch.executors import local_head
+
+    state_dir = local_head.default_state_dir()
+    record = local_head.read_record(state_dir)
+    if record is None or not local_head.is_alive(record):
+        _say("rlaunch: no local Ray head is running")
+        return
+    busy = local_head.running_jobs(record)
+    if busy:
+        raise click.ClickException(
+            f"the local Ray head at {record.dashboard_url} still runs job(s) {', '.join(busy)}; "
+            f"stop them first"
+        )
+    local_head.stop_head(record, state_dir, _say)

@@ -1,0 +1,146 @@
+"""`local`: the embedded default. Runs the launch on a Ray head this machine's rlaunch owns.
+
+The head (see `local_head`) is started on 127.0.0.1 with simulated GPUs matching the allocation,
+or reused when a previous launch left one for the same allocation. The job is the runtime's
+entrypoint, `python -m <runtime.entrypoint> <launch.yaml>` with this interpreter, submitted
+through the Ray Jobs API with the credentials and `PYTHONPATH` in its runtime env. `close()`
+stops the head when this executor started it and `keep_head` is not set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rlaunch.executors import jobs_api
+from rlaunch.executors.base import (
+    Executor,
+    ExecutorError,
+    ExecutorOptions,
+    JobStatus,
+    Submission,
+    credential_names,
+    entrypoint_argv,
+    rlaunch_source_root,
+    shell_command,
+    utc_now,
+)
+from rlaunch.executors.local_head import (
+    HeadRecord,
+    default_state_dir,
+    ensure_head,
+    head_cpus,
+    stop_head,
+)
+
+ATTEMPT_ENV = "RLAUNCH_ATTEMPT_ID"
+"""Set in every job's environment: the attempt id (an `attempts/<id>/` folder) of the launch."""
+
+
+def job_pythonpath() -> str:
+    """rlaunch's own sources first, then whatever the launcher itself could import."""
+    parts = [str(rlaunch_source_root())]
+    inherited = os.environ.get("PYTHONPATH", "")
+    parts += [part for part in inherited.split(os.pathsep) if part and part not in parts]
+    return os.pathsep.join(parts)
+
+
+def job_env_vars(env: Mapping[str, str], attempt_id: str) -> dict[str, str]:
+    return {**env, "PYTHONPATH": job_pythonpath(), ATTEMPT_ENV: attempt_id}
+
+
+def submission_id_for(launch: Mapping[str, Any], attempt_id: str) -> str:
+    run = launch.get("run") or {}
+    return f"rlaunch-{run.get('name', 'run')}-{run.get('version', 'dev')}-{attempt_id}"
+
+
+class LocalExecutor(Executor):
+    name = "local"
+
+    def __init__(self, options: ExecutorOptions | None = None) -> None:
+        super().__init__(options)
+        self._state_dir = self.options.head_state_dir or default_state_dir()
+        self._started: HeadRecord | None = None
+
+    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+        allocation = launch["execution"]["allocation"]
+        gpus = int(allocation["num_nodes"]) * int(allocation["gpus_per_node"])
+        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
+        names = credential_names(launch)
+        return [
+            f"executor: local (a Ray head on 127.0.0.1 with {gpus} simulated GPUs and "
+            f"{head_cpus(allocation)} CPUs, reused when one is running for this allocation)",
+            f"entrypoint: {shell_command(argv)}",
+            f"job env: PYTHONPATH={job_pythonpath()}, {ATTEMPT_ENV}=<attempt id>"
+            + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
+        ]
+
+    def head(self, launch: Mapping[str, Any]) -> HeadRecord:
+        record, started = ensure_head(
+            launch["execution"]["allocation"], self._state_dir, self.options.say
+        )
+        if started:
+            self._started = record
+        return record
+
+    def submit(
+        self,
+        launch_yaml_path: Path,
+        launch: Mapping[str, Any],
+        *,
+        env: Mapping[str, str],
+        attempt_id: str,
+    ) -> Submission:
+        record = self.head(launch)
+        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
+        submission_id = submission_id_for(launch, attempt_id)
+        jobs_api.submit(
+            record.dashboard_url,
+            entrypoint=shell_command(argv),
+            submission_id=submission_id,
+            env_vars=job_env_vars(env, attempt_id),
+            metadata={"rlaunch_run": str((launch.get("run") or {}).get("id", ""))},
+        )
+        return Submission(
+            executor=self.name,
+            submission_id=submission_id,
+            address=record.dashboard_url,
+            attempt_id=attempt_id,
+            submitted_at=utc_now(),
+            entrypoint=argv,
+        )
+
+    def _address(self, submission: Submission) -> str:
+        if not submission.address:
+            raise ExecutorError(f"submission {submission.submission_id} has no head address")
+        try:
+            jobs_api.probe(submission.address, timeout_s=3.0)
+        except ExecutorError:
+            raise ExecutorError(
+                f"the local Ray head that ran {submission.submission_id} "
+                f"({submission.address}) is no longer running: a launch stops the head it "
+                f"started when it ends (unless --keep-head or --detach). The job's output is in "
+                f"the run's attempts/{submission.attempt_id}/job.log"
+            ) from None
+        return submission.address
+
+    def status(self, submission: Submission) -> JobStatus:
+        return jobs_api.status(self._address(submission), submission.submission_id)
+
+    def logs(self, submission: Submission, follow: bool) -> Iterator[str]:
+        return jobs_api.logs(self._address(submission), submission.submission_id, follow)
+
+    def stop(self, submission: Submission) -> None:
+        jobs_api.stop(self._address(submission), submission.submission_id)
+
+    @property
+    def started_head(self) -> HeadRecord | None:
+        """The head this instance started, if any (None when it reused one)."""
+        return self._started
+
+    def close(self) -> None:
+        if self._started is not None and not self.options.keep_head:
+            stop_head(self._started, self._state_dir, self.options.say)
+            self._started = None

@@ -1,0 +1,357 @@
+"""The local executor's own Ray head: started on 127.0.0.1, recorded, reused, stopped by us only.
+
+Lifecycle (docs/launching.md, "The local Ray head"):
+- `ensure_head` reuses the head recorded in `{state_dir}/head.json` when it is alive (its
+  session still has processes and its dashboard answers with the recorded session name) and
+  was started for the same allocation; otherwise it replaces it (refusing while jobs run on it).
+- The head is `ray start --head` in a new session (`start_new_session`), with every server bound
+  to 127.0.0.1 on free ports, simulated GPUs (`--num-gpus`) matching the allocation, and its own
+  short `--temp-dir` (Ray's unix socket paths must stay under 108 characters).
+- `stop_head` stops exactly that session: SIGTERM to its process group, then to any process
+  still in the session, SIGKILL after a grace period. Never `ray stop`, which would stop every
+  Ray on the machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rlaunch.executors.base import ExecutorError, utc_now
+from rlaunch.executors.jobs_api import probe
+
+STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
+STATE_FILE = "head.json"
+_START_TIMEOUT_S = 90.0
+_STOP_GRACE_S = 1.5
+# What the head's processes inherit from the launcher. Jobs inherit the head's environment, so
+# a launcher's credentials must not leak into it: they reach a job only via its runtime env.
+_INHERITED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+_PORT_FLAGS = (
+    "port",
+    "dashboard-port",
+    "dashboard-agent-listen-port",
+    "dashboard-agent-grpc-port",
+    "runtime-env-agent-port",
+    "ray-client-server-port",
+    "metrics-export-port",
+    "node-manager-port",
+    "object-manager-port",
+)
+_OBJECT_STORE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    """What `head.json` says about the head rlaunch started."""
+
+    pid: int
+    """`ray start`'s pid: the leader of the head's session and process group."""
+    pgid: int
+    session_id: int
+    gcs_address: str
+    dashboard_url: str
+    temp_dir: str
+    session_name: str
+    num_nodes: int
+    gpus_per_node: int
+    num_cpus: int
+    started_at: str
+    started_by_pid: int
+
+    def fits(self, allocation: Mapping[str, Any]) -> bool:
+        return (
+            self.num_nodes == int(allocation["num_nodes"])
+            and self.gpus_per_node == int(allocation["gpus_per_node"])
+            and self.num_cpus == head_cpus(allocation)
+        )
+
+
+def head_cpus(allocation: Mapping[str, Any]) -> int:
+    return int(allocation["cpus_per_node"]) * int(allocation["num_nodes"])
+
+
+def default_state_dir() -> Path:
+    configured = os.environ.get(STATE_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser().resolve()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser().resolve() / "rlaunch" / "local-head"
+
+
+def read_record(state_dir: Path) -> HeadRecord | None:
+    try:
+        data = json.loads((state_dir / STATE_FILE).read_text())
+        return HeadRecord(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_record(state_dir: Path, record: HeadRecord) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(asdict(record), handle, indent=2, sort_keys=True)
+    os.replace(tmp, state_dir / STATE_FILE)
+
+
+def _remove_record(state_dir: Path, record: HeadRecord) -> None:
+    current = read_record(state_dir)
+    if current is not None and current.session_id == record.session_id:
+        (state_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def session_pids(session_id: int) -> list[int]:
+    """Live (non-zombie) processes of a session, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state ppid pgrp session ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == session_id:
+            found.append(int(entry.name))
+    return found
+
+
+def _owned_pids(record: HeadRecord) -> list[int]:
+    """The session's processes that are really this head's: a pid can be reused after a reboot
+    or a crash, so each must mention the head's temp dir or be a Ray process of it."""
+    owned = []
+    for pid in session_pids(record.session_id):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if record.temp_dir in cmdline or "ray" in cmdline:
+            owned.append(pid)
+    return owned
+
+
+def is_alive(record: HeadRecord) -> bool:
+    if not _owned_pids(record):
+        return False
+    try:
+        answer = probe(record.dashboard_url, timeout_s=3.0)
+    except ExecutorError:
+        return False
+    return answer.get("session_name") == record.session_name
+
+
+def running_jobs(record: HeadRecord) -> list[str]:
+    try:
+        url = f"{record.dashboard_url}/api/jobs/"
+        with urllib.request.urlopen(url, timeout=5.0) as response:  # noqa: S310
+            jobs = json.loads(response.read().decode())
+    except (urllib.error.URLError, OSError, ValueError):
+        return []
+    return [
+        str(job.get("submission_id") or job.get("job_id"))
+        for job in jobs
+        if job.get("status") in ("PENDING", "RUNNING")
+    ]
+
+
+def stop_head(record: HeadRecord, state_dir: Path, say: Callable[[str], None]) -> None:
+    """Stop exactly the head's session, remove its temp dir and its state file."""
+    pids = _owned_pids(record)
+    if pids:
+        say(f"rlaunch: stopping the local Ray head (session {record.session_id}, {len(pids)} "
+            f"processes)")
+    try:
+        os.killpg(record.pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_GRACE_S
+    while _owned_pids(record) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in _owned_pids(record):
+        _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + _STOP_GRACE_S
+    while _owned_pids(record) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    shutil.rmtree(record.temp_dir, ignore_errors=True)
+    _remove_record(state_dir, record)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _short_temp_dir() -> str:
+    # Ray appends session_<date>_<time>_<us>_<pid>/sockets/plasma_store (~70 characters).
+    base = os.environ.get("TMPDIR", "/tmp")
+    if len(base) > 24 or not os.path.isdir(base):
+        base = "/tmp"
+    return tempfile.mkdtemp(prefix="rlh-", dir=base)
+
+
+def head_command(
+    allocation: Mapping[str, Any], ports: dict[str, int], temp_dir: str
+) -> list[str]:
+    command = [
+        sys.executable, "-m", "ray.scripts.scripts", "start", "--head",
+        "--node-ip-address", "127.0.0.1",
+        "--dashboard-host", "127.0.0.1",
+        "--include-dashboard", "true",
+        "--num-cpus", str(head_cpus(allocation)),
+        "--num-gpus", str(int(allocation["num_nodes"]) * int(allocation["gpus_per_node"])),
+        "--object-store-memory", str(_OBJECT_STORE_BYTES),
+        "--temp-dir", temp_dir,
+        "--disable-usage-stats",
+    ]
+    for flag, port in ports.items():
+        command += [f"--{flag}", str(port)]
+    return command
+
+
+def _head_env() -> dict[str, str]:
+    env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
+    env.update({k: v for k, v in os.environ.items() if k.startswith("RAY_")})
+    # With Ray "clusters" disabled, the node IP is the loopback address and every Ray server
+    # (GCS, raylet, agents, client server) binds 127.0.0.1 instead of the machine's address.
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # Ray turns token auth on by itself when ~/.ray/auth_token exists; the head only listens on
+    # 127.0.0.1, and rlaunch's clients (and the job's own ray.init) must not depend on that file.
+    env["RAY_AUTH_MODE"] = "disabled"
+    return env
+
+
+def start_head(
+    allocation: Mapping[str, Any], state_dir: Path, say: Callable[[str], None]
+) -> HeadRecord:
+    temp_dir = _short_temp_dir()
+    ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
+    command = head_command(allocation, ports, temp_dir)
+    gpus = int(allocation["num_nodes"]) * int(allocation["gpus_per_node"])
+    say(f"rlaunch: starting a local Ray head on 127.0.0.1 ({gpus} simulated GPUs, "
+        f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
+    log_path = Path(temp_dir) / "ray-start.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=_head_env(),
+            start_new_session=True, cwd=temp_dir,
+        )
+    record = HeadRecord(
+        pid=process.pid, pgid=process.pid, session_id=process.pid,
+        gcs_address=f"127.0.0.1:{ports['port']}",
+        dashboard_url=f"http://127.0.0.1:{ports['dashboard-port']}",
+        temp_dir=temp_dir, session_name="", num_nodes=int(allocation["num_nodes"]),
+        gpus_per_node=int(allocation["gpus_per_node"]), num_cpus=head_cpus(allocation),
+        started_at=utc_now(), started_by_pid=os.getpid(),
+    )
+    # Written before waiting: if this launcher dies now, the next one finds and cleans it up.
+    _write_record(state_dir, record)
+    try:
+        code = process.wait(timeout=_START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    answer = _wait_dashboard(record.dashboard_url) if code == 0 else None
+    if answer is None:
+        tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+        stop_head(record, state_dir, say)
+        raise ExecutorError(
+            f"the local Ray head did not start (ray start exit code {code}); its output ends "
+            f"with:\n{tail}"
+        )
+    record = HeadRecord(**{**asdict(record), "session_name": str(answer.get("session_name"))})
+    _write_record(state_dir, record)
+    return record
+
+
+def _wait_dashboard(url: str) -> dict[str, Any] | None:
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            return probe(url, timeout_s=2.0)
+        except ExecutorError:
+            time.sleep(0.3)
+    return None
+
+
+@contextmanager
+def _state_lock(state_dir: Path) -> Iterator[None]:
+    """Launches that start at once share one head: the check-and-start is serialized."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / "head.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_head(
+    allocation: Mapping[str, Any], state_dir: Path, say: Callable[[str], None]
+) -> tuple[HeadRecord, bool]:
+    """The head to submit to, and whether it was started now (by this call)."""
+    with _state_lock(state_dir):
+        record = read_record(state_dir)
+        if record is not None:
+            if is_alive(record):
+                if record.fits(allocation):
+                    say(f"rlaunch: reusing the local Ray head at {record.dashboard_url}")
+                    return record, False
+                busy = running_jobs(record)
+                if busy:
+                    raise ExecutorError(
+                        f"the local Ray head at {record.dashboard_url} was started for "
+                        f"{record.num_nodes} node(s) x {record.gpus_per_node} GPUs and "
+                        f"{record.num_cpus} CPUs, and job(s) {', '.join(busy)} still run on it; "
+                        f"this launch needs {allocation['num_nodes']} x "
+                        f"{allocation['gpus_per_node']} GPUs and {head_cpus(allocation)} CPUs. "
+                        f"Wait for them or stop them (`rlaunch stop`), then launch again"
+                    )
+                say("rlaunch: the local Ray head was started for another allocation; replacing it")
+            stop_head(record, state_dir, say)
+        return start_head(allocation, state_dir, say), True
+
+
+def stop_if_started_since(
+    previous: HeadRecord | None, state_dir: Path, say: Callable[[str], None]
+) -> None:
+    """Stop the recorded head if it is not `previous` (it was started since) and is idle: for a
+    caller that launched several runs with `keep_head` so that they share one head."""
+    record = read_record(state_dir)
+    if record is None or (previous is not None and record.session_id == previous.session_id):
+        return
+    if is_alive(record) and not running_jobs(record):
+        stop_head(record, state_dir, say)

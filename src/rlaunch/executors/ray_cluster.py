@@ -1,0 +1,140 @@
+"""`ray`: submit to an existing Ray cluster through its Jobs API (`execution.address`).
+
+Before submitting, the address must answer within the connect timeout and the cluster must
+have the nodes and GPUs the allocation names (read from the dashboard's state API, so nothing
+but the Jobs API address is needed). The launch YAML travels with the job as its working dir
+(the only file in it), so the job reads `launch.yaml` on whichever node runs the entrypoint.
+
+The entrypoint's interpreter: on a loopback address (a cluster on this machine) it is this
+launcher's interpreter with rlaunch's sources on `PYTHONPATH`, exactly as `local`; on any other
+address it is the cluster's `python`, whose environment must provide the pinned runtime.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from rlaunch.executors import jobs_api
+from rlaunch.executors.base import (
+    Executor,
+    ExecutorError,
+    JobStatus,
+    Submission,
+    credential_names,
+    entrypoint_argv,
+    shell_command,
+    utc_now,
+)
+from rlaunch.executors.local import ATTEMPT_ENV, job_pythonpath, submission_id_for
+
+STAGED_YAML = "launch.yaml"
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def is_loopback(address: str) -> bool:
+    return (urlparse(address).hostname or "") in _LOOPBACK
+
+
+class RayClusterExecutor(Executor):
+    name = "ray"
+
+    @staticmethod
+    def _address(launch: Mapping[str, Any]) -> str:
+        address = (launch.get("execution") or {}).get("address")
+        if not address:
+            raise ExecutorError(
+                "execution.address is null but executor `ray` needs the cluster's Jobs API "
+                "address, e.g. http://127.0.0.1:8265 (the Ray dashboard)"
+            )
+        return str(address).rstrip("/")
+
+    def _argv(self, launch: Mapping[str, Any], address: str) -> tuple[str, ...]:
+        python = None if is_loopback(address) else "python"
+        return entrypoint_argv(launch, STAGED_YAML, python=python)
+
+    def _env_vars(self, env: Mapping[str, str], address: str, attempt_id: str) -> dict[str, str]:
+        env_vars = {**env, ATTEMPT_ENV: attempt_id}
+        if is_loopback(address):
+            env_vars["PYTHONPATH"] = job_pythonpath()
+        return env_vars
+
+    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+        address = self._address(launch)
+        names = credential_names(launch)
+        return [
+            f"executor: ray (Jobs API at {address}; the cluster must have "
+            f"{launch['execution']['allocation']['num_nodes']} node(s) x "
+            f"{launch['execution']['allocation']['gpus_per_node']} GPUs)",
+            f"working dir: {STAGED_YAML} (a copy of {launch_yaml_path})",
+            f"entrypoint: {shell_command(self._argv(launch, address))}",
+            f"job env: {ATTEMPT_ENV}=<attempt id>"
+            + (", PYTHONPATH=" + job_pythonpath() if is_loopback(address) else "")
+            + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
+        ]
+
+    def preflight_cluster(self, launch: Mapping[str, Any]) -> str:
+        """Probe the address and check its resources; returns the address."""
+        address = self._address(launch)
+        jobs_api.probe(address, self.options.connect_timeout_s)
+        nodes = jobs_api.alive_nodes(address, self.options.connect_timeout_s)
+        jobs_api.check_resources(address, nodes, launch["execution"]["allocation"])
+        return address
+
+    def submit(
+        self,
+        launch_yaml_path: Path,
+        launch: Mapping[str, Any],
+        *,
+        env: Mapping[str, str],
+        attempt_id: str,
+    ) -> Submission:
+        address = self.preflight_cluster(launch)
+        argv = self._argv(launch, address)
+        submission_id = submission_id_for(launch, attempt_id)
+        staging = Path(tempfile.mkdtemp(prefix="rlaunch-job-"))
+        try:
+            shutil.copyfile(launch_yaml_path, staging / STAGED_YAML)
+            jobs_api.submit(
+                address,
+                entrypoint=shell_command(argv),
+                submission_id=submission_id,
+                env_vars=self._env_vars(env, address, attempt_id),
+                working_dir=str(staging),
+                metadata={"rlaunch_run": str((launch.get("run") or {}).get("id", ""))},
+            )
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return Submission(
+            executor=self.name,
+            submission_id=submission_id,
+            address=address,
+            attempt_id=attempt_id,
+            submitted_at=utc_now(),
+            entrypoint=argv,
+        )
+
+    @staticmethod
+    def _recorded_address(submission: Submission) -> str:
+        if not submission.address:
+            raise ExecutorError(f"submission {submission.submission_id} has no Jobs API address")
+        return submission.address
+
+    def status(self, submission: Submission) -> JobStatus:
+        address = self._recorded_address(submission)
+        jobs_api.probe(address, self.options.connect_timeout_s)
+        return jobs_api.status(address, submission.submission_id)
+
+    def logs(self, submission: Submission, follow: bool) -> Iterator[str]:
+        address = self._recorded_address(submission)
+        jobs_api.probe(address, self.options.connect_timeout_s)
+        return jobs_api.logs(address, submission.submission_id, follow)
+
+    def stop(self, submission: Submission) -> None:
+        address = self._recorded_address(submission)
+        jobs_api.probe(address, self.options.connect_timeout_s)
+        jobs_api.stop(address, submission.submission_id)

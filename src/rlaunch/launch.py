@@ -1,0 +1,388 @@
+"""The one submission path. `rlaunch launch`, the Pants `run` rule and `@rl_build_options` all
+call `launch()`; nothing else submits a job.
+
+    preflight (scope all, with the real world) -> refuse on any error
+    -> render the launch YAML into dist/ -> (dry run: print what would run, stop here)
+    -> take the launch lock -> materialize inputs -> record the attempt in the ledger
+    -> submit through the executor plugin -> record the submission
+    -> follow: stream logs until the job ends, record its status (and a smoke's success)
+
+docs/launching.md describes every step, the exit codes and the local Ray head's lifecycle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlaunch.executors import (
+    Executor,
+    ExecutorError,
+    ExecutorOptions,
+    JobStatus,
+    Submission,
+    load_executor,
+)
+from rlaunch.executors.follow import AttemptFiles, Redactor, credential_values, stream
+from rlaunch.executors.follow import wait_terminal as wait_job
+from rlaunch.ledger import (
+    Ledger,
+    LedgerError,
+    last_attempt,
+    set_status,
+    set_submission,
+    start_attempt,
+)
+from rlaunch.ledger.records import SUBMIT_FAILED, TERMINAL
+from rlaunch.ledger.smoke import (
+    SMOKE_GATE_CODE,
+    record_smoke_success,
+    role_geometry,
+    smoke_gate_findings,
+)
+from rlaunch.paths import default_store_prefix, run_paths
+from rlaunch.spec import RunSpec
+
+if TYPE_CHECKING:
+    from rlaunch.preflight.world import World
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+"""Preflight, the ledger, the lock or the executor refused: nothing was submitted."""
+EXIT_JOB_FAILED = 3
+"""The job was submitted and ended FAILED or STOPPED."""
+EXIT_INTERRUPTED = 130
+
+SMOKE_GATE_CODES = frozenset({SMOKE_GATE_CODE})
+"""The smoke gate's code: the only finding `--skip-smoke-gate REASON` waives."""
+
+Say = Callable[[str], None]
+
+
+class LaunchRefused(Exception):
+    """The launch was refused before anything was submitted; the message says why and how to
+    fix it."""
+
+    exit_code = EXIT_REFUSED
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A spec that passed preflight, in the world it will launch in."""
+
+    spec: RunSpec
+    store_prefix: str
+    launcher_commit: str | None
+    findings: tuple[Any, ...]
+    skip_smoke_gate: str | None
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    identity: str
+    yaml_path: Path
+    yaml_digest: str
+    dry_run: bool
+    submission: Submission | None = None
+    status: JobStatus | None = None
+    """The job's last known status; None when it could not be learned."""
+    interrupted: bool = False
+    followed: bool = False
+    """The launch waited for the job's end (then only SUCCEEDED exits 0)."""
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.dry_run or self.status == JobStatus.SUCCEEDED:
+            return EXIT_OK
+        if self.followed or (self.status is not None and self.status.is_terminal()):
+            return EXIT_JOB_FAILED
+        return EXIT_OK
+
+
+def _stderr(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+def new_attempt_id() -> str:
+    """`20261129T225400Z-1a2b3c`: sortable by time, unique across machines."""
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+
+
+def resolve_store(spec: RunSpec, store: str | None) -> tuple[RunSpec, str]:
+    """`--store` wins over `execution.store_prefix`, which wins over the local default. A
+    `--store` is written into the spec (the prefix is not part of the fingerprint), so that
+    preflight judges the prefix actually used; the returned prefix is its normalized form
+    (absolute for a local directory), which the YAML and the ledger record."""
+    if store is not None:
+        execution = spec.execution.model_copy(update={"store_prefix": store})
+        spec = spec.model_copy(update={"execution": execution})
+    raw = spec.execution.store_prefix or default_store_prefix()
+    try:
+        return spec, Ledger(raw).prefix
+    except LedgerError as err:
+        raise LaunchRefused(f"store prefix {raw!r}: {err}") from None
+
+
+def build_world(
+    spec: RunSpec, ledger: Ledger, *, repo: Path | None, env: Mapping[str, str]
+) -> World:
+    """The World preflight judges the launch in: env, launcher git state, ledger lookups, the
+    runtime recorded in checkpoint roots, recorded smoke results."""
+    from rlaunch.preflight.world import current_world
+
+    world = current_world(
+        cwd=repo,
+        ledger=ledger.launched_record,
+        checkpoint_runtime=ledger.checkpoint_runtime,
+        smoke_record=ledger.smoke_result,
+    )
+    return replace(world, env=dict(env), store_prefix=ledger.prefix)
+
+
+def preflight(
+    spec: RunSpec,
+    *,
+    source: str = "<spec>",
+    store: str | None = None,
+    skip_smoke_gate: str | None = None,
+    repo: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    say: Say = _stderr,
+    smoke_runs_first: str | None = None,
+) -> Plan:
+    """Preflight with scope `all`; raises LaunchRefused (with every finding) on any error.
+
+    `smoke_runs_first`: for plans and dry runs only, the identity of a smoke of this run that
+    will be launched before it (an experiment returning both); its smoke gate is then reported
+    as pending instead of refused."""
+    from rlaunch.preflight import format_text, run_preflight
+
+    if skip_smoke_gate is not None and not skip_smoke_gate.strip():
+        raise LaunchRefused("--skip-smoke-gate needs a reason (it is recorded in the ledger)")
+    spec, prefix = resolve_store(spec, store)
+    ledger = Ledger(prefix)
+    try:
+        world = build_world(spec, ledger, repo=repo, env=os.environ if env is None else env)
+        findings = list(run_preflight(spec, scope="all", world=world))
+        findings += smoke_gate_findings(spec, ledger)
+    except LedgerError as err:
+        raise LaunchRefused(str(err)) from None
+    if smoke_runs_first is not None and any(f.code in SMOKE_GATE_CODES for f in findings):
+        findings = [f for f in findings if f.code not in SMOKE_GATE_CODES]
+        say(f"rlaunch: smoke gate of {spec.identity}: pending on {smoke_runs_first}, which is "
+            f"launched before it")
+    if skip_smoke_gate is not None:
+        waived = [f for f in findings if f.code in SMOKE_GATE_CODES]
+        findings = [f for f in findings if f.code not in SMOKE_GATE_CODES]
+        if waived:
+            say(f"rlaunch: smoke gate skipped for {spec.identity}: {skip_smoke_gate} "
+                f"(recorded in the ledger)")
+        else:
+            say(f"rlaunch: --skip-smoke-gate given, but the smoke gate does not block "
+                f"{spec.identity}; the reason is recorded anyway")
+    errors = [f for f in findings if f.is_error]
+    if findings:
+        text = format_text(findings, source, spec.identity)
+        if errors:
+            raise LaunchRefused(text)
+        say(text)
+    return Plan(spec, prefix, world.launcher_commit, tuple(findings), skip_smoke_gate)
+
+
+def default_out_path(spec: RunSpec) -> Path:
+    return Path("dist") / spec.name / "launch.yaml"
+
+
+def render(plan: Plan, out: Path | None) -> tuple[Path, str, dict[str, Any]]:
+    """Write the launch YAML; returns its path, sha256 digest and parsed document."""
+    from rlaunch.render import loads_launch, render_launch, write_atomically
+
+    text = render_launch(
+        plan.spec, store_prefix=plan.store_prefix, launcher_commit=plan.launcher_commit
+    )
+    path = write_atomically(out or default_out_path(plan.spec), text).resolve()
+    digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return path, digest, loads_launch(text, str(path))
+
+
+def materialize_inputs(plan: Plan, say: Say) -> None:
+    """Build or reuse every input artifact in the store before the job reads it."""
+    from rlaunch.builders import BuildError, materialize
+    from rlaunch.store import StoreError
+
+    try:
+        materialize(plan.spec, plan.store_prefix, log=say)
+    except (BuildError, StoreError) as err:
+        raise LaunchRefused(f"materializing the inputs of {plan.spec.identity} failed: {err}")
+
+
+def _refuse_if_running(ledger: Ledger, spec: RunSpec, options: ExecutorOptions) -> None:
+    """Two jobs of one identity would write the same checkpoint root: refuse a launch while
+    the previous attempt still runs."""
+    attempt = last_attempt(ledger.read(spec.name, spec.version))
+    if not attempt or not attempt.get("submission") or attempt.get("status") in TERMINAL:
+        return
+    submission = Submission.from_dict(attempt["submission"])
+    try:
+        with load_executor(submission.executor, options) as executor:
+            status = executor.status(submission)
+    except ExecutorError:
+        return  # its executor no longer knows it (a stopped local head): nothing runs
+    if not status.is_terminal():
+        raise LaunchRefused(
+            f"{spec.identity} is still {status} as job {submission.submission_id} "
+            f"({submission.executor} at {submission.address}); wait for it "
+            f"(`rlaunch logs {spec.identity} --follow`) or stop it (`rlaunch stop "
+            f"{spec.identity}`) before launching it again"
+        )
+
+
+def launch(
+    spec: RunSpec,
+    *,
+    source: str = "<spec>",
+    dry_run: bool = False,
+    follow: bool = True,
+    skip_smoke_gate: str | None = None,
+    store: str | None = None,
+    out: Path | None = None,
+    keep_head: bool = False,
+    repo: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    echo: Say | None = None,
+    say: Say = _stderr,
+    smoke_runs_first: str | None = None,
+) -> LaunchResult:
+    """Preflight, render, submit and (with `follow`) follow `spec`. Raises LaunchRefused when
+    nothing was submitted; returns the result (see `LaunchResult.exit_code`) otherwise.
+    `smoke_runs_first` applies to dry runs only (see `preflight`)."""
+    env = dict(os.environ if env is None else env)
+    echo = echo or (lambda text: print(text, end="", flush=True))
+    plan = preflight(spec, source=source, store=store, skip_smoke_gate=skip_smoke_gate,
+                     repo=repo, env=env, say=say,
+                     smoke_runs_first=smoke_runs_first if dry_run else None)
+    spec = plan.spec
+    yaml_path, digest, document = render(plan, out)
+    executor_name = spec.execution.executor
+    options = ExecutorOptions(keep_head=keep_head or not follow, say=say)
+    try:
+        executor = load_executor(executor_name, options)
+    except ExecutorError as err:
+        raise LaunchRefused(str(err)) from None
+    if dry_run or executor_name == "dry-run":
+        say(f"rlaunch: dry run of {spec.identity}: wrote {yaml_path} ({digest}); nothing submitted")
+        try:
+            for line in executor.describe(yaml_path, document):
+                say(f"  {line}")
+        except ExecutorError as err:
+            raise LaunchRefused(str(err)) from None
+        return LaunchResult(spec.identity, yaml_path, digest, dry_run=True)
+    ledger = Ledger(plan.store_prefix)
+    lock = ledger.launch_lock(spec.name, spec.version)
+    try:
+        lock.acquire()
+    except LedgerError as err:
+        raise LaunchRefused(str(err)) from None
+    try:
+        with executor:
+            return _submit_and_follow(plan, executor, ledger, yaml_path, digest, document,
+                                      env=env, follow=follow, echo=echo, say=say)
+    finally:
+        lock.release()
+
+
+def _submit_and_follow(
+    plan: Plan,
+    executor: Executor,
+    ledger: Ledger,
+    yaml_path: Path,
+    digest: str,
+    document: dict[str, Any],
+    *,
+    env: dict[str, str],
+    follow: bool,
+    echo: Say,
+    say: Say,
+) -> LaunchResult:
+    spec = plan.spec
+    _refuse_if_running(ledger, spec, executor.options)
+    materialize_inputs(plan, say)
+    attempt_id = new_attempt_id()
+    smoke_of = f"{spec.smoke_of.name}@{spec.smoke_of.version}" if spec.smoke_of else None
+    ledger.update(spec.name, spec.version, lambda record: start_attempt(
+        record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
+        runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
+        launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(yaml_path),
+        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate))
+    credentials = credential_values(spec.execution.credentials, env)
+    try:
+        submission = executor.submit(yaml_path, document, env=credentials, attempt_id=attempt_id)
+    except ExecutorError as err:
+        ledger.update(spec.name, spec.version,
+                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=str(err)))
+        raise LaunchRefused(str(err)) from None
+    ledger.update(spec.name, spec.version,
+                  lambda record: set_submission(record, attempt_id, submission.to_dict()))
+    files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,
+                         attempt_id)
+    files.write_submission(submission)
+    say(f"rlaunch: submitted {spec.identity} as {submission.submission_id} "
+        f"({submission.executor} at {submission.address}); attempt {attempt_id}")
+    if not follow:
+        say(f"rlaunch: detached; follow with `rlaunch logs {spec.identity} --follow`")
+        return LaunchResult(spec.identity, yaml_path, digest, False, submission, JobStatus.PENDING)
+    interrupted = False
+    status: JobStatus | None = None
+    try:
+        status = stream(executor, submission, echo=echo,
+                        redact=Redactor(credentials.values()), files=files)
+    except KeyboardInterrupt:
+        interrupted = True
+        say(f"rlaunch: interrupted; stopping job {submission.submission_id}")
+        status = _settle(executor, submission, say, stop=True)
+    except ExecutorError as err:
+        say(f"rlaunch: lost the job's log stream ({err}); asking for its status")
+        status = _settle(executor, submission, say, stop=False)
+    if status is not None:
+        record_status(ledger, spec.name, spec.version, attempt_id, status, say)
+    return LaunchResult(spec.identity, yaml_path, digest, False, submission, status, interrupted,
+                        followed=True)
+
+
+def _settle(
+    executor: Executor, submission: Submission, say: Say, *, stop: bool
+) -> JobStatus | None:
+    """Stop (if asked) and wait for the job's end; None when the executor cannot tell."""
+    try:
+        if stop:
+            executor.stop(submission)
+        return wait_job(executor, submission, 30.0)
+    except ExecutorError as err:
+        say(f"rlaunch: the status of {submission.submission_id} is unknown: {err}")
+        return None
+
+
+def record_status(
+    ledger: Ledger, name: str, version: str, attempt_id: str, status: JobStatus, say: Say
+) -> None:
+    """Write an observed status into the ledger (launch, `rlaunch status` and `stop` do); a
+    smoke that SUCCEEDED is recorded for its full run."""
+    record = ledger.update(name, version, lambda r: set_status(r, attempt_id, status.value))
+    say(f"rlaunch: {name}@{version} attempt {attempt_id}: {status}")
+    if status != JobStatus.SUCCEEDED or not record.get("smoke_of"):
+        return
+    if record_smoke_success(ledger, record, attempt_id) is None:
+        say(f"rlaunch: smoke {name}@{version} exited 0 but wrote no terminal manifest; "
+            f"not recorded as a smoke of {record['smoke_of']}")
+    else:
+        say(f"rlaunch: recorded {name}@{version} as a successful smoke of {record['smoke_of']}")

@@ -1,0 +1,150 @@
+"""Reading and writing ledger records under a store prefix, on any fsspec filesystem.
+
+Records live at `rlaunch.paths.run_paths(prefix, name, version).ledger_record`
+(`{prefix}/_ledger/{name}/{version}.json`). Every change is a read-modify-write under a short
+blocking lock (`{version}.json.lock`), written atomically: a temporary file renamed over the
+record on a local filesystem, a single object put on an object store.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rlaunch.ledger.errors import LedgerError
+from rlaunch.ledger.lock import LaunchLock, lock_path_for
+from rlaunch.ledger.records import latest_smoke_result, launched, new_record
+from rlaunch.paths import join, run_paths
+from rlaunch.store.fs import StoreError, open_location
+
+RUNTIME_RECORD = "runtime.json"
+"""Written by a runtime into the checkpoint root it writes: `{"runtime_fingerprint": ...}`."""
+
+
+class Ledger:
+    """The launch ledger of one store prefix (a local directory or an fsspec URL)."""
+
+    def __init__(self, prefix: str) -> None:
+        try:
+            self._location = open_location(prefix)
+        except StoreError as err:
+            raise LedgerError(str(err)) from None
+
+    @property
+    def prefix(self) -> str:
+        return self._location.prefix
+
+    @property
+    def is_local(self) -> bool:
+        return self._location.is_local
+
+    def record_path(self, name: str, version: str) -> str:
+        return run_paths(self.prefix, name, version).ledger_record
+
+    def _fs_path(self, url_or_path: str) -> str:
+        """The path inside the filesystem for a path under the prefix."""
+        if self._location.is_local:
+            return url_or_path
+        return self._location.root + url_or_path[len(self.prefix) :]
+
+    def read(self, name: str, version: str) -> dict[str, Any] | None:
+        path = self.record_path(name, version)
+        try:
+            raw = self._location.fs.cat_file(self._fs_path(path))
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise LedgerError(f"cannot read the ledger record {path}: {err}") from None
+        try:
+            record = json.loads(raw)
+        except ValueError as err:
+            raise LedgerError(
+                f"the ledger record {path} is not valid JSON ({err}); it was not written by "
+                f"rlaunch or was damaged: move it aside and launch again"
+            ) from None
+        if not isinstance(record, dict):
+            raise LedgerError(f"the ledger record {path} is not a JSON object")
+        return record
+
+    def _write(self, name: str, version: str, record: dict[str, Any]) -> None:
+        path = self.record_path(name, version)
+        text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+        if self._location.is_local:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        else:
+            self._location.fs.pipe_file(self._fs_path(path), text.encode())
+
+    @contextmanager
+    def _record_lock(self, name: str, version: str) -> Iterator[None]:
+        lock_path = lock_path_for(self.prefix, name, version).with_suffix(".json.lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def update(
+        self, name: str, version: str, change: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """Apply `change` to the record (a new one if none exists) and write it back."""
+        with self._record_lock(name, version):
+            record = self.read(name, version) or new_record(name, version)
+            change(record)
+            self._write(name, version, record)
+            return record
+
+    def launch_lock(self, name: str, version: str) -> LaunchLock:
+        return LaunchLock(self.prefix, name, version)
+
+    # -- lookups for rlaunch.preflight.world.World ------------------------------------------------
+
+    def launched_record(self, name: str, version: str) -> dict[str, Any] | None:
+        """`World.ledger`: the record of a previous launch, None if never launched."""
+        record = self.read(name, version)
+        return record if launched(record) else None
+
+    def smoke_result(self, name: str, version: str) -> dict[str, Any] | None:
+        """`World.smoke_record`: the recorded smoke result standing for `name@version`."""
+        return latest_smoke_result(self.read(name, version))
+
+    def checkpoint_runtime(self, checkpoint_root: str) -> str | None:
+        """`World.checkpoint_runtime`: the runtime fingerprint recorded in a checkpoint root
+        (`runtime.json`), None when no runtime has written there."""
+        try:
+            location = open_location(checkpoint_root)
+        except StoreError:
+            return None
+        path = join(location.root, RUNTIME_RECORD)
+        try:
+            raw = location.fs.cat_file(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as err:
+            raise LedgerError(f"cannot read {path}: {err}") from None
+        try:
+            value = json.loads(raw).get("runtime_fingerprint")
+        except (ValueError, AttributeError):
+            raise LedgerError(
+                f"{path} is not a runtime record ({{\"runtime_fingerprint\": ...}}); it was not "
+                f"written by an rlaunch runtime: point resume at a fresh root"
+            ) from None
+        return str(value) if value else None

@@ -1,0 +1,159 @@
+"""The ledger record of one `name@version`: a plain JSON document (docs/launching.md, "Ledger").
+
+    {
+      "schema_version": 1, "identity": "name@version", "name": ..., "version": ...,
+      "fingerprint": "sha256:..." | null,       # of the last launch (null: never launched)
+      "runtime_fingerprint": "sha256:..." | null,
+      "geometry": {...} | null,                 # role geometry (RolePlan.geometry()) launched
+      "launcher_commit": "<40-hex>" | null,
+      "yaml_digest": "sha256:..." | null,       # of the launch YAML's bytes
+      "smoke_of": "name@version" | null,        # the full run this run is a smoke of
+      "status": "never-launched" | "submitting" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED"
+                | "STOPPED" | "submit-failed",
+      "submission": {...} | null,               # the last attempt's Submission
+      "skip_smoke_gate": "reason" | null,       # of the last attempt
+      "attempts": [{attempt_id, started_at, finished_at, status, submission, fingerprint,
+                    runtime_fingerprint, launcher_commit, yaml_digest, yaml_path,
+                    skip_smoke_gate, error}],
+      "smoke_results": [{smoke, attempt_id, status, geometry, runtime_fingerprint, fingerprint,
+                         terminal_manifest, recorded_at}],
+      "updated_at": "..."
+    }
+
+Functions here only transform records; `Ledger` reads and writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rlaunch.executors.base import utc_now
+
+RECORD_SCHEMA_VERSION = 1
+NEVER_LAUNCHED = "never-launched"
+SUBMITTING = "submitting"
+SUBMIT_FAILED = "submit-failed"
+SUCCEEDED = "SUCCEEDED"
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED", SUBMIT_FAILED})
+
+
+def new_record(name: str, version: str) -> dict[str, Any]:
+    return {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "identity": f"{name}@{version}",
+        "name": name,
+        "version": version,
+        "fingerprint": None,
+        "runtime_fingerprint": None,
+        "geometry": None,
+        "launcher_commit": None,
+        "yaml_digest": None,
+        "smoke_of": None,
+        "status": NEVER_LAUNCHED,
+        "submission": None,
+        "skip_smoke_gate": None,
+        "attempts": [],
+        "smoke_results": [],
+        "updated_at": utc_now(),
+    }
+
+
+def launched(record: Mapping[str, Any] | None) -> bool:
+    """True when a launch of this identity was submitted at least once."""
+    if not record:
+        return False
+    return any(attempt.get("submission") for attempt in record.get("attempts", []))
+
+
+def start_attempt(
+    record: dict[str, Any],
+    *,
+    attempt_id: str,
+    fingerprint: str,
+    runtime_fingerprint: str,
+    geometry: Mapping[str, Any],
+    launcher_commit: str | None,
+    yaml_digest: str,
+    yaml_path: str,
+    smoke_of: str | None,
+    skip_smoke_gate: str | None,
+) -> None:
+    """Record a launch about to be submitted (before the executor is called: a crash between
+    submit and the next write still leaves the attempt, and its fingerprint, on record)."""
+    record.update(
+        fingerprint=fingerprint,
+        runtime_fingerprint=runtime_fingerprint,
+        geometry=dict(geometry),
+        launcher_commit=launcher_commit,
+        yaml_digest=yaml_digest,
+        smoke_of=smoke_of,
+        status=SUBMITTING,
+        submission=None,
+        skip_smoke_gate=skip_smoke_gate,
+        updated_at=utc_now(),
+    )
+    record.setdefault("attempts", []).append(
+        {
+            "attempt_id": attempt_id,
+            "started_at": utc_now(),
+            "finished_at": None,
+            "status": SUBMITTING,
+            "submission": None,
+            "fingerprint": fingerprint,
+            "runtime_fingerprint": runtime_fingerprint,
+            "launcher_commit": launcher_commit,
+            "yaml_digest": yaml_digest,
+            "yaml_path": yaml_path,
+            "skip_smoke_gate": skip_smoke_gate,
+            "error": None,
+        }
+    )
+
+
+def _attempt(record: dict[str, Any], attempt_id: str) -> dict[str, Any]:
+    for attempt in record.get("attempts", []):
+        if attempt.get("attempt_id") == attempt_id:
+            return attempt
+    raise KeyError(f"attempt {attempt_id} is not in the ledger record of {record.get('identity')}")
+
+
+def set_submission(record: dict[str, Any], attempt_id: str, submission: Mapping[str, Any]) -> None:
+    attempt = _attempt(record, attempt_id)
+    attempt["submission"] = dict(submission)
+    attempt["status"] = "PENDING"
+    record.update(submission=dict(submission), status="PENDING", updated_at=utc_now())
+
+
+def set_status(
+    record: dict[str, Any], attempt_id: str, status: str, *, error: str | None = None
+) -> None:
+    attempt = _attempt(record, attempt_id)
+    attempt["status"] = status
+    if status in TERMINAL:
+        attempt["finished_at"] = utc_now()
+    if error is not None:
+        attempt["error"] = error
+    # The record's status is the latest attempt's.
+    if record["attempts"][-1] is attempt:
+        record["status"] = status
+    record["updated_at"] = utc_now()
+
+
+def add_smoke_result(record: dict[str, Any], result: Mapping[str, Any]) -> None:
+    record.setdefault("smoke_results", []).append(dict(result))
+    record["updated_at"] = utc_now()
+
+
+def latest_smoke_result(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The newest successful smoke result, else the newest result (so a rule can name it)."""
+    results = list((record or {}).get("smoke_results", []))
+    for result in reversed(results):
+        if result.get("status") == SUCCEEDED:
+            return dict(result)
+    return dict(results[-1]) if results else None
+
+
+def last_attempt(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    attempts = (record or {}).get("attempts") or []
+    return dict(attempts[-1]) if attempts else None

@@ -1,0 +1,28 @@
+"""Launch documents for executor tests: the echo spec rendered exactly as `launch` renders it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from executors.support import echo_spec, install_echo_profile
+
+from rlaunch.render import loads_launch, render_launch, write_atomically
+from rlaunch.spec import parse_spec
+
+
+def rendered(tmp: Path, **spec_options: Any) -> tuple[Path, dict[str, Any]]:
+    """Write the echo spec's launch YAML under `tmp`; returns its path and document."""
+    install_echo_profile()
+    store = tmp / "store"
+    spec = parse_spec(echo_spec(store, **spec_options))
+    text = render_launch(spec, store_prefix=str(store), launcher_commit=None)
+    path = write_atomically(tmp / "dist" / spec.name / "launch.yaml", text)
+    return path, loads_launch(text, str(path))
+
+
+def release(store: Path, name: str, version: str = "dev") -> None:
+    """Let a waiting echo job (`*wait*` run name) finish."""
+    path = store / name / version / "release"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()

@@ -1,0 +1,66 @@
+"""The executor interface: statuses, submission records, the entrypoint, plugin loading."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from rlaunch.executors import ExecutorError, JobStatus, Submission, load_executor
+from rlaunch.executors.base import entrypoint_argv, shell_command
+from rlaunch.executors.dry_run import DryRunExecutor
+from rlaunch.executors.iris import IrisExecutor
+from rlaunch.executors.local import LocalExecutor
+from rlaunch.executors.ray_cluster import RayClusterExecutor
+
+
+def test_terminal_statuses_are_exactly_succeeded_failed_stopped() -> None:
+    terminal = {status for status in JobStatus if status.is_terminal()}
+    assert terminal == {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}
+    assert str(JobStatus.RUNNING) == "RUNNING"
+
+
+def test_submission_round_trips_through_json() -> None:
+    submission = Submission(
+        executor="local", submission_id="rlaunch-x-dev-1", address="http://127.0.0.1:1",
+        attempt_id="20261129T000000Z-abcdef", submitted_at="2026-11-29T00:00:00.000000Z",
+        entrypoint=("python", "-m", "m", "/tmp/launch.yaml"),
+    )
+    text = submission.to_json()
+    assert json.loads(text)["entrypoint"] == ["python", "-m", "m", "/tmp/launch.yaml"]
+    assert Submission.from_json(text) == submission
+
+
+def test_a_submission_record_without_fields_is_refused_by_name() -> None:
+    expected = "not a submission record: field 'submission_id' is missing"
+    with pytest.raises(ExecutorError, match=expected):
+        Submission.from_dict({"executor": "local"})
+
+
+def test_the_entrypoint_is_python_dash_m_runtime_yaml() -> None:
+    launch = {"runtime": {"entrypoint": "rlaunch.runtimes.smoke"}}
+    argv = entrypoint_argv(launch, "/dist/run/launch.yaml")
+    assert argv == (sys.executable, "-m", "rlaunch.runtimes.smoke", "/dist/run/launch.yaml")
+    assert shell_command(("python", "-m", "m", "a b.yaml")) == "python -m m 'a b.yaml'"
+
+
+def test_a_launch_without_entrypoint_is_refused() -> None:
+    with pytest.raises(ExecutorError, match="the launch YAML has no runtime.entrypoint"):
+        entrypoint_argv({"runtime": {}}, "x.yaml")
+
+
+def test_builtin_executors_load_by_name() -> None:
+    assert isinstance(load_executor("local"), LocalExecutor)
+    assert isinstance(load_executor("ray"), RayClusterExecutor)
+    assert isinstance(load_executor("iris"), IrisExecutor)
+    assert isinstance(load_executor("dry-run"), DryRunExecutor)
+
+
+def test_an_unknown_executor_lists_the_registered_ones() -> None:
+    with pytest.raises(ExecutorError) as caught:
+        load_executor("slurm")
+    assert str(caught.value) == (
+        "execution.executor 'slurm': no plugin 'slurm' in group 'rlaunch.executors'; "
+        "registered: dry-run, iris, local, ray"
+    )

@@ -1,0 +1,154 @@
+"""The local executor against the real Ray head it starts: loopback only, reused, replaced,
+stopped exactly. One head per allocation for the whole module (a head takes 10-30 s here)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from executors.helpers import release, rendered
+from executors.support import (
+    ECHO_DIR,
+    SRC,
+    HeadWatch,
+    listening_addresses,
+    process_tree,
+    wait_gone,
+)
+
+from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus
+from rlaunch.executors.follow import wait_terminal
+from rlaunch.executors.local import LocalExecutor
+from rlaunch.executors.local_head import STATE_FILE, read_record
+
+
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadWatch]:
+    watch = HeadWatch(tmp_path_factory.mktemp("heads"))
+    yield watch
+    watch.finish()
+
+
+@pytest.fixture(autouse=True)
+def _remember_processes(heads: HeadWatch, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # The job inherits rlaunch's sources and the echo runtime through PYTHONPATH.
+    monkeypatch.setenv("PYTHONPATH", f"{SRC}{os.pathsep}{ECHO_DIR}")
+    yield
+    heads.snapshot()
+
+
+def executor(heads: HeadWatch, *, keep_head: bool = True) -> LocalExecutor:
+    return LocalExecutor(
+        ExecutorOptions(keep_head=keep_head, head_state_dir=heads.state_dir, say=lambda m: None)
+    )
+
+
+def output(local: LocalExecutor, submission) -> str:
+    return "".join(local.logs(submission, follow=True))
+
+
+def test_first_submission_starts_a_loopback_head_and_runs_the_job(
+    heads: HeadWatch, tmp_path: Path
+) -> None:
+    path, launch = rendered(tmp_path, credentials=["ECHO_TOKEN"])
+    local = executor(heads)
+    submission = local.submit(path, launch, env={"ECHO_TOKEN": "tok-123456"}, attempt_id="a1")
+    text = output(local, submission)
+    assert wait_terminal(local, submission, 30) == JobStatus.SUCCEEDED
+    assert "echo-runtime: run echo-run@dev" in text
+    assert "echo-runtime: credential ECHO_TOKEN present, 10 chars" in text
+    assert "echo-runtime: attempt a1" in text
+    assert submission.entrypoint[1:] == ("-m", "rlaunch_echo_runtime", str(path.resolve()))
+
+    record = read_record(heads.state_dir)
+    assert local.started_head == record
+    assert record.dashboard_url == submission.address
+    assert record.dashboard_url.startswith("http://127.0.0.1:")
+    assert (record.num_nodes, record.gpus_per_node, record.num_cpus) == (1, 1, 2)
+    assert record.pgid == record.pid == record.session_id
+    assert len(record.temp_dir) < 30
+    state = json.loads((heads.state_dir / STATE_FILE).read_text())
+    assert state["session_name"].startswith("session_")
+    # Every server of the head listens on the loopback interface only.
+    addresses = listening_addresses(process_tree({record.session_id}))
+    assert addresses, "the head has no listening sockets?"
+    assert {address.rsplit(":", 1)[0] for address in addresses} == {"127.0.0.1"}
+
+
+def test_a_second_submission_reuses_the_running_head(heads: HeadWatch, tmp_path: Path) -> None:
+    path, launch = rendered(tmp_path)
+    before = read_record(heads.state_dir)
+    local = executor(heads)
+    submission = local.submit(path, launch, env={}, attempt_id="a2")
+    assert output(local, submission).count("echo-runtime: done") == 1
+    assert local.started_head is None
+    assert read_record(heads.state_dir) == before
+    assert submission.address == before.dashboard_url
+
+
+def test_a_failing_job_ends_failed(heads: HeadWatch, tmp_path: Path) -> None:
+    path, launch = rendered(tmp_path, name="echo-fail")
+    local = executor(heads)
+    submission = local.submit(path, launch, env={}, attempt_id="a3")
+    assert "echo-runtime: failing as asked" in output(local, submission)
+    assert wait_terminal(local, submission, 30) == JobStatus.FAILED
+
+
+def test_a_head_with_a_running_job_is_not_replaced(heads: HeadWatch, tmp_path: Path) -> None:
+    path, launch = rendered(tmp_path, name="echo-wait")
+    local = executor(heads)
+    submission = local.submit(path, launch, env={}, attempt_id="a4")
+    wider = copy.deepcopy(launch)
+    wider["execution"]["allocation"]["gpus_per_node"] = 2
+    with pytest.raises(ExecutorError) as caught:
+        executor(heads).head(wider)
+    record = read_record(heads.state_dir)
+    assert str(caught.value) == (
+        f"the local Ray head at {record.dashboard_url} was started for 1 node(s) x 1 GPUs and "
+        f"2 CPUs, and job(s) {submission.submission_id} still run on it; this launch needs "
+        f"1 x 2 GPUs and 2 CPUs. Wait for them or stop them (`rlaunch stop`), then launch again"
+    )
+    release(tmp_path / "store", "echo-wait")
+    assert wait_terminal(local, submission, 60) == JobStatus.SUCCEEDED
+
+
+def test_stop_ends_a_running_job(heads: HeadWatch, tmp_path: Path) -> None:
+    path, launch = rendered(tmp_path, name="echo-wait")
+    local = executor(heads)
+    submission = local.submit(path, launch, env={}, attempt_id="a5")
+    deadline = time.monotonic() + 60
+    while local.status(submission) != JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+    local.stop(submission)
+    assert wait_terminal(local, submission, 30) == JobStatus.STOPPED
+
+
+def test_another_allocation_replaces_the_head_and_close_stops_exactly_it(
+    heads: HeadWatch, tmp_path: Path
+) -> None:
+    old = read_record(heads.state_dir)
+    old_processes = process_tree({old.session_id})
+    path, launch = rendered(tmp_path)
+    launch["execution"]["allocation"]["gpus_per_node"] = 2
+    local = executor(heads, keep_head=False)
+    submission = local.submit(path, launch, env={}, attempt_id="a6")
+    new = read_record(heads.state_dir)
+    heads.snapshot()
+    assert new.session_id != old.session_id and (new.gpus_per_node, new.num_cpus) == (2, 2)
+    assert wait_gone(old_processes) == set()
+    assert not Path(old.temp_dir).exists()
+    assert "echo-runtime: done" in output(local, submission)
+    assert wait_terminal(local, submission, 30) == JobStatus.SUCCEEDED
+
+    new_processes = process_tree({new.session_id})
+    local.close()
+    assert wait_gone(new_processes) == set()
+    assert not Path(new.temp_dir).exists()
+    assert read_record(heads.state_dir) is None
+    with pytest.raises(ExecutorError, match="is no longer running: a launch stops the head"):
+        local.status(submission)

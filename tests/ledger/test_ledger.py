@@ -1,0 +1,114 @@
+"""Ledger records on a local directory and on an fsspec URL: atomic writes, lookups for World."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlaunch.ledger import (
+    Ledger,
+    LedgerError,
+    add_smoke_result,
+    set_status,
+    set_submission,
+    start_attempt,
+)
+
+ATTEMPT = {
+    "fingerprint": "sha256:" + "a" * 64,
+    "runtime_fingerprint": "sha256:" + "b" * 64,
+    "geometry": {"strategy": "fsdp"},
+    "launcher_commit": "c" * 40,
+    "yaml_digest": "sha256:" + "d" * 64,
+    "yaml_path": "/dist/run/launch.yaml",
+    "smoke_of": None,
+    "skip_smoke_gate": None,
+}
+SUBMISSION = {
+    "executor": "local", "submission_id": "rlaunch-run-2026.11.29-a1", "address": "http://x",
+    "attempt_id": "a1", "submitted_at": "t", "entrypoint": ["python", "-m", "m", "y"],
+}
+
+
+def launched(ledger: Ledger, name: str = "run", version: str = "2026.11.29") -> dict:
+    ledger.update(name, version, lambda r: start_attempt(r, attempt_id="a1", **ATTEMPT))
+    ledger.update(name, version, lambda r: set_submission(r, "a1", SUBMISSION))
+    return ledger.update(name, version, lambda r: set_status(r, "a1", "SUCCEEDED"))
+
+
+def test_a_record_lives_at_the_derived_path_and_keeps_every_field(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path / "store"))
+    record = launched(ledger)
+    path = tmp_path / "store" / "_ledger" / "run" / "2026.11.29.json"
+    assert ledger.record_path("run", "2026.11.29") == str(path)
+    assert json.loads(path.read_text()) == record
+    assert record["identity"] == "run@2026.11.29"
+    assert record["fingerprint"] == ATTEMPT["fingerprint"]
+    assert record["status"] == "SUCCEEDED"
+    assert record["submission"] == SUBMISSION
+    [attempt] = record["attempts"]
+    assert attempt["status"] == "SUCCEEDED" and attempt["finished_at"] is not None
+    assert attempt["yaml_digest"] == ATTEMPT["yaml_digest"]
+    # Atomic replacement leaves no temporary files behind.
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        "2026.11.29.json", "2026.11.29.json.lock"
+    ]
+
+
+def test_lookups_for_the_world(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path))
+    assert ledger.launched_record("run", "2026.11.29") is None
+    # A record holding only smoke results was never launched.
+    result = {"smoke": "run-smoke@dev", "attempt_id": "s1", "status": "SUCCEEDED",
+              "geometry": {}, "runtime_fingerprint": "sha256:r"}
+    ledger.update("run", "2026.11.29", lambda r: add_smoke_result(r, result))
+    assert ledger.launched_record("run", "2026.11.29") is None
+    assert ledger.smoke_result("run", "2026.11.29") == result
+    launched(ledger)
+    assert ledger.launched_record("run", "2026.11.29")["fingerprint"] == ATTEMPT["fingerprint"]
+
+
+def test_the_latest_successful_smoke_wins_over_a_later_failure(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path))
+    for attempt, status in (("s1", "SUCCEEDED"), ("s2", "FAILED")):
+        result = {"smoke": "x@dev", "attempt_id": attempt, "status": status}
+        ledger.update("run", "dev", lambda r, result=result: add_smoke_result(r, result))
+    assert ledger.smoke_result("run", "dev")["attempt_id"] == "s1"
+
+
+def test_checkpoint_runtime_reads_runtime_json(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path))
+    root = tmp_path / "run" / "dev" / "checkpoints"
+    assert ledger.checkpoint_runtime(str(root)) is None
+    root.mkdir(parents=True)
+    (root / "runtime.json").write_text('{"runtime_fingerprint": "sha256:old"}')
+    assert ledger.checkpoint_runtime(str(root)) == "sha256:old"
+    (root / "runtime.json").write_text("not json")
+    with pytest.raises(LedgerError) as caught:
+        ledger.checkpoint_runtime(str(root))
+    assert str(caught.value) == (
+        f"{root}/runtime.json is not a runtime record ({{\"runtime_fingerprint\": ...}}); it was "
+        "not written by an rlaunch runtime: point resume at a fresh root"
+    )
+
+
+def test_a_damaged_record_is_reported_with_its_path(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path))
+    path = Path(ledger.record_path("run", "dev"))
+    path.parent.mkdir(parents=True)
+    path.write_text("{truncated")
+    with pytest.raises(LedgerError) as caught:
+        ledger.read("run", "dev")
+    assert str(caught.value).startswith(f"the ledger record {path} is not valid JSON (")
+    assert str(caught.value).endswith("move it aside and launch again")
+
+
+def test_an_fsspec_url_prefix_works_the_same(tmp_path: Path) -> None:
+    ledger = Ledger("memory://rlaunch-ledger-test/store")
+    record = launched(ledger)
+    assert ledger.record_path("run", "2026.11.29") == (
+        "memory://rlaunch-ledger-test/store/_ledger/run/2026.11.29.json"
+    )
+    assert Ledger("memory://rlaunch-ledger-test/store").read("run", "2026.11.29") == record
