@@ -60,36 +60,13 @@ class RlaunchPreflightRequest(CheckRequest):
     tool_name = RlaunchPreflightSubsystem.options_scope
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def format_spec_report(entry: Mapping[str, Any], title: str) -> str:
-    """One spec's entry of the JSON report as the library prints it in `--format text`
-    (rlaunch.preflight.report.format_text), titled by the target address instead of the
-    sandbox path; the library's own `text`, if it sends one, wins."""
-    if isinstance(entry.get("text"), str):
-        return entry["text"]
-    if entry.get("valid") is False:
-        problems = list(entry.get("problems") or ())
-        lines = [f"{title}: not a valid RunSpec ({len(problems)} problem(s))"]
-        lines += [f"  - {problem}" for problem in problems]
-        lines.append("  The format is documented in docs/spec-format.md.")
-        return "\n".join(lines) + "\n"
-    findings = list(entry.get("findings") or ())
-    errors = sum(1 for finding in findings if finding.get("severity") == "error")
-    identity = entry.get("identity")
-    heading = f"{title} ({identity})" if identity else title
-    status = "ok" if not errors else "refused"
-    counts = f"{_count(errors, 'error')}, {_count(len(findings) - errors, 'warning')}"
-    lines = [f"{heading}: {status}, {counts}"]
-    for finding in sorted(findings, key=lambda finding: finding.get("severity") != "error"):
-        where = ", ".join(finding.get("paths") or ()) or "<spec>"
-        lines.append(
-            f"{finding.get('severity')} {finding.get('code')} {where}: {finding.get('message')}"
-        )
-        lines.append(f"    fix: {finding.get('fix')}")
-    return "\n".join(lines) + "\n"
+def format_spec_report(entry: Mapping[str, Any], source: str, title: str) -> str:
+    """One spec's text exactly as the library prints it (`text` in its JSON report), titled
+    by the target address instead of the sandbox path of the spec file."""
+    text = entry.get("text")
+    if not isinstance(text, str):
+        raise ValueError(f"the preflight report for {title} has no text; is the library current?")
+    return title + text[len(source):] if text.startswith(source) else text
 
 
 def _exit_code(entry: Mapping[str, Any]) -> int:
@@ -111,7 +88,7 @@ def split_report(stdout: bytes, sources: Mapping[str, str]) -> Optional[dict[str
         if not isinstance(entry, dict) or entry.get("source") not in sources:
             return None
         source = entry["source"]
-        by_source[source] = (_exit_code(entry), format_spec_report(entry, sources[source]))
+        by_source[source] = (_exit_code(entry), format_spec_report(entry, source, sources[source]))
     if set(by_source) != set(sources):
         return None
     return by_source

@@ -116,8 +116,8 @@ def test_no_interpreter_is_a_clear_error(rule_runner: RuleRunner) -> None:
     assert str(wrapped).startswith("[rlaunch].python is empty")
 
 
-def test_the_text_is_the_librarys_own(python: str) -> None:
-    """The plugin formats the JSON report exactly as `rlaunch preflight --format text` does."""
+def test_the_text_is_the_librarys_own_titled_by_address(python: str) -> None:
+    """The plugin prints the library's `--format text` output, retitled by the address."""
     code = """
 import json
 from rlaunch.preflight.finding import error, warning
@@ -125,32 +125,41 @@ from rlaunch.preflight.report import format_json, format_text, spec_report
 findings = [
     warning("BATCH010", ("train_data.rows",), "the last 49 prompts are dropped", "Accept it."),
     error("GEO003", ("role_plan.policy", "role_plan.rollout"), "policy world 12 = 3 x 4", "Fix."),
-    error("RT001", (), "no pin", "Pin it."),
 ]
+text = format_text(findings, "a/spec.json", "run@dev")
 print(json.dumps({
-    "text": format_text(findings, "x:run", "run@dev"),
-    "report": json.loads(format_json([spec_report("spec.json", "run@dev", findings)])),
-    "clean_text": format_text([], "x:run", "run@dev"),
-    "clean": json.loads(format_json([spec_report("spec.json", "run@dev", [])])),
+    "expected": format_text(findings, "x:run", "run@dev"),
+    "report": json.loads(format_json([spec_report("a/spec.json", "run@dev", findings, text=text)])),
 }))
 """
     data = library_json(python, code)
     assert isinstance(data, dict)
-    assert format_spec_report(data["report"]["specs"][0], "x:run") == data["text"]
-    assert format_spec_report(data["clean"]["specs"][0], "x:run") == data["clean_text"]
+    entry = data["report"]["specs"][0]
+    assert format_spec_report(entry, "a/spec.json", "x:run") == data["expected"]
+    with pytest.raises(ValueError, match="the preflight report for x:run has no text"):
+        format_spec_report({"source": "a/spec.json"}, "a/spec.json", "x:run")
 
 
 def test_split_report_maps_sources_to_addresses() -> None:
     sources = {"a.json": "x:a", "b.json": "x:b"}
     report = {
         "specs": [
-            {"source": "a.json", "identity": "a@dev", "valid": True, "findings": []},
+            {
+                "source": "a.json",
+                "identity": "a@dev",
+                "valid": True,
+                "findings": [],
+                "text": "a.json (a@dev): ok, 0 errors, 0 warnings\n",
+            },
             {
                 "source": "b.json",
                 "identity": None,
                 "valid": False,
                 "findings": [],
                 "problems": ["seed: required key is missing"],
+                "text": "b.json: not a valid RunSpec (1 problem(s))\n"
+                "  - seed: required key is missing\n"
+                "  The format is documented in docs/spec-format.md.\n",
             },
         ]
     }

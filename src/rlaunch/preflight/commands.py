@@ -61,7 +61,8 @@ def rules(output_format: str) -> None:
 @click.option(
     "--format", "output_format", type=click.Choice(["text", "json"]), default="text",
     show_default=True,
-    help='json: {"specs": [{"source", "identity", "valid", "errors", "warnings", "findings"}]}.',
+    help='json: {"specs": [{"source", "identity", "valid", "errors", "warnings", "findings",'
+    ' "text"}]}.',
 )
 @click.option(
     "--scope", type=click.Choice(["spec", "all"]), default="spec", show_default=True,
@@ -84,16 +85,16 @@ def preflight(specs: tuple[str, ...], output_format: str, scope: str) -> None:
             spec = load_spec(source)
         except SpecError as err:
             invalid += 1
-            reports.append(spec_report(source, None, [], err.problems))
             texts.append(err.render() + "\n")
+            reports.append(spec_report(source, None, [], err.problems, texts[-1]))
             continue
         if world is None:
             findings = run_preflight(spec)
         else:
             findings = run_preflight(spec, scope="all", world=with_ledger(world, spec))
         refused += any(finding.is_error for finding in findings)
-        reports.append(spec_report(source, spec.identity, findings))
         texts.append(format_text(findings, source, spec.identity))
+        reports.append(spec_report(source, spec.identity, findings, text=texts[-1]))
     if output_format == "json":
         click.echo(format_json(reports), nl=False)
     else:

@@ -38,9 +38,11 @@ def spec_report(
     identity: str | None,
     findings: Sequence[Finding],
     problems: Sequence[str] | None = None,
+    text: str | None = None,
 ) -> dict[str, Any]:
     """One entry of the JSON report. `problems`: why the spec could not be read (then no
-    findings)."""
+    findings). `text`: the entry as `--format text` prints it, so that a caller showing it
+    (the Pants check) never formats findings a second way."""
     report: dict[str, Any] = {
         "source": source,
         "identity": identity,
@@ -51,6 +53,8 @@ def spec_report(
     }
     if problems is not None:
         report["problems"] = list(problems)
+    if text is not None:
+        report["text"] = text
     return report
 
 
