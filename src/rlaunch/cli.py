@@ -1,10 +1,14 @@
-"""The `rlaunch` command line: a click group; each package adds its own subcommands below."""
+"""The `rlaunch` command line: a click group of the commands each package defines."""
 
 from __future__ import annotations
 
 import click
 
 from rlaunch import __version__
+from rlaunch.builders.commands import build
+from rlaunch.executors.commands import launch_command, logs_command, status_command, stop_command
+from rlaunch.preflight.commands import preflight, rules
+from rlaunch.render.commands import render
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,21 +28,15 @@ def main() -> None:
     """
 
 
-# Subcommands: one `main.add_command(...)` line per command, imported from the package that owns it,
-# e.g.
-#   from rlaunch.preflight.commands import preflight, rules
-#   main.add_command(rules)
-#   main.add_command(preflight)
-# ---- subcommands: add below this line ----
-from rlaunch.render.commands import render  # noqa: E402
-main.add_command(render)
-from rlaunch.builders.commands import build  # noqa: E402
-main.add_command(build)
-from rlaunch.preflight.commands import preflight, rules  # noqa: E402
-main.add_command(rules)
-main.add_command(preflight)
-from rlaunch.executors.commands import launch_command, logs_command, status_command, stop_command  # noqa: E402,E501
-main.add_command(launch_command)
-main.add_command(status_command)
-main.add_command(logs_command)
-main.add_command(stop_command)
+# Each package owns its commands; this group only lists them.
+for command in (
+    rules,
+    preflight,
+    render,
+    build,
+    launch_command,
+    status_command,
+    logs_command,
+    stop_command,
+):
+    main.add_command(command)

@@ -34,6 +34,7 @@ ECHO_PROFILE = catalog.RuntimeProfile(
     rollout_backends=frozenset({"vllm"}),
     weight_sync_backends=frozenset({"nccl", "gloo"}),
     simulated=True,
+    adapter=None,
 )
 
 ECHO_RUNTIME = {

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from rlaunch.executors.base import entrypoint_argv
 from rlaunch.render import render_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 from rlaunch.spec import parse_spec
@@ -45,3 +46,13 @@ def test_bad_input_is_a_clear_error(tmp_path):
     missing = _run([str(tmp_path / "nope.yaml")])
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: ")
+
+
+def test_executors_start_skyrl_through_the_adapter_and_smoke_directly():
+    launch = yaml.safe_load(render_launch(parse_spec(worked_example("colocated-1x8")),
+                                          store_prefix="/store", launcher_commit=None))
+    assert entrypoint_argv(launch, "l.yaml", python="py") == (
+        "py", "-m", "rlaunch.runtimes.skyrl", "l.yaml")
+    launch["runtime"].update(profile="smoke", entrypoint="rlaunch.runtimes.smoke")
+    assert entrypoint_argv(launch, "l.yaml", python="py") == (
+        "py", "-m", "rlaunch.runtimes.smoke", "l.yaml")

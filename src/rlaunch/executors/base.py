@@ -20,6 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rlaunch.runtimes.catalog import profile
+
 
 class ExecutorError(RuntimeError):
     """The executor cannot do what was asked: the message names the address, command or field
@@ -172,8 +174,13 @@ def runtime_entrypoint(launch: Mapping[str, Any]) -> str:
 def entrypoint_argv(
     launch: Mapping[str, Any], launch_yaml: str, *, python: str | None = None
 ) -> tuple[str, ...]:
-    """`python -m <runtime.entrypoint> <launch yaml>`: how every runtime is started."""
-    return (python or sys.executable, "-m", runtime_entrypoint(launch), launch_yaml)
+    """`python -m <module> <launch yaml>`: how every runtime is started. The module is the
+    runtime's entrypoint, or its profile's adapter when the entrypoint does not read the YAML
+    itself (SkyRL: `rlaunch.runtimes.skyrl` hands it the `skyrl` subtree as overrides)."""
+    entrypoint = runtime_entrypoint(launch)
+    known = profile(str(launch["runtime"].get("profile")))
+    module = known.adapter if known is not None and known.adapter else entrypoint
+    return (python or sys.executable, "-m", module, launch_yaml)
 
 
 def shell_command(argv: tuple[str, ...]) -> str:

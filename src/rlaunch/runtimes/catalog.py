@@ -65,6 +65,9 @@ class RuntimeProfile:
     weight_sync_backends: frozenset[str]
     simulated: bool
     """True for a runtime that simulates GPUs (strategies and backends are emulated on CPU)."""
+    adapter: str | None
+    """Module the executor starts with the launch YAML when the runtime's own entrypoint does
+    not read it (SkyRL takes `key=value` overrides); None: the entrypoint reads the YAML."""
 
     def entrypoints(self) -> tuple[str, ...]:
         """Every entrypoint of any catalogued release (for a pin the catalog cannot resolve)."""
@@ -98,6 +101,7 @@ PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
             rollout_backends=frozenset({"vllm", "sglang"}),
             weight_sync_backends=frozenset({"nccl", "gloo"}),
             simulated=False,
+            adapter="rlaunch.runtimes.skyrl",
         ),
         "smoke": RuntimeProfile(
             name="smoke",
@@ -109,6 +113,7 @@ PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
             rollout_backends=frozenset({"vllm"}),
             weight_sync_backends=frozenset({"nccl", "gloo"}),
             simulated=True,
+            adapter=None,
         ),
     }
 )
