@@ -42,7 +42,8 @@ def test_a_partial_step_left_by_a_killed_attempt_is_replaced(tmp_path: Path) -> 
 
 
 def test_a_root_written_by_another_runtime_is_refused(tmp_path: Path) -> None:
-    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:old", run_id="r@1")
+    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:old", run_fingerprint="sha256:r",
+                        run_id="r@1")
     # An empty root may be taken over.
     ckpt.check_runtime(tmp_path, runtime_fingerprint="sha256:new", compatible=())
     _save(tmp_path, 2, keep=-1)
@@ -58,6 +59,23 @@ def test_a_root_written_by_another_runtime_is_refused(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "runtime.json").read_text())["writer"] == "rlaunch.runtimes.smoke"
 
 
+def test_checkpoints_of_another_run_configuration_are_not_resumed(tmp_path: Path) -> None:
+    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:rt", run_fingerprint="sha256:a",
+                        run_id="r@dev")
+    # Nothing to resume yet: a new configuration may take the root over.
+    ckpt.check_run(tmp_path, run_fingerprint="sha256:b")
+    _save(tmp_path, 2, keep=-1)
+    ckpt.check_run(tmp_path, run_fingerprint="sha256:a")
+    with pytest.raises(ckpt.CheckpointError) as caught:
+        ckpt.check_run(tmp_path, run_fingerprint="sha256:b")
+    assert str(caught.value) == (
+        f"checkpoint root {tmp_path} holds checkpoints of run fingerprint sha256:a (see "
+        f"{tmp_path / 'runtime.json'}), this run's fingerprint is sha256:b; resuming them would "
+        "load the state of another configuration. Set resume.mode none to start over, or launch "
+        "the new configuration under a new version"
+    )
+
+
 def test_a_directory_without_state_is_not_a_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(ckpt.CheckpointError, match="is not a complete smoke checkpoint"):
         ckpt.read_state(tmp_path)
@@ -67,7 +85,8 @@ def test_clear_starts_the_root_over(tmp_path: Path) -> None:
     for step in (2, 4):
         _save(tmp_path, step, keep=-1)
     ckpt.staging_dir(tmp_path, 6)
-    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:x", run_id="r@1")
+    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:x", run_fingerprint="sha256:r",
+                        run_id="r@1")
     assert ckpt.clear(tmp_path) == [2, 4]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runtime.json"]
     assert ckpt.latest_step(tmp_path) is None

@@ -81,11 +81,30 @@ def check_runtime(root: Path, *, runtime_fingerprint: str, compatible: tuple[str
     )
 
 
-def record_runtime(root: Path, *, runtime_fingerprint: str, run_id: str) -> None:
+def check_run(root: Path, *, run_fingerprint: str) -> None:
+    """Refuse to resume checkpoints that another configuration of the run wrote: a `dev`
+    version relaunched with other settings shares the root, and its state would load silently
+    into a run it does not belong to."""
+    record = root / RUNTIME_FILE
+    if not record.is_file():
+        return
+    written_by = json.loads(record.read_text()).get("run_fingerprint")
+    if written_by in (None, run_fingerprint) or latest_step(root) is None:
+        return
+    raise CheckpointError(
+        f"checkpoint root {root} holds checkpoints of run fingerprint {written_by} (see "
+        f"{record}), this run's fingerprint is {run_fingerprint}; resuming them would load the "
+        f"state of another configuration. Set resume.mode none to start over, or launch the new "
+        f"configuration under a new version"
+    )
+
+
+def record_runtime(root: Path, *, runtime_fingerprint: str, run_fingerprint: str,
+                   run_id: str) -> None:
     write_json_atomically(
         root / RUNTIME_FILE,
-        {"runtime_fingerprint": runtime_fingerprint, "run_id": run_id,
-         "writer": "rlaunch.runtimes.smoke"},
+        {"runtime_fingerprint": runtime_fingerprint, "run_fingerprint": run_fingerprint,
+         "run_id": run_id, "writer": "rlaunch.runtimes.smoke"},
     )
 
 

@@ -75,5 +75,8 @@ def resume_source(config: SmokeConfig) -> Path | None:
                                compatible=config.compatible_runtimes)
         ckpt.read_state(source)
         return source
-    step = ckpt.latest_step(root) if root.is_dir() else None
+    if not root.is_dir():
+        return None
+    ckpt.check_run(root, run_fingerprint=config.fingerprint)
+    step = ckpt.latest_step(root)
     return None if step is None else ckpt.step_dir(root, step)

@@ -92,7 +92,7 @@ class SmokeRun:
                          f"(steps {', '.join(map(str, removed))}) from {config.checkpoint_root}")
         config.checkpoint_root.mkdir(parents=True, exist_ok=True)
         ckpt.record_runtime(config.checkpoint_root, runtime_fingerprint=config.runtime_fingerprint,
-                            run_id=config.run_id)
+                            run_fingerprint=config.fingerprint, run_id=config.run_id)
         started = time.monotonic()
         workers = start_workers(config, timeout_s=timeout_s, say=self.say)
         try:
