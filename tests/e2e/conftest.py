@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -104,3 +106,11 @@ def pants() -> PantsRunner:
         )
 
     return run
+
+
+@pytest.fixture
+def distdir() -> Iterator[str]:
+    """A dist directory of the test's own, relative to the build root (where Pants wants it)."""
+    relpath = f"dist/e2e-{uuid.uuid4().hex[:8]}"
+    yield relpath
+    shutil.rmtree(REPO_ROOT / relpath, ignore_errors=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,6 @@ RUNS = (
     "experiments/qwen3-30b-a3b-megatron:grpo",
     "experiments/qwen3-30b-a3b-megatron:smoke",
 )
-
-
-@pytest.fixture
-def distdir(repo_root: Path) -> Iterator[str]:
-    """A dist directory of this test's own (Pants wants it inside the build root)."""
-    relpath = f"dist/e2e-{uuid.uuid4().hex[:8]}"
-    yield relpath
-    shutil.rmtree(repo_root / relpath, ignore_errors=True)
 
 
 def test_every_experiment_passes_check(pants: PantsRunner) -> None:
@@ -135,10 +126,10 @@ def test_run_builds_an_artifact_then_reuses_it(pants: PantsRunner, tmp_path: Pat
     env = {"RLAUNCH_STORE": str(tmp_path / "store")}
     first = pants("run", "experiments/countdown:char_tokenizer", env=env)
     assert first.returncode == 0, first.stderr
-    assert "char_tokenizer@2026.11.29: 1 built, 0 up to date" in first.stdout
+    assert "char_tokenizer@2026.11.29.1: 1 built, 0 up to date" in first.stdout
     again = pants("run", "experiments/countdown:char_tokenizer", env=env)
     assert again.returncode == 0, again.stderr
-    assert "char_tokenizer@2026.11.29: 0 built, 1 up to date" in again.stdout
+    assert "char_tokenizer@2026.11.29.1: 0 built, 1 up to date" in again.stdout
     fingerprint = [line for line in first.stdout.splitlines() if "fingerprint:" in line]
     assert fingerprint and fingerprint == [
         line for line in again.stdout.splitlines() if "fingerprint:" in line

@@ -1,0 +1,52 @@
+"""The README's main job, for real: `./pants run experiments/countdown:launch` builds the
+countdown artifacts, submits to a local Ray head, trains with GRPO, exports, and says where
+everything is; its smoke run, launched first, records the success its full run relies on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def test_smoke_then_main_command_train_export_and_record(
+    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    env = {"RLAUNCH_STORE": str(store)}
+
+    smoke = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:smoke", env=env)
+    assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-3000:]
+    assert "built sft_model@2026.11.29.1" in smoke.stdout + smoke.stderr
+    assert "countdown-grpo-smoke@dev attempt" in smoke.stderr
+    assert ": SUCCEEDED" in smoke.stderr
+
+    launch = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:launch", env=env)
+    output = launch.stdout + launch.stderr
+    assert launch.returncode == 0, output[-6000:]
+    # Built once by the smoke run, reused by the full run.
+    assert "built sft_model" not in output
+    assert "step 60/60 | reward " in launch.stdout
+    assert ": SUCCEEDED" in launch.stderr
+
+    run_root = store / "countdown-grpo" / "dev"
+    assert f"manifest {run_root / 'terminal.json'}" in launch.stdout
+    manifest = json.loads((run_root / "terminal.json").read_text())
+    assert manifest["final_step"] == 60
+    export = run_root / "export"
+    assert sorted(p.name for p in export.iterdir()) >= [
+        "config.json", "model.safetensors", "tokenizer.json"]
+    (attempt,) = (run_root / "attempts").iterdir()
+    metrics = (attempt / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in metrics if '"step"' in line][-1] == 60
+    yaml_path = repo_root / distdir / "experiments/countdown/launch/launch.yaml"
+    assert f"checkpoint_root: {run_root / 'checkpoints'}" in yaml_path.read_text()
+
+    ledger = json.loads((store / "_ledger" / "countdown-grpo" / "dev.json").read_text())
+    assert ledger["status"] == "SUCCEEDED"
+    (smoke_result,) = ledger["smoke_results"]
+    assert smoke_result["smoke"] == "countdown-grpo-smoke@dev"
+    assert smoke_result["status"] == "SUCCEEDED"
