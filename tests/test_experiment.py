@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+
 from executors.support import (
     HeadWatch,
     clean_git_repo,
@@ -17,9 +18,8 @@ from executors.support import (
     job_env,
     shared_store,
 )
-
-from rlaunch.experiment import rl_build_options
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head
+from rlaunch.experiment import rl_build_options
 from rlaunch.ledger import Ledger
 from rlaunch.runtimes import catalog
 from rlaunch.spec import RunSpec, parse_spec

@@ -20,17 +20,17 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+
 from executors.helpers import release
 from executors.support import (
     ECHO_CLI,
     HeadWatch,
     clean_git_repo,
-    echo_spec,
     echo_profiles,
+    echo_spec,
     job_env,
     shared_store,
 )
-
 from rlaunch.cli import main
 from rlaunch.executors import ExecutorOptions, JobStatus, Submission
 from rlaunch.executors.local import LocalExecutor

@@ -328,9 +328,10 @@ def _submit_and_follow(
     try:
         submission = executor.submit(yaml_path, document, env=credentials, attempt_id=attempt_id)
     except ExecutorError as err:
+        reason = str(err)
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=str(err)))
-        raise LaunchRefused(str(err)) from None
+                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
+        raise LaunchRefused(reason) from None
     ledger.update(spec.name, spec.version,
                   lambda record: set_submission(record, attempt_id, submission.to_dict()))
     files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,

@@ -7,8 +7,6 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 RUNS = (

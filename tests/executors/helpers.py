@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from executors.support import echo_spec, install_echo_profile
-
 from rlaunch.render import loads_launch, render_launch, write_atomically
 from rlaunch.spec import parse_spec
 

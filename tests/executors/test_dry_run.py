@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 from executors.helpers import rendered
-
 from rlaunch.executors import ExecutorOptions, JobStatus
 from rlaunch.executors.dry_run import DryRunExecutor
 

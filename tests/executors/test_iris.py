@@ -7,8 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from executors.helpers import rendered
 
+from executors.helpers import rendered
 from rlaunch.executors import ExecutorError, JobStatus
 from rlaunch.executors.iris import IrisExecutor, iris_run_command
 

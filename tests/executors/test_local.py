@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from executors.helpers import release, rendered
 from executors.support import (
     ECHO_DIR,
@@ -20,7 +21,6 @@ from executors.support import (
     process_tree,
     wait_gone,
 )
-
 from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local import LocalExecutor

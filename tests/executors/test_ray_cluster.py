@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+
 from executors.helpers import rendered
 from executors.support import ECHO_DIR, SRC, HeadWatch
-
 from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local_head import start_head

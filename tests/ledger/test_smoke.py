@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from executors.support import echo_spec
-
 from rlaunch.ledger import Ledger, add_smoke_result, set_status, start_attempt
 from rlaunch.ledger.smoke import (
     SMOKE_GATE_CODE,

@@ -15,6 +15,7 @@ from rlaunch.builders.base import AnyArtifact
 from rlaunch.preflight import syntax
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 
+
 def version_class(version: str) -> Literal["calendar", "dev"] | None:
     """`calendar`, `dev`, or None for anything else (a branch-like `v1`, an impossible date).
 

@@ -18,9 +18,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import safetensors
 import torch
 import torch.nn.functional as F
-import safetensors
 from safetensors.torch import load_file
 from torch import nn
 

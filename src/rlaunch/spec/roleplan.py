@@ -40,7 +40,10 @@ class PolicyRole(SpecModel):
 
     def data_parallel_size(self, strategy: Strategy) -> int:
         """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
-        divisor = self.model_parallel_size if strategy == "megatron" else self.sequence_parallel_size
+        if strategy == "megatron":
+            divisor = self.model_parallel_size
+        else:
+            divisor = self.sequence_parallel_size
         return self.world_size // divisor if divisor > 0 else 0
 
 
