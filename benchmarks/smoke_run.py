@@ -1,10 +1,10 @@
 """Benchmark: the default countdown smoke experiment, end to end, on this machine.
 
-Builds a tiny SFT'd model and the countdown data in a temporary store with the task and model
-APIs (make_problems, sft_train, save_pretrained), renders a launch YAML for 1 node x 2
-simulated GPUs, colocated, runs `python -m rlaunch.runtimes.smoke` on it (which starts its own
-local Ray), and prints: wall time to the first step, seconds per step, mean reward of the
-first and last five steps, greedy eval reward before and after.
+Renders a launch YAML for 1 node x 2 simulated GPUs, colocated; builds a tiny SFT'd model and
+the countdown data at the paths it names with the task and model APIs (make_problems, sft_train,
+save_pretrained) and writes their build records; runs `python -m rlaunch.runtimes.smoke` on it
+(which starts its own local Ray); prints: wall time to the first step, seconds per step, mean
+reward of the first and last five steps, greedy eval reward before and after.
 
     scripts/runtime benchmarks/smoke_run.py [--steps 60] [--sft-steps 600] [--keep]
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
-from rlaunch.runtimes.smoke.demo import render_smoke, smoke_spec  # noqa: E402
+from rlaunch.runtimes.smoke.demo import render_smoke, smoke_spec, write_records  # noqa: E402
 
 DEFAULT_EXPERIMENT = dict(
     nodes=1, gpus_per_node=2, colocate_all=True, train_batch_size=32, policy_mini_batch_size=16,
@@ -58,6 +58,7 @@ def build_model_and_data(document: dict, *, seed: int, sft_steps: int) -> float:
     print(f"sft: {sft_steps} steps in {time.monotonic() - began:.1f} s; greedy eval reward "
           f"{mean_reward(model, tokenizer, problems[4000:]):.3f}", flush=True)
     save_pretrained(model, tokenizer, document["inputs"]["model"]["uri"])
+    write_records(document)  # last, as a build would: the runtime verifies every input
     return time.monotonic() - began
 
 

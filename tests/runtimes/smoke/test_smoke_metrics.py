@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,51 @@ def test_attempt_id_comes_from_the_executor(monkeypatch) -> None:
     assert attempt_id() == "a-7"
     monkeypatch.delenv("RLAUNCH_ATTEMPT_ID")
     assert len(attempt_id()) == len("20261129T230234Z")
+
+
+STAND_IN = '''
+calls = []
+
+
+class Run:
+    def log(self, data, step):
+        calls.append(("log", data, step))
+
+    def finish(self):
+        calls.append(("finish",))
+
+
+def init(**kwargs):
+    calls.append(("init", kwargs))
+    return Run()
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed")
+@pytest.mark.parametrize("key, mode", [(None, "offline"), ("k-123", "online")])
+def test_wandb_runs_offline_without_a_key_through_a_stand_in(
+    tmp_path: Path, monkeypatch, key: str | None, mode: str
+) -> None:
+    # wandb is not in the runtime lock: a stand-in module takes its place for this test only.
+    (tmp_path / "wandb.py").write_text(STAND_IN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "wandb", raising=False)
+    if key is None:
+        monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("WANDB_API_KEY", key)
+    said: list[str] = []
+    try:
+        sink = MetricsSink(tmp_path / "a1", logger="wandb", project="p", entity="team",
+                           run_name="r@1", config={"run_id": "r@1"}, say=said.append)
+        sink.log({**RECORD, "note": "text is not sent"})
+        sink.close()
+        calls = sys.modules["wandb"].calls
+    finally:
+        sys.modules.pop("wandb", None)
+    assert calls[0] == ("init", {"project": "p", "entity": "team", "name": "r@1",
+                                 "config": {"run_id": "r@1"}, "dir": str(tmp_path / "a1"),
+                                 "mode": mode})
+    assert calls[1:] == [("log", RECORD, 3), ("finish",)]
+    offline = "wandb: WANDB_API_KEY is not set; logging offline into the attempt folder"
+    assert said == ([offline] if key is None else [])

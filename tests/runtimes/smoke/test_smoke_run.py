@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 from safetensors.torch import load_file
 
 from rlaunch.models.tiny import load_pretrained, weights_sha256
 from rlaunch.runtimes.smoke.__main__ import main
-from rlaunch.runtimes.smoke.demo import build_inputs, render_smoke, smoke_spec
+from rlaunch.runtimes.smoke.demo import build_inputs, render_smoke, smoke_spec, write_records
+from rlaunch.store import RECORD_FILE
 
 from .smoke_helpers import TINY_SPEC, write_launch
 
@@ -117,11 +120,31 @@ def test_missing_inputs_exit_2_before_ray_is_touched(tiny_model_dir: Path, tmp_p
     data = Path(document["inputs"]["train_data"]["uri"])
     (data / "train.jsonl").unlink()
     assert main([str(path)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: inputs.train_data: countdown-smoke-data@dev at {data} does not match its record "
+        "(train.jsonl: missing); "
+    )
+    # A record that agrees with the folder passes the store's check; the format check remains.
+    write_records(document)
+    assert main([str(path)]) == 2
     assert capsys.readouterr().err == (
         f"error: inputs.train_data.uri is {data}: expected train.jsonl there (it has eval.jsonl); "
         "build the dataset artifact first (a countdown_data builder writes train.jsonl and "
         "eval.jsonl)\n"
     )
+
+
+def test_an_input_without_a_build_record_exits_2(tiny_model_dir: Path, tmp_path: Path,
+                                                  capsys) -> None:
+    path, document = write_launch(tmp_path, tiny_model_dir)
+    model = Path(document["inputs"]["model"]["uri"])
+    (model / RECORD_FILE).unlink()
+    assert main([str(path)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: inputs.model: countdown-smoke-sft@dev is not built: {model} has files but no "
+        f"build record ({RECORD_FILE} is written last by a finished build)"
+    )
+    assert not Path(document["artifacts"]["attempts_root"]).exists()
 
 
 def test_a_root_from_another_runtime_is_refused(tiny_model_dir: Path, tmp_path: Path,
@@ -138,3 +161,27 @@ def test_a_root_from_another_runtime_is_refused(tiny_model_dir: Path, tmp_path: 
 def test_usage(capsys) -> None:
     assert main([]) == 2
     assert capsys.readouterr().err == "usage: python -m rlaunch.runtimes.smoke LAUNCH_YAML\n"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed")
+def test_a_calendar_run_logs_without_wandb_and_runs_once(ray_head, tiny_model_dir: Path,
+                                                         tmp_path: Path, capsys) -> None:
+    path, document = write_launch(tmp_path, tiny_model_dir, version="2026.11.29",
+                                  logger="wandb", max_training_steps=1)
+    assert document["skyrl"]["trainer"]["logger"] == "wandb"
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "wandb: not installed; logging to the console and metrics.jsonl only\n" in out
+    assert "step 1/1 |" in out
+    manifest_path = Path(document["artifacts"]["terminal_manifest"])
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["status"] == "succeeded"
+    # The second launch of the finished calendar version is refused before anything starts.
+    assert main([str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: countdown-smoke@2026.11.29 already finished: its terminal manifest "
+        f"{manifest_path} is written (final step 1, attempt {manifest['attempt_id']}, weights "
+        f"{manifest['weights_sha256']}); a calendar version runs once. To train again, bump "
+        "run.version (e.g. 2026.11.29.1) or use a dev version\n"
+    )
+    assert json.loads(manifest_path.read_text()) == manifest

@@ -100,10 +100,21 @@ class Geometry:
 
 
 @dataclass(frozen=True)
+class InputRef:
+    """One `inputs.<slot>` entry: the artifact the build side materialized for the run."""
+
+    slot: str
+    identity: str
+    fingerprint: str
+    directory: Path
+
+
+@dataclass(frozen=True)
 class SmokeConfig:
     source: str
     run_id: str
     run_name: str
+    run_version: str
     seed: int
     fingerprint: str
     runtime_fingerprint: str
@@ -114,6 +125,8 @@ class SmokeConfig:
     export_root: Path
     attempts_root: Path
     terminal_manifest: Path
+    inputs: tuple[InputRef, ...]
+    """Every `inputs` slot, in the YAML's order: verified against its build record first."""
     model_dir: Path
     tokenizer_dir: Path
     reference_dir: Path
@@ -215,6 +228,19 @@ def _input_dir(doc: dict, slot: str, required: bool) -> Path | None:
     return None if uri is None else _local(uri, f"inputs.{slot}.uri")
 
 
+def _inputs(doc: dict) -> tuple[InputRef, ...]:
+    slots = _field(doc, "inputs", dict)
+    return tuple(
+        InputRef(
+            slot=slot,
+            identity=_field(doc, f"inputs.{slot}.identity", str),
+            fingerprint=_field(doc, f"inputs.{slot}.fingerprint", str),
+            directory=_local(_field(doc, f"inputs.{slot}.uri", str), f"inputs.{slot}.uri"),
+        )
+        for slot in slots
+    )
+
+
 def load_config(document: dict, source: str) -> SmokeConfig:
     """The runtime's view of a launch document (already schema-checked by `load_launch`)."""
     trainer = "skyrl.trainer"
@@ -245,6 +271,7 @@ def load_config(document: dict, source: str) -> SmokeConfig:
         source=source,
         run_id=_field(document, "run.id", str),
         run_name=_field(document, "run.name", str),
+        run_version=_field(document, "run.version", str),
         seed=_field(document, f"{trainer}.seed", int),
         fingerprint=_field(document, "run.fingerprint", str),
         runtime_fingerprint=_field(document, "runtime.fingerprint", str),
@@ -258,6 +285,7 @@ def load_config(document: dict, source: str) -> SmokeConfig:
                              "artifacts.attempts_root"),
         terminal_manifest=_local(_field(document, "artifacts.terminal_manifest", str),
                                  "artifacts.terminal_manifest"),
+        inputs=_inputs(document),
         model_dir=model_dir,
         tokenizer_dir=_input_dir(document, "tokenizer", True),
         reference_dir=reference if reference is not None else model_dir,

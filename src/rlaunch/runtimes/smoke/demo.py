@@ -148,7 +148,8 @@ def build_inputs(
     dims: dict[str, int] | None = None,
     model_source: str | Path | None = None,
 ) -> None:
-    """Write every input the launch document names: data, tokenizer and an SFT'd model.
+    """Write every input the launch document names: data, tokenizer and an SFT'd model, each
+    with its build record last (the runtime refuses an input without one).
 
     `model_source`: copy an existing save_pretrained directory instead of training one."""
     import shutil
@@ -176,9 +177,44 @@ def build_inputs(
     model_dir = Path(inputs["model"]["uri"])
     if model_source is not None:
         shutil.copytree(model_source, model_dir, dirs_exist_ok=True)
-        return
-    torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    model = TinyLM(TinyConfig(vocab_size=tokenizer.vocab_size, **(dims or MODEL_DIMS)))
-    sft_train(model, tokenizer, problems[:train_rows], steps=sft_steps, seed=seed)
-    save_pretrained(model, tokenizer, model_dir)
+    else:
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        model = TinyLM(TinyConfig(vocab_size=tokenizer.vocab_size, **(dims or MODEL_DIMS)))
+        sft_train(model, tokenizer, problems[:train_rows], steps=sft_steps, seed=seed)
+        save_pretrained(model, tokenizer, model_dir)
+    write_records(document)
+
+
+def write_records(document: dict[str, Any]) -> None:
+    """A build record for every input folder the document names, as the store writes it:
+    identity and fingerprint from the document, the files as they are now. The provenance
+    says that this module, not the artifact's builder, made the files."""
+    import os
+
+    from rlaunch import __version__
+    from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
+    from rlaunch.store.provenance import utc_now
+
+    written: set[str] = set()
+    for entry in document["inputs"].values():
+        root = Path(entry["uri"])
+        if entry["identity"] in written or not root.is_dir():
+            continue
+        written.add(entry["identity"])
+        name, _, version = entry["identity"].partition("@")
+        source = entry.get("source") or {}
+        record = ArtifactRecord(
+            schema_version=1, identity=entry["identity"], name=name, version=version,
+            fingerprint=entry["fingerprint"], kind=entry["kind"], type=entry["type"], deps={},
+            config=source.get("config") or {},
+            provenance=Provenance(
+                builder=source.get("builder") or "demo", builder_class=f"{__name__}:build_inputs",
+                rlaunch_version=__version__, launcher_commit=None, built_at=utc_now(),
+                build_seconds=0.0,
+            ),
+            files=scan_payload(root),
+        )
+        temporary = root / f".{RECORD_FILE}.tmp"
+        temporary.write_text(record.to_json(), encoding="utf-8")
+        os.replace(temporary, root / RECORD_FILE)

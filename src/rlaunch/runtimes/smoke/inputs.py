@@ -1,4 +1,5 @@
-"""Checks on the inputs before any actor starts: tokenizer, model, prompts, resume source.
+"""Checks on the inputs before any actor starts: build records, tokenizer, model, prompts,
+resume source, and a calendar version that already finished.
 
 Each failure is a SmokeConfigError or CheckpointError naming the input and the fix, so that a
 bad launch costs nothing but the time to read it.
@@ -11,8 +12,66 @@ from pathlib import Path
 
 from rlaunch.models.tiny import TinyConfig
 from rlaunch.models.tokenizer import CharTokenizer, TokenizerError
+from rlaunch.preflight.syntax import is_calendar, next_calendar
 from rlaunch.runtimes.smoke import checkpoint as ckpt
-from rlaunch.runtimes.smoke.config import SmokeConfig, SmokeConfigError
+from rlaunch.runtimes.smoke.config import InputRef, SmokeConfig, SmokeConfigError
+from rlaunch.store import RECORD_FILE, StoreError
+from rlaunch.store.records import parse_record, verify_local
+
+
+def verify_input(ref: InputRef) -> None:
+    """The input is what the launch YAML names: its build record exists (a payload without a
+    record is not built), records this identity and fingerprint, and every file it lists is
+    present with its size and sha256. Nothing on the worker is trusted beyond that."""
+    where = f"inputs.{ref.slot}"
+    record_path = ref.directory / RECORD_FILE
+    if not record_path.is_file():
+        state = "has files but no build record" if ref.directory.is_dir() else "does not exist"
+        raise SmokeConfigError(
+            f"{where}: {ref.identity} is not built: {ref.directory} {state} ({RECORD_FILE} is "
+            "written last by a finished build); materialize the run's inputs first: `rlaunch "
+            "launch` and `./pants run` do it before they submit, `rlaunch build FILE` builds one"
+        )
+    try:
+        record = parse_record(record_path.read_text(encoding="utf-8"), str(record_path))
+        if record.identity != ref.identity or record.fingerprint != ref.fingerprint:
+            raise SmokeConfigError(
+                f"{where}: {ref.directory} holds {record.identity} with fingerprint "
+                f"{record.fingerprint}, but the launch YAML names {ref.identity} with fingerprint "
+                f"{ref.fingerprint}; the store changed since the YAML was rendered: launch again "
+                "(a dev input is rebuilt), or bump the input's version if its content changed"
+            )
+        verify_local(ref.directory, record)
+    except StoreError as err:
+        raise SmokeConfigError(f"{where}: {err}") from None
+
+
+def verify_inputs(config: SmokeConfig) -> None:
+    """`verify_input` for every slot, once per identity (train and eval data often share one)."""
+    seen: set[str] = set()
+    for ref in config.inputs:
+        if ref.identity not in seen:
+            seen.add(ref.identity)
+            verify_input(ref)
+
+
+def refuse_finished_calendar(config: SmokeConfig) -> None:
+    """A calendar version is immutable and runs once: its terminal manifest ends it. (A dev
+    version may run again; it starts over or resumes as its resume mode says.)"""
+    manifest = config.terminal_manifest
+    if not is_calendar(config.run_version) or not manifest.is_file():
+        return
+    try:
+        written = json.loads(manifest.read_text(encoding="utf-8"))
+        detail = (f"final step {written.get('final_step')}, attempt {written.get('attempt_id')}, "
+                  f"weights {written.get('weights_sha256')}")
+    except (OSError, ValueError, AttributeError):
+        detail = "unreadable"
+    raise SmokeConfigError(
+        f"{config.run_id} already finished: its terminal manifest {manifest} is written "
+        f"({detail}); a calendar version runs once. To train again, bump run.version "
+        f"(e.g. {next_calendar(config.run_version)}) or use a dev version"
+    )
 
 
 def load_tokenizer(config: SmokeConfig) -> CharTokenizer:

@@ -33,7 +33,9 @@ from rlaunch.runtimes.smoke.inputs import (
     check_model,
     check_prompts,
     load_tokenizer,
+    refuse_finished_calendar,
     resume_source,
+    verify_inputs,
 )
 from rlaunch.runtimes.smoke.outputs import mean as _mean
 from rlaunch.runtimes.smoke.outputs import terminal_manifest
@@ -58,6 +60,8 @@ class SmokeRun:
     def __init__(self, config: SmokeConfig, *, say=print) -> None:
         self.config = config
         self.say = say
+        refuse_finished_calendar(config)
+        verify_inputs(config)
         self.tokenizer = load_tokenizer(config)
         check_model(config, self.tokenizer)
         self.train = read_problems(config.train_dir, TRAIN_FILE, "train_data")

@@ -1,0 +1,126 @@
+"""The runtime verifies every input against its build record, and refuses to run a calendar
+version that already finished (rlaunch/runtimes/smoke/inputs.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlaunch.runtimes.smoke.config import SmokeConfigError, load_config
+from rlaunch.runtimes.smoke.demo import write_records
+from rlaunch.runtimes.smoke.inputs import refuse_finished_calendar, verify_inputs
+from rlaunch.store import RECORD_FILE
+
+from .smoke_helpers import write_launch
+
+
+@pytest.fixture()
+def launched(tiny_model_dir: Path, tmp_path: Path) -> tuple[dict, object]:
+    """(launch document, its SmokeConfig) with every input built and recorded."""
+    path, document = write_launch(tmp_path, tiny_model_dir)
+    return document, load_config(document, str(path))
+
+
+def _refused(config) -> str:
+    with pytest.raises(SmokeConfigError) as raised:
+        verify_inputs(config)
+    return str(raised.value)
+
+
+def test_inputs_built_with_their_records_pass(launched) -> None:
+    document, config = launched
+    verify_inputs(config)
+    assert [ref.slot for ref in config.inputs] == ["model", "tokenizer", "train_data",
+                                                   "eval_data"]
+    record = json.loads((Path(document["inputs"]["model"]["uri"]) / RECORD_FILE).read_text())
+    assert record["identity"] == "countdown-smoke-sft@dev"
+    assert record["fingerprint"] == document["inputs"]["model"]["fingerprint"]
+    assert record["provenance"]["builder_class"] == "rlaunch.runtimes.smoke.demo:build_inputs"
+    assert {entry["path"] for entry in record["files"]} == {
+        "config.json", "model.safetensors", "tokenizer.json"}
+
+
+def test_an_input_without_a_record_is_not_built(launched) -> None:
+    document, config = launched
+    data = Path(document["inputs"]["train_data"]["uri"])
+    (data / RECORD_FILE).unlink()
+    assert _refused(config) == (
+        f"inputs.train_data: countdown-smoke-data@dev is not built: {data} has files but no "
+        f"build record ({RECORD_FILE} is written last by a finished build); materialize the "
+        "run's inputs first: `rlaunch launch` and `./pants run` do it before they submit, "
+        "`rlaunch build FILE` builds one"
+    )
+
+
+def test_a_missing_input_folder_is_named(launched) -> None:
+    import shutil
+
+    document, config = launched
+    model = Path(document["inputs"]["model"]["uri"])
+    shutil.rmtree(model)
+    assert _refused(config).startswith(
+        f"inputs.model: countdown-smoke-sft@dev is not built: {model} does not exist ("
+    )
+
+
+def test_a_record_of_other_content_is_refused_with_both_fingerprints(launched) -> None:
+    document, config = launched
+    entry = document["inputs"]["tokenizer"]
+    path = Path(entry["uri"]) / RECORD_FILE
+    record = json.loads(path.read_text())
+    record["fingerprint"] = "sha256:" + "e" * 64
+    path.write_text(json.dumps(record))
+    assert _refused(config) == (
+        f"inputs.tokenizer: {entry['uri']} holds countdown-smoke-tokenizer@dev with fingerprint "
+        f"sha256:{'e' * 64}, but the launch YAML names countdown-smoke-tokenizer@dev with "
+        f"fingerprint {entry['fingerprint']}; the store changed since the YAML was rendered: "
+        "launch again (a dev input is rebuilt), or bump the input's version if its content "
+        "changed"
+    )
+
+
+def test_a_payload_changed_after_its_build_names_the_file(launched) -> None:
+    document, config = launched
+    model = Path(document["inputs"]["model"]["uri"])
+    (model / "config.json").write_text("{}")
+    message = _refused(config)
+    assert message.startswith(f"inputs.model: countdown-smoke-sft@dev at {model} does not "
+                              "match its record (config.json: 2 bytes, the record says ")
+    assert message.endswith("rebuild it with `rlaunch build FILE --force`")
+
+
+def test_records_are_rewritten_to_the_files_as_they_are(launched) -> None:
+    document, config = launched
+    data = Path(document["inputs"]["eval_data"]["uri"])
+    (data / "eval.jsonl").write_text("")
+    write_records(document)
+    verify_inputs(config)
+
+
+def _with_manifest(tiny_model_dir: Path, tmp_path: Path, version: str):
+    path, document = write_launch(tmp_path, tiny_model_dir, version=version)
+    manifest = Path(document["artifacts"]["terminal_manifest"])
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"final_step": 8, "attempt_id": "a-1",
+                                    "weights_sha256": "sha256:abc"}))
+    return load_config(document, str(path)), manifest
+
+
+def test_a_finished_calendar_version_is_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
+    config, manifest = _with_manifest(tiny_model_dir, tmp_path, "2026.11.29")
+    with pytest.raises(SmokeConfigError) as raised:
+        refuse_finished_calendar(config)
+    assert str(raised.value) == (
+        f"countdown-smoke@2026.11.29 already finished: its terminal manifest {manifest} is "
+        "written (final step 8, attempt a-1, weights sha256:abc); a calendar version runs "
+        "once. To train again, bump run.version (e.g. 2026.11.29.1) or use a dev version"
+    )
+    manifest.unlink()
+    refuse_finished_calendar(config)  # not finished: it may run (or resume)
+
+
+def test_a_finished_dev_version_may_run_again(tiny_model_dir: Path, tmp_path: Path) -> None:
+    config, _ = _with_manifest(tiny_model_dir, tmp_path, "dev")
+    refuse_finished_calendar(config)
