@@ -35,6 +35,8 @@ class ArtifactVersionField(VersionField):
         launched, its fingerprint is recorded and a changed artifact must get a new version.
         `dev` and `<label>-dev` (e.g. `sft-dev`) are mutable and always rebuilt; a calendar
         version may not depend on a dev one.
+
+            version="2026.11.01"
         """
     )
 
@@ -46,6 +48,8 @@ class HFRepoIdField(CheckedStringField):
         """
         The Hugging Face repository, `owner/name`, e.g. `Qwen/Qwen2.5-1.5B-Instruct` or
         `openai/gsm8k`.
+
+            repo_id="Qwen/Qwen2.5-1.5B-Instruct"
         """
     )
 
@@ -57,6 +61,9 @@ class HFRevisionField(CommitField):
         """
         The 40-character hex commit sha the repository is pinned at. Branches and tags
         (`main`, `v1.0`) move, so they are refused. Note beside the pin where it comes from.
+
+            # the commit public code pins (say where)
+            revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
         """
     )
 
@@ -67,6 +74,8 @@ class ModelAttentionHeadsField(PositiveIntField):
         """
         `num_attention_heads` of the model's `config.json`. Trainer and inference tensor
         parallel sizes must divide it (checked by `check`); the builder verifies the number.
+
+            attention_heads=12
         """
     )
 
@@ -77,6 +86,8 @@ class ModelKVHeadsField(PositiveIntField):
         """
         `num_key_value_heads` of the model's `config.json` (grouped-query attention); the same
         as `attention_heads` for plain multi-head attention.
+
+            kv_heads=2
         """
     )
 
@@ -87,6 +98,8 @@ class ModelContextLengthField(PositiveIntField):
         """
         The model's context window in tokens (`max_position_embeddings`): a run's prompt and
         generation lengths must fit in it.
+
+            context_length=32768
         """
     )
 
@@ -97,6 +110,8 @@ class ModelNumExpertsField(PositiveIntField):
         """
         Routed experts of a mixture-of-experts model (`num_experts`); leave unset for a dense
         model.
+
+            num_experts=128
         """
     )
 
@@ -119,6 +134,8 @@ class ArtifactRowsField(PositiveIntField):
         """
         Rows of a dataset, when known: lets `check` prove the data covers at least one train
         batch. Leave unset for models and tokenizers.
+
+            rows=7473
         """
     )
 
@@ -132,6 +149,8 @@ class ArtifactKindField(ChoiceField):
         What the artifact is: one of {", ".join(repr(kind) for kind in ARTIFACT_KINDS)}. A run's
         slot takes only its kind (`model=` a model, `train_data=` a dataset); a model needs
         `attention_heads`, `kv_heads` and `context_length`.
+
+            kind="model"
         """
     )
 
@@ -146,6 +165,8 @@ class HFModelTokenizerRepoIdField(CheckedStringField):
         """
         The repository of the tokenizer; unset: the model's `repo_id` (the tokenizer shipped
         with the model).
+
+            tokenizer_repo_id="Qwen/Qwen2.5-1.5B-Instruct"
         """
     )
 
@@ -156,6 +177,8 @@ class HFModelTokenizerRevisionField(CommitField):
         """
         The 40-hex commit of the tokenizer repository; unset: the model's `revision`.
         Set it with `tokenizer_repo_id`.
+
+            tokenizer_revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
         """
     )
 
@@ -163,7 +186,13 @@ class HFModelTokenizerRevisionField(CommitField):
 class HFDatasetSplitField(CheckedStringField):
     alias = "split"
     required = True
-    help = "The split of the dataset this target stands for, e.g. `train` or `test`."
+    help = help_text(
+        """
+        The split of the dataset this target stands for, e.g. `train` or `test`.
+
+            split="train"
+        """
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,6 +206,8 @@ class AdoptedArtifactUriField(CheckedStringField):
         """
         Where the existing object lives, in an object store (`gs://bucket/path`,
         `s3://bucket/path`). Ambient paths (`/home/...`, `~`, `$VAR`) are refused by `check`.
+
+            uri="gs://rl-posttraining-store/adopted/qwen2.5-1.5b-sft"
         """
     )
 
@@ -188,6 +219,8 @@ class AdoptedArtifactSha256Field(Sha256Field):
         """
         The sha256 of the object's content (64 hex characters): adopting verifies it, so the
         name stands for exactly these bytes.
+
+            sha256="9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
         """
     )
 
@@ -207,6 +240,8 @@ class BuiltArtifactBuilderField(CheckedStringField):
         """
         The builder plugin that makes the artifact (Python entry point group
         `rlaunch.builders`), e.g. `countdown_data`, `char_tokenizer`, `sft_model`.
+
+            builder="countdown_data"
         """
     )
 
@@ -217,6 +252,8 @@ class BuiltArtifactConfigField(JsonDictField):
         """
         The builder's configuration, a dict of JSON values; part of the artifact's fingerprint.
         Default: `{}`.
+
+            config={"seed": 7, "train_rows": 4000, "eval_rows": 256}
         """
     )
 
@@ -229,6 +266,8 @@ class BuiltArtifactDepsField(DictStringToStringField):
         tokenizer=":char_tokenizer")`. Each value is the address of an artifact target and is a
         dependency of this target. Their identities and fingerprints are part of this
         artifact's fingerprint.
+
+            deps={"data": ":countdown_data", "tokenizer": ":char_tokenizer"}
         """
     )
     expected_types: ClassVar[tuple[str, ...]] = (
@@ -244,5 +283,7 @@ class BuiltArtifactDependenciesField(Dependencies):
         """
         Extra dependencies. The targets named in `deps` are dependencies already; there is
         usually nothing to add here.
+
+            dependencies=[":notes"]  # e.g. a files() target with the notes
         """
     )

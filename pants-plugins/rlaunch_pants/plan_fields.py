@@ -74,6 +74,8 @@ class RolePlanStrategyField(ChoiceField):
         """
         The policy's training strategy, `fsdp` or `megatron`. Megatron DP = world / (TP x PP x
         CP); FSDP DP = world / SP, where world = nodes x GPUs per node.
+
+            strategy="fsdp"
         """
     )
 
@@ -121,6 +123,10 @@ class RolePlanCriticField(SchemaDictField):
         way. Keys as for `reference`:
         """,
         AUX_ROLE_KEYS,
+        """
+            critic=None  # or, for GAE:
+            critic=dict(colocated_with_policy=True, nodes=1, gpus_per_node=8)
+        """,
     )
 
 
@@ -148,6 +154,8 @@ class RolePlanColocateAllField(BoolField):
         """
         True: the policy (with reference and critic) and the rollout engines share the same
         GPUs, taking turns. False: the engines get GPUs of their own.
+
+            colocate_all=True
         """
     )
 
@@ -155,7 +163,13 @@ class RolePlanColocateAllField(BoolField):
 class RolePlanColocatePolicyRefField(BoolField):
     alias = "colocate_policy_ref"
     required = True
-    help = "True: the reference model shares the policy's GPUs."
+    help = help_text(
+        """
+        True: the reference model shares the policy's GPUs.
+
+            colocate_policy_ref=True
+        """
+    )
 
 
 class RolePlanBatchField(SchemaDictField):
@@ -167,6 +181,17 @@ class RolePlanBatchField(SchemaDictField):
         Batch sizes. Keys (all required):
         """,
         BATCH_KEYS,
+        """
+            batch=dict(
+                train_batch_size=256,
+                policy_mini_batch_size=64,
+                critic_mini_batch_size=None,
+                micro_train_batch_size_per_gpu=4,
+                micro_forward_batch_size_per_gpu=8,
+                n_samples_per_prompt=8,
+                eval_batch_size=512,
+            )
+        """,
     )
 
 
@@ -232,18 +257,33 @@ class ExecutionExecutorField(CheckedStringField):
         The executor plugin that submits the launch YAML: `local` (a Ray head on this machine
         with simulated GPUs), `ray` (an existing cluster at `address`), `iris` (`cluster`) or
         `dry-run`; third-party ones register the entry point group `rlaunch.executors`.
+
+            executor="ray"
         """
     )
 
 
 class ExecutionAddressField(CheckedStringField):
     alias = "address"
-    help = "The Ray Jobs API address for the `ray` executor, e.g. `http://10.0.0.5:8265`."
+    help = help_text(
+        """
+        The Ray Jobs API address for the `ray` executor, e.g. `http://10.0.0.5:8265`.
+
+            address="http://ray-head.rl.internal:8265"
+        """
+    )
 
 
 class ExecutionClusterField(CheckedStringField):
     alias = "cluster"
-    help = "The cluster name for the `iris` executor."
+    help = help_text(
+        """
+        The cluster name for the `iris` executor.
+
+            executor="iris",
+            cluster="h100-west",
+        """
+    )
 
 
 class ExecutionAllocationField(SchemaDictField):
@@ -256,6 +296,10 @@ class ExecutionAllocationField(SchemaDictField):
         whole nodes. Keys (all required):
         """,
         ALLOCATION_KEYS,
+        """
+            allocation=dict(num_nodes=1, gpus_per_node=8, accelerator="H100",
+                            cpus_per_node=96, memory_gb_per_node=1024, disk_gb_per_node=2000)
+        """,
     )
 
 
@@ -263,19 +307,37 @@ class ExecutionPriorityField(ChoiceField):
     alias = "priority"
     default = "normal"
     choices = ("low", "normal", "high")
-    help = "Scheduling priority: `low`, `normal` (default) or `high`."
+    help = help_text(
+        """
+        Scheduling priority: `low`, `normal` (default) or `high`.
+
+            priority="high"
+        """
+    )
 
 
 class ExecutionMaxRetriesField(NonNegativeIntField):
     alias = "max_retries"
     default = 0
-    help = "How many times a failed job is resubmitted (default 0)."
+    help = help_text(
+        """
+        How many times a failed job is resubmitted (default 0).
+
+            max_retries=1
+        """
+    )
 
 
 class ExecutionTimeoutMinutesField(PositiveIntField):
     alias = "timeout_minutes"
     required = True
-    help = "Wall-clock limit of the job, in minutes."
+    help = help_text(
+        """
+        Wall-clock limit of the job, in minutes.
+
+            timeout_minutes=1440
+        """
+    )
 
 
 class ExecutionCredentialsField(StringSequenceField):
@@ -285,18 +347,32 @@ class ExecutionCredentialsField(StringSequenceField):
         """
         Names (never values) of environment variables forwarded to the job, e.g.
         `["WANDB_API_KEY", "HF_TOKEN"]`. Their presence is checked at launch time.
+
+            credentials=["WANDB_API_KEY", "HF_TOKEN"]
         """
     )
 
 
 class ExecutionWandbEntityField(CheckedStringField):
     alias = "wandb_entity"
-    help = "The W&B entity (team or user) to log to; set with `wandb_project`."
+    help = help_text(
+        """
+        The W&B entity (team or user) to log to; set with `wandb_project`.
+
+            wandb_entity="rl-posttraining"
+        """
+    )
 
 
 class ExecutionWandbProjectField(CheckedStringField):
     alias = "wandb_project"
-    help = "The W&B project to log to; set with `wandb_entity`."
+    help = help_text(
+        """
+        The W&B project to log to; set with `wandb_entity`.
+
+            wandb_project="gsm8k-grpo"
+        """
+    )
 
 
 class ExecutionStorePrefixField(CheckedStringField):
@@ -305,6 +381,8 @@ class ExecutionStorePrefixField(CheckedStringField):
         """
         The artifact store the job reads inputs from and writes checkpoints to
         (`gs://bucket/rlaunch`, `s3://...`); unset: the local default store.
+
+            store_prefix="gs://rl-posttraining-store/rlaunch"
         """
     )
 

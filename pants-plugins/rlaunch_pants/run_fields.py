@@ -71,6 +71,8 @@ class RlRunNameField(CheckedStringField):
         """
         The run's name; with `version` its identity `name@version`, from which its checkpoint
         root `{store}/{name}/{version}/checkpoints` derives. Unset: the target's name.
+
+            run_name="gsm8k-grpo-qwen2.5-1.5b"
         """
     )
 
@@ -83,6 +85,8 @@ class RlRunVersionField(VersionField):
         The run's version: `YYYY.MM.DD[.N]` (a real date; immutable once launched, and it needs
         a recorded successful smoke of the same geometry and runtime) or `dev` / `<label>-dev`
         (mutable).
+
+            version="2026.11.29"  # or "dev", "sweep-dev"
         """
     )
 
@@ -90,7 +94,13 @@ class RlRunVersionField(VersionField):
 class RlRunSeedField(NonNegativeIntField):
     alias = "seed"
     required = True
-    help = "The run's random seed."
+    help = help_text(
+        """
+        The run's random seed.
+
+            seed=42
+        """
+    )
 
 
 class _ArtifactReference(TargetReferenceField):
@@ -100,7 +110,13 @@ class _ArtifactReference(TargetReferenceField):
 class RlRunModelField(_ArtifactReference):
     alias = "model"
     required = True
-    help = "Address of the policy's initial model (an artifact target of kind model)."
+    help = help_text(
+        """
+        Address of the policy's initial model (an artifact target of kind model).
+
+            model="experiments/models/qwen2.5-1.5b-instruct"
+        """
+    )
 
 
 class RlRunTokenizerField(_ArtifactReference):
@@ -110,50 +126,96 @@ class RlRunTokenizerField(_ArtifactReference):
         """
         Address of the tokenizer: the model target itself for a Hugging Face model that ships
         its tokenizer, or a tokenizer artifact.
+
+            tokenizer="experiments/models/qwen2.5-1.5b-instruct"
         """
     )
 
 
 class RlRunReferenceModelField(_ArtifactReference):
     alias = "reference_model"
-    help = "Address of a separate reference model; unset: the reference is the initial policy."
+    help = help_text(
+        """
+        Address of a separate reference model; unset: the reference is the initial policy.
+
+            # KL to the Instruct model while the policy starts from the base one
+            model="experiments/models/qwen2.5-1.5b",
+            reference_model="experiments/models/qwen2.5-1.5b-instruct",
+        """
+    )
 
 
 class RlRunCriticModelField(_ArtifactReference):
     alias = "critic_model"
-    help = "Address of the critic's initial model (GAE); unset: no critic."
+    help = help_text(
+        """
+        Address of the critic's initial model (GAE); unset: no critic.
+
+            critic_model="experiments/models/qwen2.5-1.5b-instruct"
+        """
+    )
 
 
 class RlRunTrainDataField(_ArtifactReference):
     alias = "train_data"
     required = True
-    help = "Address of the training dataset."
+    help = help_text(
+        """
+        Address of the training dataset.
+
+            train_data="experiments/datasets:gsm8k-train"
+        """
+    )
 
 
 class RlRunEvalDataField(_ArtifactReference):
     alias = "eval_data"
-    help = "Address of the evaluation dataset; unset: no evaluation."
+    help = help_text(
+        """
+        Address of the evaluation dataset; unset: no evaluation.
+
+            eval_data="experiments/datasets:gsm8k-test"
+        """
+    )
 
 
 class RlRunRuntimeField(TargetReferenceField):
     alias = "runtime"
     required = True
     expected_types = ("rl_runtime",)
-    help = "Address of the `rl_runtime` target the run is launched on."
+    help = help_text(
+        """
+        Address of the `rl_runtime` target the run is launched on.
+
+            runtime="experiments/runtimes:skyrl-0.3.0"
+        """
+    )
 
 
 class RlRunRolePlanField(TargetReferenceField):
     alias = "role_plan"
     required = True
     expected_types = ("role_plan",)
-    help = "Address of the run's `role_plan` target."
+    help = help_text(
+        """
+        Address of the run's `role_plan` target.
+
+            role_plan=":colocated-1x8"  # a role_plan in the same BUILD file
+        """
+    )
 
 
 class RlRunExecutionField(TargetReferenceField):
     alias = "execution"
     required = True
     expected_types = ("rl_execution",)
-    help = "Address of the `rl_execution` target: where the run executes."
+    help = help_text(
+        """
+        Address of the `rl_execution` target: where the run executes.
+
+            execution=":h100-1x8"
+        """
+    )
 
 
 class RlRunSmokeOfField(TargetReferenceField):
@@ -164,6 +226,8 @@ class RlRunSmokeOfField(TargetReferenceField):
         Address of the full `rl_run` this run is the smoke test of. `check` proves the smoke
         shares the full run's strategy, role geometry, handoff kinds and runtime pin; launching
         a calendar-versioned full run needs a recorded successful smoke.
+
+            smoke_of=":grpo"  # on the smoke rl_run, version="dev"
         """
     )
 
@@ -177,6 +241,10 @@ class RlRunLengthsField(SchemaDictField):
         Prompt and generation lengths in tokens (they must fit in the model's context). Keys:
         """,
         LENGTHS_KEYS,
+        """
+            lengths=dict(max_prompt_length=512, max_generate_length=1024,
+                         max_input_length=512, max_turns=1)
+        """,
     )
 
 
@@ -189,6 +257,15 @@ class RlRunAlgorithmField(SchemaDictField):
         The RL algorithm. Keys (all required; `kl` is a dict of its own):
         """,
         ALGORITHM_KEYS,
+        """
+            algorithm=dict(
+                advantage_estimator="grpo",
+                kl=dict(use_kl_loss=True, use_kl_in_reward=False, kl_loss_coef=0.001,
+                        kl_estimator_type="k3"),
+                learning_rate=1e-6, epochs=1, max_training_steps=None, temperature=1.0,
+                clip_ratio=0.2, fully_async=False, environment="gsm8k",
+            )
+        """,
     )
 
 
@@ -196,7 +273,13 @@ class RlRunLoggerField(ChoiceField):
     alias = "logger"
     required = True
     choices = ("console", "wandb")
-    help = "Where metrics go: `console` or `wandb` (needs `wandb_entity`/`wandb_project`)."
+    help = help_text(
+        """
+        Where metrics go: `console` or `wandb` (needs `wandb_entity`/`wandb_project`).
+
+            logger="wandb"
+        """
+    )
 
 
 class RlRunCheckpointField(SchemaDictField):
@@ -209,6 +292,10 @@ class RlRunCheckpointField(SchemaDictField):
         hand-set path. Keys:
         """,
         CHECKPOINT_KEYS,
+        """
+            checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
+                            export_final=True)
+        """,
     )
 
 
@@ -220,13 +307,23 @@ class RlRunResumeModeField(ChoiceField):
         """
         `none`, `latest` (the newest checkpoint under the run's own root; refused if another
         runtime wrote it, unless declared compatible) or `from_path` (with `resume_path`).
+
+            resume_mode="latest"
         """
     )
 
 
 class RlRunResumePathField(CheckedStringField):
     alias = "resume_path"
-    help = 'The checkpoint directory to resume from with `resume_mode="from_path"`.'
+    help = help_text(
+        """
+        The checkpoint directory to resume from with `resume_mode="from_path"`: a
+        `global_step_N` directory under a run's checkpoint root in the store.
+
+            resume_mode="from_path",
+            resume_path="gs://my-store/rlaunch/gsm8k-grpo/2026.11.01/checkpoints/global_step_40",
+        """
+    )
 
 
 class RlRunResumeCompatibleRuntimesField(StringSequenceField):
@@ -236,6 +333,8 @@ class RlRunResumeCompatibleRuntimesField(StringSequenceField):
         """
         Runtime fingerprints (`sha256:...`) whose checkpoints this run may resume: a declared
         compatibility across a runtime change. Default: none.
+
+            resume_compatible_runtimes=["sha256:<the older runtime fingerprint>"]
         """
     )
 
@@ -245,6 +344,8 @@ class RlRunDependenciesField(Dependencies):
         """
         Extra dependencies. Every address field of the run (model, tokenizer, data, runtime,
         role_plan, execution, smoke_of, ...) is a dependency already.
+
+            dependencies=[":notes"]  # e.g. a files() target with the notes
         """
     )
 
@@ -284,11 +385,11 @@ RUN_HELP = help_text(
 
     `./pants check` preflights it (geometry, batch arithmetic, context, pins, versions, paths,
     runtime, smoke geometry): the checks that depend only on the targets, so their result is
-    cached. The world-dependent ones (the launch ledger and version immutability, the launcher's
-    git tree, credentials present, host resources) run uncached at launch time, by
-    `./pants run`. `./pants package` writes `dist/<dir>/<target>/launch.yaml`;
-    `./pants run` preflights again, writes it and submits it through the executor
-    (`./pants run <target> -- --dry-run` submits nothing).
+    cached. The world-dependent ones (VER002 the launch ledger and version immutability, VER003
+    checkpoint roots, VER004 the launcher's git tree, EXEC004 credentials present) are not run by
+    `check`: they run uncached at launch time, by `./pants run`. `./pants package` writes
+    `dist/<dir>/<target>/launch.yaml`; `./pants run` preflights again, writes it and submits it
+    through the executor (`./pants run <target> -- --dry-run` submits nothing).
 
         rl_run(
             name="grpo",

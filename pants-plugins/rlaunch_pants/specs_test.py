@@ -66,6 +66,42 @@ def test_every_key_is_present_and_nulls_are_explicit(rule_runner: RuleRunner) ->
     assert spec["model"]["facts"]["num_experts"] is None
 
 
+def test_a_separate_reference_model_is_its_own_artifact_in_the_spec(
+    rule_runner: RuleRunner,
+) -> None:
+    base = (
+        'hf_model(name="qwen2.5-1.5b", repo_id="Qwen/Qwen2.5-1.5B",'
+        ' revision="8faed761d45a263340a0528343f099c05c9a4323", attention_heads=12, kv_heads=2,'
+        ' context_length=131072, version="2026.11.01")\n'
+    )
+    build = COLOCATED_BUILD.replace(
+        'model=":qwen2.5-1.5b-instruct",\n    tokenizer=":qwen2.5-1.5b-instruct",',
+        'model=":qwen2.5-1.5b",\n    tokenizer=":qwen2.5-1.5b",\n'
+        '    reference_model=":qwen2.5-1.5b-instruct",',
+    )
+    assert build != COLOCATED_BUILD
+    rule_runner.write_files({"experiments/x/BUILD": base + build})
+    spec = run_spec(rule_runner)
+    assert (spec["model"]["name"], spec["model"]["repo_id"]) == (
+        "qwen2.5-1.5b",
+        "Qwen/Qwen2.5-1.5B",
+    )
+    assert spec["tokenizer"]["name"] == "qwen2.5-1.5b"
+    reference = spec["reference_model"]
+    assert (reference["name"], reference["version"], reference["repo_id"]) == (
+        "qwen2.5-1.5b-instruct",
+        "2026.11.01",
+        "Qwen/Qwen2.5-1.5B-Instruct",
+    )
+    assert reference["revision"] == "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+    assert reference["facts"]["max_position_embeddings"] == 32768
+    assert artifact_identities(spec)[:3] == [
+        ("model", "qwen2.5-1.5b@2026.11.01"),
+        ("tokenizer", "qwen2.5-1.5b@2026.11.01"),
+        ("reference_model", "qwen2.5-1.5b-instruct@2026.11.01"),
+    ]
+
+
 def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner) -> None:
     rule_runner.write_files(
         {

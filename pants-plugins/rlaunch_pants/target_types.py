@@ -185,9 +185,11 @@ class RuntimeProfileField(CheckedStringField):
     required = True
     help = help_text(
         """
-        The runtime profile from the library's catalog (`python -m rlaunch rules` lists them):
+        The runtime profile from the library's catalog (src/rlaunch/runtimes/catalog.py):
         `skyrl` (SkyRL 0.3.0) or `smoke` (rlaunch's CPU runtime). It says which entrypoints,
         strategies and fixes the runtime has.
+
+            profile="skyrl"
         """
     )
 
@@ -198,18 +200,34 @@ class RuntimePackageField(CheckedStringField):
         """
         The pinned package, `name==X.Y.Z`, e.g. `skyrl==0.3.0`. Set exactly one of `package`
         or `git_repo` with `git_commit`.
+
+            package="skyrl==0.3.0"
         """
     )
 
 
 class RuntimeGitRepoField(CheckedStringField):
     alias = "git_repo"
-    help = "Repository URL or `owner/name` of the runtime's code; set with `git_commit`."
+    help = help_text(
+        """
+        Repository URL or `owner/name` of the runtime's code; set with `git_commit`.
+
+            git_repo="NovaSky-AI/SkyRL",
+            git_commit="<the 40-hex commit>",
+        """
+    )
 
 
 class RuntimeGitCommitField(CommitField):
     alias = "git_commit"
-    help = "The 40-hex commit of `git_repo` the runtime is pinned at."
+    help = help_text(
+        """
+        The 40-hex commit of `git_repo` the runtime is pinned at.
+
+            git_repo="NovaSky-AI/SkyRL",
+            git_commit="<the 40-hex commit>",
+        """
+    )
 
 
 class RuntimeEntrypointField(CheckedStringField):
@@ -219,6 +237,8 @@ class RuntimeEntrypointField(CheckedStringField):
         """
         The Python module the job runs with the launch YAML, e.g.
         `skyrl.train.entrypoints.main_base` or `rlaunch.runtimes.smoke`.
+
+            entrypoint="skyrl.train.entrypoints.main_base"
         """
     )
 
@@ -230,6 +250,8 @@ class RuntimeRequiredFixesField(StringSequenceField):
         """
         Ids of fixes the run needs from the runtime; `check` proves the pinned runtime
         contains each (the catalog lists them per profile). Default: none.
+
+            required_fixes=["batch-lcm-dp-validation", "max-ckpts-zero-rejected"]
         """
     )
 

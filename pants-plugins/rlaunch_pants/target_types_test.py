@@ -239,3 +239,26 @@ def test_every_target_type_has_documented_fields() -> None:
                 "default" in base.__dict__ for base in field.__mro__[1:-1]
             )
             assert field.required or has_default, f"{field.alias}: neither required nor default"
+
+
+# Fields of Pants' own whose help is Pants' text, not ours.
+PANTS_OWN_FIELDS = ("description", "tags")
+
+
+@pytest.mark.parametrize("target_type", register.target_types(), ids=lambda t: t.alias)
+def test_every_field_help_shows_how_to_write_it_in_a_build_file(target_type: type) -> None:
+    """`./pants help <target>` alone is enough to write a BUILD file: each field's help has an
+    indented example line that writes the field (`alias=...`)."""
+    missing = []
+    for field in target_type.core_fields:
+        if field.alias in PANTS_OWN_FIELDS:
+            continue
+        help_text = field.help if isinstance(field.help, str) else field.help()
+        example = [
+            line
+            for line in help_text.splitlines()
+            if line.startswith("    ") and line.strip().startswith(f"{field.alias}=")
+        ]
+        if not example:
+            missing.append(field.alias)
+    assert missing == []

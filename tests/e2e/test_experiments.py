@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -14,6 +15,8 @@ RUNS = (
     "experiments/countdown:smoke",
     "experiments/qwen2.5-1.5b-gsm8k:grpo",
     "experiments/qwen2.5-1.5b-gsm8k:smoke",
+    "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
+    "experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke",
     "experiments/qwen2.5-14b-separate-ref:grpo",
     "experiments/qwen2.5-14b-separate-ref:smoke",
     "experiments/qwen3-30b-a3b-megatron:grpo",
@@ -59,6 +62,45 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
     ]
 
 
+def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
+    pants: PantsRunner, repo_root: Path, distdir: str
+) -> None:
+    run = "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo"
+    result = pants("dependencies", run)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "experiments/datasets:gsm8k-test",
+        "experiments/datasets:gsm8k-train",
+        "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
+        "experiments/models/qwen2.5-1.5b:qwen2.5-1.5b",
+        "experiments/qwen2.5-1.5b-instruct-ref-2x8:colocated-2x8",
+        "experiments/qwen2.5-1.5b-instruct-ref-2x8:h100-2x8",
+        "experiments/runtimes:skyrl-0.3.0",
+    ]
+    result = pants(f"--pants-distdir={distdir}", "package", run)
+    assert result.returncode == 0, result.stderr
+    folder = repo_root / distdir / "experiments/qwen2.5-1.5b-instruct-ref-2x8/grpo"
+    assert (folder / "identities.txt").read_text() == (
+        "run  gsm8k-grpo-qwen2.5-1.5b-base-instruct-ref@2026.11.29\n"
+        "model  qwen2.5-1.5b@2026.11.01\n"
+        "tokenizer  qwen2.5-1.5b@2026.11.01\n"
+        "reference_model  qwen2.5-1.5b-instruct@2026.11.01\n"
+        "train_data  gsm8k-train@2026.11.01\n"
+        "eval_data  gsm8k-test@2026.11.01\n"
+    )
+    spec = json.loads((folder / "spec.json").read_text())
+    assert spec["model"]["repo_id"] == "Qwen/Qwen2.5-1.5B"
+    assert spec["reference_model"]["repo_id"] == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert spec["reference_model"]["revision"] == "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
+    # The runtime's reference loads the Instruct weights, the policy the base ones.
+    store = "gs://rl-posttraining-store/rlaunch"
+    yaml_text = (folder / "launch.yaml").read_text()
+    assert f"    ref:\n      model:\n        path: {store}/qwen2.5-1.5b-instruct/2026.11.01\n" in (
+        yaml_text
+    )
+    assert f"      model:\n        path: {store}/qwen2.5-1.5b/2026.11.01\n" in yaml_text
+
+
 def test_peek_shows_the_fields_as_written(pants: PantsRunner) -> None:
     result = pants("peek", "experiments/countdown:sft_model")
     assert result.returncode == 0, result.stderr
@@ -71,6 +113,17 @@ def test_help_documents_the_run_target(pants: PantsRunner) -> None:
     assert result.returncode == 0, result.stderr
     for text in ("`rl_run` target", "role_plan", "smoke_of", "resume_mode", "run uncached"):
         assert text in " ".join(result.stdout.split()), text
+    # Each field's help ends with the line a BUILD file writes.
+    assert '\n        reference_model="experiments/models/qwen2.5-1.5b-instruct",\n' in (
+        result.stdout
+    )
+    result = pants("help", "rlaunch-preflight")
+    assert result.returncode == 0, result.stderr
+    assert "The rules that depend on the world are NOT run by `check`" in " ".join(
+        result.stdout.split()
+    )
+    for code in ("VER002", "VER003", "VER004", "EXEC004"):
+        assert f"\n    {code}: " in result.stdout, code
 
 
 def test_packaging_twice_gives_identical_bytes(

@@ -29,16 +29,21 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         changed = ("--changed-since=HEAD", "--changed-dependents=transitive")
         result = scratch.pants(*changed, "list")
         assert result.returncode == 0, result.stderr
+        # The runs whose policy starts from it, and the runs that use it as the KL reference.
         assert result.stdout.split() == [
             "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
             "experiments/qwen2.5-1.5b-gsm8k:grpo",
             "experiments/qwen2.5-1.5b-gsm8k:smoke",
+            "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
+            "experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke",
         ]
         result = scratch.pants(*changed, "check")
         assert result.returncode == 0, result.stderr
         assert "Partition #1 - experiments/qwen2.5-1.5b-gsm8k:grpo:" in result.stderr
         assert "Partition #2 - experiments/qwen2.5-1.5b-gsm8k:smoke:" in result.stderr
-        assert "Partition #3" not in result.stderr
+        assert "Partition #3 - experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo:" in result.stderr
+        assert "Partition #4 - experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke:" in result.stderr
+        assert "Partition #5" not in result.stderr
     finally:
         scratch.write(build, original)
 

@@ -39,9 +39,14 @@ class RlaunchPreflightSubsystem(Subsystem):
         rule with its code).
 
         Only the rules that depend on the targets alone run here (scope `spec`), so results are
-        cached. The rules that depend on the world (the launch ledger and version immutability,
-        the launcher's git tree, credentials present, checkpoint roots, host resources) run at
-        launch time, uncached, by `./pants run` (`rlaunch launch` preflights with scope `all`).
+        cached. The rules that depend on the world are NOT run by `check`: they run at launch
+        time, uncached, by `./pants run` (`rlaunch launch` preflights with scope `all`). They are
+        (`python -m rlaunch rules` shows each rule's scope):
+
+            VER002: the launch ledger: a launched calendar version keeps its fingerprint
+            VER003: the store: `resume_mode="latest"` loads no checkpoint of another runtime
+            VER004: the launcher's git tree is clean for a calendar version
+            EXEC004: every credential named in `credentials` is set in the environment
         """
     )
 

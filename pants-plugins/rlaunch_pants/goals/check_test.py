@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from pants.core.goals.check import CheckResults
@@ -11,6 +12,7 @@ from pants.testutil.rule_runner import QueryRule, RuleRunner
 from rlaunch_pants import register
 from rlaunch_pants.goals.check import (
     RlaunchPreflightRequest,
+    RlaunchPreflightSubsystem,
     RlRunPreflightFieldSet,
     format_spec_report,
     split_report,
@@ -177,3 +179,20 @@ def test_split_report_maps_sources_to_addresses() -> None:
     }
     assert split_report(b"Traceback (most recent call last):", sources) is None
     assert split_report(json.dumps({"specs": report["specs"][:1]}).encode(), sources) is None
+
+
+def test_the_help_names_every_rule_that_check_does_not_run(python: str) -> None:
+    """The world-scope rules run only at launch: the help of `check`'s options lists exactly
+    the library's, so a new world rule cannot be forgotten there."""
+    world = library_json(
+        python,
+        "import json, rlaunch.preflight; "
+        "from rlaunch.preflight.registry import registered_rules; "
+        "print(json.dumps(sorted(r.code for r in registered_rules() if r.scope == 'world')))",
+    )
+    assert world == ["EXEC004", "VER002", "VER003", "VER004"]
+    help_text = RlaunchPreflightSubsystem.help
+    assert isinstance(help_text, str)
+    assert "NOT run by `check`" in help_text
+    listed = sorted(re.findall(r"^    ([A-Z]+[0-9]{3}): ", help_text, flags=re.MULTILINE))
+    assert listed == world
