@@ -30,11 +30,12 @@ from executors.support import (
     echo_spec,
     job_env,
     shared_store,
+    wait_gone,
 )
 from rlaunch.cli import main
 from rlaunch.executors import ExecutorOptions, JobStatus, Submission
 from rlaunch.executors.local import LocalExecutor
-from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head
+from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head, read_record
 from rlaunch.launch import LaunchRefused, launch
 from rlaunch.ledger import Ledger
 from rlaunch.runtimes import catalog
@@ -99,12 +100,21 @@ def run(world: World, spec, *, name: str | None = None, **options):
     return result, "".join(echoed), "\n".join(said)
 
 
-def cli(world: World, *args: str) -> subprocess.Popen:
+def cli(world: World, *args: str, **env: str) -> subprocess.Popen:
     """`rlaunch ARGS` in a process of its own (with the echo runtime profile)."""
     return subprocess.Popen(
-        [sys.executable, str(ECHO_CLI), *args], cwd=world.root, env=dict(os.environ),
+        [sys.executable, str(ECHO_CLI), *args], cwd=world.root, env={**os.environ, **env},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+
+
+def read_until(launcher: subprocess.Popen, text: str, timeout_s: float = 120) -> None:
+    assert launcher.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    line = ""
+    while text not in line and time.monotonic() < deadline:
+        line = launcher.stdout.readline()
+    assert text in line, f"the job never printed {text!r}"
 
 
 def files_containing(root: Path, needle: bytes) -> list[Path]:
@@ -316,6 +326,69 @@ def test_ctrl_c_stops_the_job_and_records_it(world: World) -> None:
     assert record["status"] == "STOPPED"
     local = LocalExecutor(ExecutorOptions(say=lambda m: None))
     assert local.status(Submission.from_dict(record["submission"])) == JobStatus.STOPPED
+
+
+def test_ctrl_c_also_stops_the_head_the_launch_started(world: World, tmp_path: Path) -> None:
+    heads = HeadWatch(tmp_path / "own-head")
+    spec_file = world.spec_file(name="echo-wait-own-head")
+    launcher = cli(world, "launch", str(spec_file), "--out", str(world.out("own-head")),
+                   **{STATE_DIR_ENV: str(heads.state_dir)})
+    try:
+        read_until(launcher, "echo-runtime: waiting for")
+        head = read_record(heads.state_dir)
+        assert head is not None and head.started_by_pid == launcher.pid
+        heads.snapshot()  # the head's processes, the job's driver among them
+        assert len(heads.seen) > 3
+        launcher.send_signal(signal.SIGINT)
+        _, err = launcher.communicate(timeout=90)
+        assert launcher.returncode == 130, err
+        assert "rlaunch: interrupted; stopping job rlaunch-echo-wait-own-head-dev-" in err
+        assert f"rlaunch: stopping the local Ray head (session {head.session_id}, " in err
+        # Ray said STOPPED before its head was stopped; then nothing of the head is left.
+        assert world.ledger.read("echo-wait-own-head", "dev")["status"] == "STOPPED"
+        assert read_record(heads.state_dir) is None
+        assert wait_gone(heads.seen) == set()
+        assert not Path(head.temp_dir).exists()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
+        heads.finish()
+
+
+def test_ctrl_c_while_the_head_starts_stops_it_and_submits_nothing(
+    world: World, tmp_path: Path
+) -> None:
+    heads = HeadWatch(tmp_path / "starting-head")
+    spec_file = world.spec_file(name="echo-head-start")
+    launcher = cli(world, "launch", str(spec_file), "--out", str(world.out("head-start")),
+                   **{STATE_DIR_ENV: str(heads.state_dir)})
+    assert launcher.stderr is not None
+    try:
+        deadline = time.monotonic() + 120
+        line = ""
+        while "rlaunch: starting a local Ray head" not in line and time.monotonic() < deadline:
+            line = launcher.stderr.readline()
+        while read_record(heads.state_dir) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        head = read_record(heads.state_dir)
+        assert head is not None and head.session_name == "", "the head was ready already"
+        heads.snapshot()
+        launcher.send_signal(signal.SIGINT)
+        _, err = launcher.communicate(timeout=60)
+        assert launcher.returncode == 130, err
+        assert "rlaunch: interrupted while submitting echo-head-start@dev; attempt " in err
+        [attempt] = world.ledger.read("echo-head-start", "dev")["attempts"]
+        assert (attempt["status"], attempt["submission"]) == ("submit-failed", None)
+        assert attempt["error"] == "interrupted (Ctrl-C) while submitting"
+        assert read_record(heads.state_dir) is None
+        assert wait_gone(heads.seen) == set()
+        assert not Path(head.temp_dir).exists()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.communicate()
+        heads.finish()
 
 
 def test_the_cli_refuses_an_invalid_spec_file_with_its_problems(world: World) -> None:

@@ -332,6 +332,13 @@ def _submit_and_follow(
         ledger.update(spec.name, spec.version,
                       lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
         raise LaunchRefused(reason) from None
+    except KeyboardInterrupt:
+        # E.g. while the local head starts: it is stopped (by the executor), no job was made.
+        ledger.update(spec.name, spec.version, lambda record: set_status(
+            record, attempt_id, SUBMIT_FAILED, error="interrupted (Ctrl-C) while submitting"))
+        say(f"rlaunch: interrupted while submitting {spec.identity}; attempt {attempt_id} "
+            f"recorded as {SUBMIT_FAILED}")
+        return LaunchResult(spec.identity, yaml_path, digest, False, interrupted=True)
     ledger.update(spec.name, spec.version,
                   lambda record: set_submission(record, attempt_id, submission.to_dict()))
     files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,9 +43,12 @@ def _remember_processes(heads: HeadWatch, monkeypatch: pytest.MonkeyPatch) -> It
     heads.snapshot()
 
 
-def executor(heads: HeadWatch, *, keep_head: bool = True) -> LocalExecutor:
+def executor(
+    heads: HeadWatch, *, keep_head: bool = True, said: list[str] | None = None
+) -> LocalExecutor:
+    say = said.append if said is not None else (lambda m: None)
     return LocalExecutor(
-        ExecutorOptions(keep_head=keep_head, head_state_dir=heads.state_dir, say=lambda m: None)
+        ExecutorOptions(keep_head=keep_head, head_state_dir=heads.state_dir, say=say)
     )
 
 
@@ -56,7 +60,8 @@ def test_first_submission_starts_a_loopback_head_and_runs_the_job(
     heads: HeadWatch, tmp_path: Path
 ) -> None:
     path, launch = rendered(tmp_path, credentials=["ECHO_TOKEN"])
-    local = executor(heads)
+    said: list[str] = []
+    local = executor(heads, said=said)
     submission = local.submit(path, launch, env={"ECHO_TOKEN": "tok-123456"}, attempt_id="a1")
     text = output(local, submission)
     assert wait_terminal(local, submission, 30) == JobStatus.SUCCEEDED
@@ -68,6 +73,11 @@ def test_first_submission_starts_a_loopback_head_and_runs_the_job(
     record = read_record(heads.state_dir)
     assert local.started_head == record
     assert record.dashboard_url == submission.address
+    # It was submitted to only once the head was ready (job agent healthy, Jobs API answering).
+    assert said[0].startswith("rlaunch: starting a local Ray head on 127.0.0.1 (1 simulated GPUs")
+    assert re.fullmatch(
+        rf"rlaunch: the local Ray head is ready after \d+ s \({record.dashboard_url}\)", said[-1]
+    ), said
     assert record.dashboard_url.startswith("http://127.0.0.1:")
     assert (record.num_nodes, record.gpus_per_node, record.num_cpus) == (1, 1, 2)
     assert record.pgid == record.pid == record.session_id

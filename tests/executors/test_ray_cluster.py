@@ -3,10 +3,12 @@ addresses that do not answer and clusters too small for the plan."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -71,6 +73,10 @@ def test_a_cluster_without_the_planned_gpus_is_refused_before_submitting(
         "of which 0 have 8 or more. Use a cluster that has them (check with `ray status` on its "
         "head) or change execution.allocation and the role plan together"
     )
+    # Checked before submitting: the cluster never saw the job.
+    with urllib.request.urlopen(f"{cluster}/api/jobs/", timeout=30) as response:
+        submitted = [job["submission_id"] for job in json.loads(response.read())]
+    assert not [job for job in submitted if job.endswith("-r2")], submitted
 
 
 def _free_port() -> int:

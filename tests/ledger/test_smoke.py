@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from executors.support import echo_spec
+from rlaunch.launch import SMOKE_GATE_CODES
 from rlaunch.ledger import Ledger, add_smoke_result, set_status, start_attempt
 from rlaunch.ledger.smoke import (
     SMOKE_GATE_CODE,
@@ -12,6 +16,9 @@ from rlaunch.ledger.smoke import (
     role_geometry,
     smoke_gate_findings,
 )
+from rlaunch.preflight.commands import rules
+from rlaunch.preflight.docs import rules_markdown
+from rlaunch.preflight.registry import launch_checks
 from rlaunch.spec import parse_spec
 
 FULL = "echo-full@2026.11.29"
@@ -102,3 +109,23 @@ def test_a_smoke_of_another_geometry_or_runtime_does_not_count(tmp_path: Path) -
     ledger.update("echo-full", "2026.11.29", lambda r: add_smoke_result(r, failed))
     [finding] = smoke_gate_findings(spec, ledger)
     assert "smoke old@dev attempt s0: it ended FAILED" in finding.message
+
+
+def test_the_smoke_gate_is_listed_with_the_rules_and_documented_from_its_real_finding() -> None:
+    [check] = launch_checks()
+    assert (check.code, check.family, check.scope) == (SMOKE_GATE_CODE, "launch", "world")
+    assert check.func is smoke_gate_findings
+    assert SMOKE_GATE_CODES == {check.code}
+    listed = json.loads(CliRunner().invoke(rules, ["--format", "json"]).output)["rules"]
+    assert listed[-1] == {"code": "LAUNCH001", "family": "launch", "scope": "world",
+                          "summary": check.summary}
+    # The docs show the finding the gate itself returns for the example.
+    [finding] = check.example()
+    markdown = rules_markdown()
+    assert "implemented in `rlaunch.ledger.smoke.smoke_gate_findings`" in markdown
+    assert f"error LAUNCH001 version, smoke_of: {finding.message}\n    fix: {finding.fix}" in (
+        markdown
+    )
+    assert "no smoke is recorded for it in /srv/rlaunch-store/_ledger/colocated-1x8/" in (
+        finding.message
+    )

@@ -190,6 +190,11 @@ def _stop_local_head() -> None:
         _say("rlaunch: no local Ray head is running")
         return
     busy = local_head.running_jobs(record)
+    if busy is None:
+        raise click.ClickException(
+            f"the local Ray head at {record.dashboard_url} did not list its jobs; it is left "
+            f"running (try again)"
+        )
     if busy:
         raise click.ClickException(
             f"the local Ray head at {record.dashboard_url} still runs job(s) {', '.join(busy)}; "

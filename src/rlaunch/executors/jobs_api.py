@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
+from http.client import HTTPException
 from typing import Any
 
 from rlaunch.executors.base import ExecutorError, JobStatus
@@ -78,7 +79,7 @@ def probe(address: str, timeout_s: float) -> dict[str, Any]:
         raise ExecutorError(
             hint or f"{address}/api/version answered HTTP {err.code}; " + how_to_check(address)
         ) from None
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as err:
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError, HTTPException) as err:
         reason = getattr(err, "reason", err)
         raise ExecutorError(
             f"the Ray Jobs API at {address} did not answer within {timeout_s:g} s ({reason}); "
@@ -98,7 +99,7 @@ def alive_nodes(address: str, timeout_s: float) -> list[dict[str, Any]]:
     try:
         answer = _get_json(url, timeout_s)
         nodes = answer["data"]["result"]["result"]
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as err:
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError, HTTPException) as err:
         raise ExecutorError(
             f"cannot list the nodes of the Ray cluster at {address} ({err}); "
             + how_to_check(address)

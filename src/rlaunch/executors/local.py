@@ -116,7 +116,8 @@ class LocalExecutor(Executor):
         if not submission.address:
             raise ExecutorError(f"submission {submission.submission_id} has no head address")
         try:
-            jobs_api.probe(submission.address, timeout_s=3.0)
+            # Generous: on a loaded machine a slow head must not be reported gone.
+            jobs_api.probe(submission.address, timeout_s=10.0)
         except ExecutorError:
             raise ExecutorError(
                 f"the local Ray head that ran {submission.submission_id} "

@@ -15,6 +15,7 @@ Lifecycle (docs/launching.md, "The local Ray head"):
 from __future__ import annotations
 
 import fcntl
+import http.client
 import json
 import os
 import shutil
@@ -33,12 +34,22 @@ from pathlib import Path
 from typing import Any
 
 from rlaunch.executors.base import ExecutorError, utc_now
+from rlaunch.executors.head_ready import (
+    START_TIMEOUT_ENV,
+    HeadEndpoints,
+    HeadNotReady,
+    start_timeout_s,
+    wait_ready,
+)
 from rlaunch.executors.jobs_api import probe
 
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
 STATE_FILE = "head.json"
-_START_TIMEOUT_S = 90.0
+FAILED_START_LOGS = "failed-start-logs"
+"""Under the state dir: the logs of the last head that did not become ready (its temp dir goes)."""
 _STOP_GRACE_S = 1.5
+# A loaded machine answers slowly; a live head taken for dead would be replaced under its jobs.
+_LIVENESS_TIMEOUT_S = 10.0
 # What the head's processes inherit from the launcher. Jobs inherit the head's environment, so
 # a launcher's credentials must not leak into it: they reach a job only via its runtime env.
 _INHERITED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
@@ -151,19 +162,20 @@ def is_alive(record: HeadRecord) -> bool:
     if not _owned_pids(record):
         return False
     try:
-        answer = probe(record.dashboard_url, timeout_s=3.0)
+        answer = probe(record.dashboard_url, timeout_s=_LIVENESS_TIMEOUT_S)
     except ExecutorError:
         return False
     return answer.get("session_name") == record.session_name
 
 
-def running_jobs(record: HeadRecord) -> list[str]:
+def running_jobs(record: HeadRecord) -> list[str] | None:
+    """Submission ids of the head's PENDING/RUNNING jobs; None when the head did not say."""
     try:
         url = f"{record.dashboard_url}/api/jobs/"
-        with urllib.request.urlopen(url, timeout=5.0) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=_LIVENESS_TIMEOUT_S) as response:  # noqa: S310
             jobs = json.loads(response.read().decode())
-    except (urllib.error.URLError, OSError, ValueError):
-        return []
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
+        return None
     return [
         str(job.get("submission_id") or job.get("job_id"))
         for job in jobs
@@ -171,8 +183,15 @@ def running_jobs(record: HeadRecord) -> list[str]:
     ]
 
 
-def stop_head(record: HeadRecord, state_dir: Path, say: Callable[[str], None]) -> None:
-    """Stop exactly the head's session, remove its temp dir and its state file."""
+def stop_head(
+    record: HeadRecord,
+    state_dir: Path,
+    say: Callable[[str], None],
+    *,
+    keep_logs_in: Path | None = None,
+) -> None:
+    """Stop exactly the head's session, remove its temp dir and its state file (first moving
+    its logs to `keep_logs_in`, when given)."""
     pids = _owned_pids(record)
     if pids:
         say(f"rlaunch: stopping the local Ray head (session {record.session_id}, {len(pids)} "
@@ -191,8 +210,22 @@ def stop_head(record: HeadRecord, state_dir: Path, say: Callable[[str], None]) -
     deadline = time.monotonic() + _STOP_GRACE_S
     while _owned_pids(record) and time.monotonic() < deadline:
         time.sleep(0.1)
+    if keep_logs_in is not None:
+        _keep_logs(Path(record.temp_dir), keep_logs_in)
     shutil.rmtree(record.temp_dir, ignore_errors=True)
     _remove_record(state_dir, record)
+
+
+def _keep_logs(temp_dir: Path, target: Path) -> None:
+    """`ray start`'s output and the session's logs/ (GCS, raylet, dashboard, agents)."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True, exist_ok=True)
+    start_log = temp_dir / "ray-start.log"
+    if start_log.exists():
+        shutil.copyfile(start_log, target / start_log.name)
+    for logs in sorted(temp_dir.glob("session_2*/logs")):
+        shutil.copytree(logs, target / logs.parent.name, ignore_dangling_symlinks=True,
+                        dirs_exist_ok=True)
 
 
 def _signal(pid: int, signum: int) -> None:
@@ -258,6 +291,7 @@ def _head_env() -> dict[str, str]:
 def start_head(
     allocation: Mapping[str, Any], state_dir: Path, say: Callable[[str], None]
 ) -> HeadRecord:
+    timeout_s = start_timeout_s()
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
     command = head_command(allocation, ports, temp_dir)
@@ -280,31 +314,29 @@ def start_head(
     )
     # Written before waiting: if this launcher dies now, the next one finds and cleans it up.
     _write_record(state_dir, record)
+    endpoints = HeadEndpoints(
+        agent_url=f"http://127.0.0.1:{ports['dashboard-agent-listen-port']}",
+        dashboard_url=record.dashboard_url,
+    )
     try:
-        code = process.wait(timeout=_START_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        code = None
-    answer = _wait_dashboard(record.dashboard_url) if code == 0 else None
-    if answer is None:
+        answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
+                            head_alive=lambda: bool(_owned_pids(record)))
+    except (HeadNotReady, KeyboardInterrupt) as err:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
-        stop_head(record, state_dir, say)
+        if isinstance(err, KeyboardInterrupt):
+            stop_head(record, state_dir, say)
+            raise
+        kept = state_dir / FAILED_START_LOGS
+        stop_head(record, state_dir, say, keep_logs_in=kept)
         raise ExecutorError(
-            f"the local Ray head did not start (ray start exit code {code}); its output ends "
-            f"with:\n{tail}"
-        )
+            f"{err}. The head's logs (`ray start`'s output ray-start.log, and the session's "
+            f"gcs_server, raylet, dashboard and dashboard_agent logs) are kept in {kept}; "
+            f"the head was stopped. On a slow or loaded machine, raise {START_TIMEOUT_ENV} "
+            f"(seconds). `ray start`'s output ends with:\n{tail}"
+        ) from None
     record = HeadRecord(**{**asdict(record), "session_name": str(answer.get("session_name"))})
     _write_record(state_dir, record)
     return record
-
-
-def _wait_dashboard(url: str) -> dict[str, Any] | None:
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            return probe(url, timeout_s=2.0)
-        except ExecutorError:
-            time.sleep(0.3)
-    return None
 
 
 @contextmanager
@@ -331,6 +363,14 @@ def ensure_head(
                     say(f"rlaunch: reusing the local Ray head at {record.dashboard_url}")
                     return record, False
                 busy = running_jobs(record)
+                if busy is None:
+                    raise ExecutorError(
+                        f"the local Ray head at {record.dashboard_url} was started for another "
+                        f"allocation, and it did not list its jobs within "
+                        f"{_LIVENESS_TIMEOUT_S:g} s, so it is not replaced under them; launch "
+                        f"again when the machine is less busy, or stop it (`rlaunch stop "
+                        f"TARGET --head`)"
+                    )
                 if busy:
                     raise ExecutorError(
                         f"the local Ray head at {record.dashboard_url} was started for "
@@ -353,5 +393,5 @@ def stop_if_started_since(
     record = read_record(state_dir)
     if record is None or (previous is not None and record.session_id == previous.session_id):
         return
-    if is_alive(record) and not running_jobs(record):
+    if is_alive(record) and running_jobs(record) == []:
         stop_head(record, state_dir, say)

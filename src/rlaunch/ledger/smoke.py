@@ -14,6 +14,7 @@ from rlaunch.executors.base import utc_now
 from rlaunch.ledger.ledger import Ledger
 from rlaunch.ledger.records import SUCCEEDED, add_smoke_result
 from rlaunch.paths import run_paths
+from rlaunch.preflight.registry import launch_check
 from rlaunch.spec import RunSpec
 from rlaunch.store.fs import StoreError, open_location
 
@@ -96,6 +97,25 @@ def _mismatch(result: Mapping[str, Any], spec: RunSpec) -> str | None:
     return None
 
 
+_EXAMPLE_STORE = "/srv/rlaunch-store"
+
+
+def _gate_example() -> list[Any]:
+    """worked example `colocated-1x8` (calendar version `2026.11.29`, `smoke_of: null`), with
+    no smoke recorded in the ledger at `/srv/rlaunch-store`"""
+    from rlaunch.spec.examples import worked_example
+    from rlaunch.spec.io import parse_spec
+
+    spec = parse_spec(worked_example("colocated-1x8"), "example of the smoke gate")
+    return smoke_gate_findings(spec, Ledger(_EXAMPLE_STORE))
+
+
+@launch_check(
+    SMOKE_GATE_CODE,
+    "A calendar-versioned full launch has a recorded successful smoke of the same role geometry"
+    " and runtime fingerprint (the smoke gate; `--skip-smoke-gate REASON` waives it).",
+    example=_gate_example,
+)
 def smoke_gate_findings(spec: RunSpec, ledger: Ledger) -> list[Any]:
     """The smoke gate: a calendar-versioned full run (no `smoke_of`) launches only with a
     recorded successful smoke of the same role geometry and runtime fingerprint."""

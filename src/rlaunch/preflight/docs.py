@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from rlaunch.preflight.allocation import ACCELERATOR_GPUS_PER_NODE
-from rlaunch.preflight.registry import FAMILIES, Rule
+from rlaunch.preflight.registry import FAMILIES, LAUNCH_FAMILY, LaunchCheck, Rule, launch_checks
 from rlaunch.preflight.runner import INTERNAL_CODE, all_rules, run_preflight
 from rlaunch.runtimes.catalog import FIXES, PROFILES
 from rlaunch.spec.io import parse_spec
@@ -28,6 +28,9 @@ FAMILY_TEXT = {
     "runtime": "The runtime pin against the runtime catalog.",
     "execution": "Executor, credentials (by name), W&B identity, limits, export policy, host.",
     "smoke": "A smoke run shares its full run's geometry and pin.",
+    LAUNCH_FAMILY: "Checks `rlaunch launch` (and so `./pants run`) makes besides preflight,"
+    " because what they read is only at hand there: the launch ledger, under the launch lock."
+    " `rlaunch preflight` does not run them; their findings are printed like preflight's.",
 }
 
 INTRO = f"""\
@@ -48,18 +51,24 @@ recipe, never weaken the rule.
   and allowed.
 - `{INTERNAL_CODE}` is not a rule: it reports a rule that crashed (a bug in rlaunch, or a failing
   ledger/store lookup) while every other rule still ran.
-- The **smoke gate** (a calendar-versioned full launch needs a recorded successful smoke run of
-  the same geometry and runtime fingerprint) is not a preflight rule: the launch enforces it
-  (code `LAUNCH001`, rlaunch/launch.py) where the ledger is at hand. The smoke rules here prove
-  what a smoke run shares with its full run.
+- Family **launch** lists the checks the launch makes besides preflight (scope `world`), such as
+  the **smoke gate** `LAUNCH001` (a calendar-versioned full launch needs a recorded successful
+  smoke run of the same geometry and runtime fingerprint): `rlaunch launch` runs them where the
+  ledger is at hand, `rlaunch preflight` does not. The smoke rules prove what a smoke run shares
+  with its full run.
 - Deliberate choices: GEO017 is an error, not a warning, because vLLM divides KV heads over TP
   (or TP over KV heads) exactly and fails at load time otherwise; BATCH008 checks the train batch
   in *prompts* against the lcm of DP sizes, as SkyRL 0.3.0's `validate_batch_sizes` does.
 """
 
 
+def _listed() -> tuple[Rule | LaunchCheck, ...]:
+    """Every code `rlaunch rules` lists: the preflight rules, then the launch checks."""
+    return (*all_rules(), *launch_checks())
+
+
 def rules_table() -> str:
-    rules = all_rules()
+    rules = _listed()
     width = max(len(rule.summary) for rule in rules)
     lines = [f"{'CODE':<9} {'FAMILY':<11} {'SCOPE':<6} RULE", f"{'-' * 9} {'-' * 11} {'-' * 6} "
              + "-" * min(width, 60)]
@@ -70,7 +79,7 @@ def rules_table() -> str:
 def rules_json() -> str:
     rules = [
         {"code": r.code, "family": r.family, "scope": r.scope, "summary": r.summary}
-        for r in all_rules()
+        for r in _listed()
     ]
     return json.dumps({"rules": rules}, indent=2) + "\n"
 
@@ -122,11 +131,24 @@ def _catalog_section() -> list[str]:
     return lines
 
 
+def _launch_check_lines(check: LaunchCheck) -> list[str]:
+    lines = [f"### {check.code}", "", f"{check.summary} Scope: `{check.scope}`; run by the "
+             f"launch, implemented in `{check.implementation}`.", "",
+             f"Example: {check.describe_example()}.", "", "```"]
+    for finding in check.example():
+        if finding.code == check.code:
+            lines.append(f"{finding.severity} {finding.code} {', '.join(finding.paths)}:"
+                         f" {finding.message}")
+            lines.append(f"    fix: {finding.fix}")
+    return [*lines, "```", ""]
+
+
 def rules_markdown() -> str:
     rules = all_rules()
+    checks = launch_checks()
     lines = [INTRO, "## All rules", "", "| code | family | scope | rule |", "|---|---|---|---|"]
     lines += [f"| [{r.code}](#{r.code.lower()}) | {r.family} | {r.scope} | {r.summary} |"
-              for r in rules]
+              for r in (*rules, *checks)]
     lines.append("")
     for family in FAMILIES:
         lines += [f"## {family}", "", FAMILY_TEXT[family], ""]
@@ -136,5 +158,8 @@ def rules_markdown() -> str:
                 f"Example: {rule.example.describe()}.", "", "```", *example_findings(rule),
                 "```", "",
             ]
+    lines += [f"## {LAUNCH_FAMILY}", "", FAMILY_TEXT[LAUNCH_FAMILY], ""]
+    for check in checks:
+        lines += _launch_check_lines(check)
     lines += _catalog_section()
     return "\n".join(lines).rstrip("\n") + "\n"

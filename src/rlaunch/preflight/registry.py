@@ -132,3 +132,58 @@ def registered_rules() -> tuple[Rule, ...]:
     """Every rule, by family (in FAMILIES order) then code."""
     order = {family: index for index, family in enumerate(FAMILIES)}
     return tuple(sorted(_RULES.values(), key=lambda r: (order[r.family], r.code)))
+
+
+LAUNCH_FAMILY = "launch"
+LAUNCH_CHECK_MODULES = ("rlaunch.ledger.smoke",)
+"""The modules whose import registers the launch checks (`launch_checks()` imports them)."""
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """A check the launch makes besides preflight, because what it reads is only at hand there
+    (the ledger, under the launch lock). Listed by `rlaunch rules` with the rules (family
+    `launch`, scope `world`), run by `rlaunch launch` only; its logic stays in `func`'s module."""
+
+    code: str
+    summary: str
+    func: Callable[..., list[Finding]]
+    example: Callable[[], list[Finding]]
+    """Its real finding on an example; the example's docstring describes it for the docs."""
+    family: str = LAUNCH_FAMILY
+    scope: Scope = "world"
+
+    @property
+    def implementation(self) -> str:
+        return f"{self.func.__module__}.{self.func.__qualname__}"
+
+    def describe_example(self) -> str:
+        """The first paragraph of the example's docstring, as one line."""
+        paragraph = (self.example.__doc__ or "an example").strip().split("\n\n")[0]
+        return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+_LAUNCH_CHECKS: dict[str, LaunchCheck] = {}
+
+
+def launch_check(
+    code: str, summary: str, *, example: Callable[[], list[Finding]]
+) -> Callable[[Callable[..., list[Finding]]], Callable[..., list[Finding]]]:
+    """Register the decorated function as the launch check `code` (it is returned unchanged)."""
+
+    def register(func: Callable[..., list[Finding]]) -> Callable[..., list[Finding]]:
+        if code in _LAUNCH_CHECKS or code in _RULES:
+            raise ValueError(f"check code {code} is registered twice")
+        _LAUNCH_CHECKS[code] = LaunchCheck(code, summary, func, example)
+        return func
+
+    return register
+
+
+def launch_checks() -> tuple[LaunchCheck, ...]:
+    """Every launch check, by code."""
+    import importlib
+
+    for module in LAUNCH_CHECK_MODULES:
+        importlib.import_module(module)
+    return tuple(sorted(_LAUNCH_CHECKS.values(), key=lambda c: c.code))
