@@ -195,6 +195,11 @@ def test_a_calendar_version_keeps_its_fingerprint(world: World) -> None:
         f"{changed.fingerprint}" in message
     )
     assert "fix: Bump the version to 2026.11.29.1" in message
+    # The same spec again: it finished, and a calendar version runs once.
+    with pytest.raises(LaunchRefused) as caught:
+        run(world, spec, skip_smoke_gate="no smoke in this test")
+    assert "error VER005 version: echo-cal@2026.11.29 already finished (attempt " in str(
+        caught.value)
     # A dev version relaunches whatever changed.
     assert run(world, world.spec(name="echo-cal", seed=9))[0].exit_code == 0
 

@@ -122,7 +122,7 @@ def test_help_documents_the_run_target(pants: PantsRunner) -> None:
     assert "The rules that depend on the world are NOT run by `check`" in " ".join(
         result.stdout.split()
     )
-    for code in ("VER002", "VER003", "VER004", "EXEC004"):
+    for code in ("VER002", "VER003", "VER004", "VER005", "EXEC004"):
         assert f"\n    {code}: " in result.stdout, code
 
 

@@ -66,7 +66,8 @@ def test_ver002_looks_up_the_run_identity() -> None:
         asked.append((name, version))
 
     messages(example(), "VER002", world=world(ledger=ledger))
-    assert asked == [("colocated-1x8", "2026.11.29")]
+    # VER002 and VER005 both read the run's own record, and nothing else.
+    assert set(asked) == {("colocated-1x8", "2026.11.29")}
 
 
 def test_ver003_resume_latest_against_another_runtime() -> None:
@@ -120,3 +121,20 @@ def test_next_calendar() -> None:
     assert [next_calendar(v) for v in ("2026.11.29", "2026.11.29.1", "dev")] == [
         "2026.11.29.1", "2026.11.29.2", "dev",
     ]
+
+
+def test_ver005_a_finished_calendar_version_is_not_launched_again() -> None:
+    record = {"fingerprint": parse_spec(example()).fingerprint, "status": "FAILED", "attempts": [
+        {"attempt_id": "a1", "status": "SUCCEEDED"}, {"attempt_id": "a2", "status": "FAILED"}]}
+    [finding] = findings(example(), "VER005", world=world(ledger=lambda name, version: record))
+    assert finding.message == (
+        "colocated-1x8@2026.11.29 already finished (attempt a1 SUCCEEDED; terminal manifest "
+        "gs://rlaunch-example/store/colocated-1x8/2026.11.29/terminal.json); a calendar version "
+        "runs once, so a second launch would overwrite its outputs"
+    )
+    assert finding.fix == "Bump the version to 2026.11.29.1 to train again."
+    # A failed or stopped attempt may be launched again (it resumes); dev versions always may.
+    failed = {**record, "attempts": [{"attempt_id": "a2", "status": "FAILED"}]}
+    assert findings(example(), "VER005", world=world(ledger=lambda n, v: failed)) == []
+    dev = example(edits={"version": "dev"})
+    assert findings(dev, "VER005", world=world(ledger=lambda n, v: record)) == []

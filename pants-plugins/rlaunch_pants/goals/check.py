@@ -46,6 +46,7 @@ class RlaunchPreflightSubsystem(Subsystem):
             VER002: the launch ledger: a launched calendar version keeps its fingerprint
             VER003: the store: `resume_mode="latest"` loads no checkpoint of another runtime
             VER004: the launcher's git tree is clean for a calendar version
+            VER005: the launch ledger: a finished calendar version is not launched again
             EXEC004: every credential named in `credentials` is set in the environment
         """
     )

@@ -132,3 +132,36 @@ def clean_launcher(check: Check) -> Iterator[Finding]:
             " (not a git checkout)",
             "Launch calendar versions from a clean git checkout of the launcher.",
         )
+
+
+@rule(
+    "VER005",
+    "A calendar version runs to completion once: a finished one is not launched again.",
+    scope="world",
+    example=Example(
+        world={
+            "ledger": {
+                "fingerprint": None, "status": "SUCCEEDED",
+                "attempts": [{"attempt_id": "20261129T120000Z-abc123", "status": "SUCCEEDED"}],
+            }
+        }
+    ),
+)
+def calendar_runs_once(check: Check) -> Iterator[Finding]:
+    spec, world = check.spec, check.world
+    if world is None or not is_calendar(spec.version):
+        return
+    record = world.ledger(spec.name, spec.version) or {}
+    finished = [a for a in record.get("attempts", ()) if a.get("status") == "SUCCEEDED"]
+    if not finished:
+        return
+    where = ""
+    if check.store_prefix:
+        manifest = run_paths(check.store_prefix, spec.name, spec.version).terminal_manifest
+        where = f"; terminal manifest {manifest}"
+    yield error(
+        "VER005", ("version",),
+        f"{spec.identity} already finished (attempt {finished[-1].get('attempt_id')} SUCCEEDED"
+        f"{where}); a calendar version runs once, so a second launch would overwrite its outputs",
+        f"Bump the version to {next_calendar(spec.version)} to train again.",
+    )
