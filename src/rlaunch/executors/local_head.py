@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rlaunch.atomic import write_json_atomically
 from rlaunch.executors.base import ExecutorError, utc_now
 from rlaunch.executors.head_ready import (
     START_TIMEOUT_ENV,
@@ -114,11 +115,7 @@ def read_record(state_dir: Path) -> HeadRecord | None:
 
 
 def _write_record(state_dir: Path, record: HeadRecord) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(asdict(record), handle, indent=2, sort_keys=True)
-    os.replace(tmp, state_dir / STATE_FILE)
+    write_json_atomically(state_dir / STATE_FILE, asdict(record))
 
 
 def _remove_record(state_dir: Path, record: HeadRecord) -> None:

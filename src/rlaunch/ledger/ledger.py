@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
+from rlaunch.atomic import write_text_atomically
 from rlaunch.ledger.errors import LedgerError
 from rlaunch.ledger.lock import LaunchLock, lock_path_for
 from rlaunch.ledger.records import latest_smoke_result, launched, new_record
@@ -76,18 +74,7 @@ class Ledger:
         path = self.record_path(name, version)
         text = json.dumps(record, indent=2, sort_keys=True) + "\n"
         if self._location.is_local:
-            target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_text_atomically(path, text)
         else:
             self._location.fs.pipe_file(self._fs_path(path), text.encode())
 

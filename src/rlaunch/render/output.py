@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rlaunch.atomic import write_text_atomically
 from rlaunch.render.document import LAUNCH_SCHEMA_VERSION, SECTIONS, launch_document
 from rlaunch.spec import RunSpec
 
@@ -60,24 +60,9 @@ def render_launch(spec: RunSpec, *, store_prefix: str, launcher_commit: str | No
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> Path:
-    """Write to a temporary file beside `path`, then rename over it: a reader sees the old file
-    or the new one, never half of one."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp makes the file private; a launch YAML holds no secret and executors on other
-        # accounts read it.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Write atomically, readable by all: a launch YAML holds no secret, and executors on
+    other accounts read it."""
+    return write_text_atomically(path, text, mode=0o644)
 
 
 def render_to_file(

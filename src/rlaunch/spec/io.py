@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from rlaunch.atomic import write_text_atomically
 from rlaunch.spec.run import RunSpec
 
 
@@ -101,8 +101,4 @@ def dump_spec(spec: RunSpec, path: str | os.PathLike) -> None:
     """Write atomically; `.json` files as JSON, anything else as YAML."""
     path = Path(path)
     text = dumps_spec(spec, "json" if path.suffix == ".json" else "yaml")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    write_text_atomically(path, text)

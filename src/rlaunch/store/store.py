@@ -18,6 +18,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from rlaunch.atomic import write_text_atomically
 from rlaunch.paths import artifact_root, default_store_prefix, join
 from rlaunch.store.fs import StoreError, local_cache_dir, lock_dir_for_remote, open_location
 from rlaunch.store.records import (
@@ -221,12 +222,7 @@ class ArtifactStore:
             fs.rm_file(record_path)
         if self.is_local:
             self._swap_into_place(staging, Path(root), record.version)
-            temporary = Path(root, f".{RECORD_FILE}.{os.getpid()}.tmp")
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(record.to_json())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, record_path)
+            write_text_atomically(record_path, record.to_json())
             return
         if fs.exists(root):
             fs.rm(root, recursive=True)

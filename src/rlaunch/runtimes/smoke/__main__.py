@@ -11,9 +11,10 @@ import sys
 
 from ray.exceptions import RayError
 
+from rlaunch.atomic import write_json_atomically
 from rlaunch.models.tiny import ModelFormatError
 from rlaunch.render import LaunchError, load_launch
-from rlaunch.runtimes.smoke.checkpoint import CheckpointError, write_json_atomically
+from rlaunch.runtimes.smoke.checkpoint import CheckpointError
 from rlaunch.runtimes.smoke.cluster import connect
 from rlaunch.runtimes.smoke.config import SmokeConfigError, check_runnable, load_config
 from rlaunch.runtimes.smoke.data import DataError

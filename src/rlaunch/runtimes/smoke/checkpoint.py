@@ -17,9 +17,9 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
+
+from rlaunch.atomic import write_json_atomically, write_text_atomically
 
 LATEST_FILE = "latest_ckpt_global_step.txt"
 RUNTIME_FILE = "runtime.json"
@@ -29,24 +29,6 @@ STEP_DIR = re.compile(r"global_step_(\d+)")
 
 class CheckpointError(RuntimeError):
     """A checkpoint root or directory that this run must not, or cannot, resume from."""
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomically(path: Path, value: Any) -> None:
-    write_text_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def step_dir(root: Path, step: int) -> Path:

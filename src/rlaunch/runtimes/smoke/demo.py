@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlaunch.atomic import write_text_atomically
+
 MODEL_DIMS = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
               "max_position_embeddings": 64}
 
@@ -190,7 +192,6 @@ def write_records(document: dict[str, Any]) -> None:
     """A build record for every input folder the document names, as the store writes it:
     identity and fingerprint from the document, the files as they are now. The provenance
     says that this module, not the artifact's builder, made the files."""
-    import os
 
     from rlaunch import __version__
     from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
@@ -215,6 +216,4 @@ def write_records(document: dict[str, Any]) -> None:
             ),
             files=scan_payload(root),
         )
-        temporary = root / f".{RECORD_FILE}.tmp"
-        temporary.write_text(record.to_json(), encoding="utf-8")
-        os.replace(temporary, root / RECORD_FILE)
+        write_text_atomically(root / RECORD_FILE, record.to_json())
