@@ -120,10 +120,14 @@ def test_no_interpreter_is_a_clear_error(rule_runner: RuleRunner) -> None:
 
 def test_the_text_is_the_librarys_own_titled_by_address(python: str) -> None:
     """The plugin prints the library's `--format text` output, retitled by the address."""
+    # Runs on the project runtime in a subprocess: the plugin's own process never imports the
+    # library, so the library is only named here, inside the program text.
     code = """
-import json
-from rlaunch.preflight.finding import error, warning
-from rlaunch.preflight.report import format_json, format_text, spec_report
+import importlib, json
+finding = importlib.import_module("rlaunch.preflight.finding")
+report = importlib.import_module("rlaunch.preflight.report")
+error, warning = finding.error, finding.warning
+format_json, format_text, spec_report = report.format_json, report.format_text, report.spec_report
 findings = [
     warning("BATCH010", ("train_data.rows",), "the last 49 prompts are dropped", "Accept it."),
     error("GEO003", ("role_plan.policy", "role_plan.rollout"), "policy world 12 = 3 x 4", "Fix."),

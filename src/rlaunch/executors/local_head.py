@@ -8,8 +8,8 @@ Lifecycle (docs/launching.md, "The local Ray head"):
   to 127.0.0.1 on free ports, simulated GPUs (`--num-gpus`) matching the allocation, and its own
   short `--temp-dir` (Ray's unix socket paths must stay under 108 characters).
 - `stop_head` stops exactly that session: SIGTERM to its process group, then to any process
-  still in the session, SIGKILL after a grace period. Never `ray stop`, which would stop every
-  Ray on the machine.
+  still in the session, SIGKILL after a grace period. Never Ray's own stop command, which
+  would stop every Ray on the machine.
 """
 
 from __future__ import annotations
