@@ -183,6 +183,22 @@ class HFModelTokenizerRevisionField(CommitField):
     )
 
 
+class HFDatasetConfigField(CheckedStringField):
+    # Not the built_artifact's `config` (a builder's dict): another field class, another target.
+    alias = "config"
+    help = help_text(
+        """
+        The dataset configuration (subset) as `datasets.load_dataset(repo_id, config)` takes
+        it, e.g. `main` or `socratic` for `openai/gsm8k`. Leave unset for a dataset with a
+        single default configuration. The download is the whole repo at the commit either way;
+        the runtime loads this configuration from it, and the build refuses a name the repo's
+        README.md card does not list among its `configs`.
+
+            config="main"
+        """
+    )
+
+
 class HFDatasetSplitField(CheckedStringField):
     alias = "split"
     required = True

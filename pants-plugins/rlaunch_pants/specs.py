@@ -98,6 +98,7 @@ def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[st
             "version": version,
             "repo_id": target[af.HFRepoIdField].value,
             "revision": target[af.HFRevisionField].value,
+            "config": target[af.HFDatasetConfigField].value,
             "split": target[af.HFDatasetSplitField].value,
             "rows": target[af.ArtifactRowsField].value,
         }

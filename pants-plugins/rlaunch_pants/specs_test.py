@@ -66,6 +66,41 @@ def test_every_key_is_present_and_nulls_are_explicit(rule_runner: RuleRunner) ->
     assert spec["model"]["facts"]["num_experts"] is None
 
 
+def test_a_dataset_config_is_a_name_or_an_explicit_null_beside_a_builder_config(
+    rule_runner: RuleRunner,
+) -> None:
+    # `config` is a string on hf_dataset and a dict on built_artifact: two field classes.
+    rule_runner.write_files(
+        {
+            "data/BUILD": (
+                'hf_dataset(name="socratic", repo_id="openai/gsm8k", revision="' + "e" * 40
+                + '", config="socratic", split="train", version="2026.11.01")\n'
+                'hf_dataset(name="plain", repo_id="org/plain", revision="' + "f" * 40
+                + '", split="train", rows=10, version="2026.11.01")\n'
+                'built_artifact(name="problems", builder="countdown_data", kind="dataset",'
+                ' config={"seed": 7}, version="dev")\n'
+            ),
+        }
+    )
+
+    def artifact(name: str) -> dict:
+        address = Address("data", target_name=name)
+        return rule_runner.request(ArtifactSpec, [ArtifactSpecRequest(address)]).data()
+
+    assert artifact("socratic") == {
+        "type": "hf_dataset",
+        "name": "socratic",
+        "version": "2026.11.01",
+        "repo_id": "openai/gsm8k",
+        "revision": "e" * 40,
+        "config": "socratic",
+        "split": "train",
+        "rows": None,
+    }
+    assert "config" in artifact("plain") and artifact("plain")["config"] is None
+    assert artifact("problems")["config"] == {"seed": 7}
+
+
 def test_a_separate_reference_model_is_its_own_artifact_in_the_spec(
     rule_runner: RuleRunner,
 ) -> None:

@@ -74,18 +74,20 @@ class HFDatasetTarget(Target):
         *COMMON_TARGET_FIELDS,
         af.HFRepoIdField,
         af.HFRevisionField,
+        af.HFDatasetConfigField,
         af.HFDatasetSplitField,
         af.ArtifactRowsField,
         af.ArtifactVersionField,
     )
     help = help_text(
         """
-        One split of a Hugging Face dataset pinned at a commit.
+        One configuration (subset) and split of a Hugging Face dataset pinned at a commit.
 
             hf_dataset(
                 name="gsm8k-train",
                 repo_id="openai/gsm8k",
                 revision="e53f048856ff4f594e959d75785d2c2d37b678ee",
+                config="main",
                 split="train",
                 rows=7473,
                 version="2026.11.01",

@@ -24,6 +24,22 @@ from rlaunch.spec.artifacts import HFDataset, HFModel
 MODEL_COMMIT = "1" * 40
 TOKENIZER_COMMIT = "2" * 40
 DATASET_COMMIT = "3" * 40
+PLAIN_DATASET_COMMIT = "4" * 40
+# A dataset card's YAML header as the Hub writes it for a repo with two configurations.
+CARD = b"""---
+license: mit
+configs:
+- config_name: main
+  data_files:
+  - split: train
+    path: main/train.parquet
+- config_name: socratic
+  data_files:
+  - split: train
+    path: socratic/train.parquet
+---
+# data
+"""
 CONFIG = {"model_type": "llama", "num_attention_heads": 16, "num_key_value_heads": 4,
           "max_position_embeddings": 4096, "hidden_size": 64}
 REPOS: dict[tuple[str, str, str], dict[str, bytes]] = {
@@ -40,7 +56,12 @@ REPOS: dict[tuple[str, str, str], dict[str, bytes]] = {
     },
     ("datasets", "org/data", DATASET_COMMIT): {
         "main/train.parquet": b"PAR1 train rows",
-        "README.md": b"# data\n",
+        "socratic/train.parquet": b"PAR1 socratic rows",
+        "README.md": CARD,
+    },
+    ("datasets", "org/plain", PLAIN_DATASET_COMMIT): {
+        "train.jsonl": b"{}\n",
+        "README.md": b"# no YAML header, so no configs listed\n",
     },
 }
 
@@ -203,15 +224,45 @@ def test_a_tokenizer_pinned_elsewhere_is_fetched_into_tokenizer(hub, tmp_path: P
     assert (result.local_path / "tokenizer.json").read_bytes() == b'{"model": "old"}'
 
 
-def test_a_dataset_is_downloaded_from_the_dataset_routes(hub, tmp_path: Path) -> None:
-    dataset = HFDataset.model_validate({
+def dataset(**changes: object) -> HFDataset:
+    fields = {
         "type": "hf_dataset", "name": "data", "version": "2026.01.01", "repo_id": "org/data",
-        "revision": DATASET_COMMIT, "split": "train", "rows": None,
-    })
-    result = build_artifact(dataset, str(tmp_path / "store"), log=quiet)
+        "revision": DATASET_COMMIT, "config": "main", "split": "train", "rows": None,
+    }
+    fields.update(changes)
+    return HFDataset.model_validate(fields)
+
+
+def test_a_dataset_is_downloaded_from_the_dataset_routes(hub, tmp_path: Path) -> None:
+    result = build_artifact(dataset(), str(tmp_path / "store"), log=quiet)
     assert (result.local_path / "main" / "train.parquet").read_bytes() == b"PAR1 train rows"
+    # The config picks a subset to load, not what is downloaded: the whole repo is there.
+    assert (result.local_path / "socratic" / "train.parquet").exists()
     assert ("HEAD", f"/datasets/org/data/resolve/{DATASET_COMMIT}/README.md",
             "Bearer hf_test_token") in hub
+    assert result.record.config == {
+        "type": "hf_dataset", "repo_id": "org/data", "revision": DATASET_COMMIT,
+        "config": "main", "split": "train", "rows": None,
+    }
+
+
+def test_a_config_the_card_does_not_list_is_refused(hub, tmp_path: Path) -> None:
+    with pytest.raises(BuildError) as raised:
+        build_artifact(dataset(config="default"), str(tmp_path / "store"), log=quiet)
+    assert str(raised.value) == (
+        f"data@2026.01.01: config 'default' is not a configuration of org/data@{DATASET_COMMIT}; "
+        f"its README.md lists 'main', 'socratic': set `config` to one of them"
+    )
+    assert not (tmp_path / "store" / "data" / "2026.01.01").exists()
+
+
+def test_a_null_config_or_a_card_without_configs_is_not_checked(hub, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    assert build_artifact(dataset(config=None), store, log=quiet).record.config["config"] is None
+    plain = dataset(name="plain", repo_id="org/plain", revision=PLAIN_DATASET_COMMIT,
+                    config="anything")
+    result = build_artifact(plain, store, log=quiet)
+    assert (result.local_path / "train.jsonl").read_bytes() == b"{}\n"
 
 
 def test_a_branch_name_is_refused_before_any_request(hub, tmp_path: Path) -> None:

@@ -64,7 +64,12 @@ EXPECTED_KEYS: dict[str, list[str]] = {
     "skyrl.environment": ["env_class"],
 }
 INPUT_KEYS = ["identity", "kind", "type", "fingerprint", "uri", "source"]
-SOURCE_KEYS = (["repo_id", "revision"], ["uri", "sha256"], ["builder", "config"])
+SOURCE_KEYS = {
+    "hf_model": ["repo_id", "revision"],
+    "hf_dataset": ["repo_id", "revision", "config"],
+    "adopted": ["uri", "sha256"],
+    "built": ["builder", "config"],
+}
 
 PROPERTY_SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -112,6 +117,9 @@ def spec_data(draw: st.DrawFn) -> dict[str, Any]:
                                        "num_nodes": draw(counts), "num_gpus_per_node": 8}
         batch["critic_mini_batch_size"] = draw(counts)
     data["eval_data"] = draw(st.sampled_from([None, GSM8K_TEST]))
+    if data["eval_data"] is not None:
+        # Any config name: `null`, `yes`, `1.0` must come back from the YAML as the same string.
+        data["eval_data"] = {**data["eval_data"], "config": draw(st.one_of(st.none(), any_text))}
     algorithm = data["algorithm"]
     algorithm["learning_rate"] = draw(floats)
     algorithm["clip_ratio"] = draw(floats)
@@ -160,7 +168,7 @@ def key_order_problems(document: dict[str, Any]) -> list[str]:
     if slots != [slot for slot in INPUT_SLOTS if slot in slots]:
         problems.append(f"inputs: {slots}")
     for slot, entry in document["inputs"].items():
-        if list(entry) != INPUT_KEYS or list(entry["source"]) not in SOURCE_KEYS:
+        if list(entry) != INPUT_KEYS or list(entry["source"]) != SOURCE_KEYS[entry["type"]]:
             problems.append(f"inputs.{slot}: {list(entry)} / {list(entry['source'])}")
     return problems
 
@@ -204,5 +212,7 @@ def test_keys_are_always_in_documented_order_and_the_yaml_reads_back_equal(data,
     assert loaded == document
     assert yaml.safe_dump(loaded, sort_keys=False) == yaml.safe_dump(document, sort_keys=False)
     config = document["inputs"]["train_data"]["source"].get("config")
-    if config is not None:
+    if spec.train_data.type == "built":
         assert list(config) == sorted(config)
+    if spec.eval_data is not None:
+        assert document["inputs"]["eval_data"]["source"]["config"] == spec.eval_data.config

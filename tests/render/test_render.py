@@ -127,6 +127,7 @@ def test_artifact_roots_derive_from_run_paths_and_inputs_from_artifact_root():
     assert doc["inputs"]["eval_data"]["source"] == {
         "repo_id": "openai/gsm8k",
         "revision": "e53f048856ff4f594e959d75785d2c2d37b678ee",
+        "config": "main",
     }
 
 

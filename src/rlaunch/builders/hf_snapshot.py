@@ -2,8 +2,10 @@
 
 The payload is the repo's files at that commit. A model's declared facts are checked against
 its config.json. When a model's tokenizer pin is another repo or commit, the tokenizer files of
-that pin go to `tokenizer/` inside the payload. The endpoint and token come from `HF_ENDPOINT`
-and `HF_TOKEN`, read when the build runs.
+that pin go to `tokenizer/` inside the payload. A dataset's `config` (subset) does not change
+the download, the whole repo at the commit; when the repo's README.md card lists its
+configurations (a YAML `configs:` header), a config not among them is refused. The endpoint
+and token come from `HF_ENDPOINT` and `HF_TOKEN`, read when the build runs.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class HFSnapshotBuilder:
         expect_type(self.name, artifact, HFModel, HFDataset)
         repo_type = "dataset" if isinstance(artifact, HFDataset) else "model"
         _download(artifact, artifact.repo_id, artifact.revision, repo_type, out_dir, log)
+        if isinstance(artifact, HFDataset):
+            _check_dataset_config(artifact, out_dir)
         if not isinstance(artifact, HFModel):
             return
         verify_model_facts(artifact, out_dir, f"{artifact.repo_id}@{artifact.revision}")
@@ -54,6 +58,50 @@ class HFSnapshotBuilder:
                     f"{identity(artifact)}: tokenizer repo {tokenizer_pin[0]}@{tokenizer_pin[1]} "
                     f"has no tokenizer files (looked for {', '.join(TOKENIZER_PATTERNS)})"
                 )
+
+
+def card_configs(readme: Path) -> list[str] | None:
+    """The `config_name`s of a dataset card's YAML header `configs:`, or None if it lists none.
+
+    A card that cannot be read as such says nothing about configs: the check is then skipped
+    rather than failing a build on a malformed README.
+    """
+    if not readme.is_file():
+        return None
+    text = readme.read_text(encoding="utf-8", errors="replace")
+    if not text.startswith("---"):
+        return None
+    header, separator, _ = text[3:].partition("\n---")
+    if not separator:
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(header)
+    except yaml.YAMLError:
+        return None
+    configs = data.get("configs") if isinstance(data, dict) else None
+    if not isinstance(configs, list):
+        return None
+    names = [
+        str(entry["config_name"])
+        for entry in configs
+        if isinstance(entry, dict) and entry.get("config_name") is not None
+    ]
+    return names or None
+
+
+def _check_dataset_config(artifact: HFDataset, out_dir: Path) -> None:
+    if artifact.config is None:
+        return
+    listed = card_configs(out_dir / "README.md")
+    if listed is None or artifact.config in listed:
+        return
+    raise BuildError(
+        f"{identity(artifact)}: config {artifact.config!r} is not a configuration of "
+        f"{artifact.repo_id}@{artifact.revision}; its README.md lists "
+        f"{', '.join(repr(name) for name in listed)}: set `config` to one of them"
+    )
 
 
 def _download(

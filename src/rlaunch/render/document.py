@@ -71,8 +71,15 @@ def _sorted_mapping(value: Any) -> Any:
 
 
 def _source(artifact: AnyArtifact) -> dict[str, Any]:
-    if isinstance(artifact, (HFModel, HFDataset)):
+    if isinstance(artifact, HFModel):
         return {"repo_id": artifact.repo_id, "revision": artifact.revision}
+    if isinstance(artifact, HFDataset):
+        # The snapshot is the whole repo; the runtime needs the config to load the right subset.
+        return {
+            "repo_id": artifact.repo_id,
+            "revision": artifact.revision,
+            "config": artifact.config,
+        }
     if isinstance(artifact, AdoptedArtifact):
         return {"uri": artifact.uri, "sha256": artifact.sha256}
     return {"builder": artifact.builder, "config": _sorted_mapping(artifact.config)}

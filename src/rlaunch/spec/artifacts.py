@@ -51,13 +51,16 @@ class HFModel(SpecModel):
 
 
 class HFDataset(SpecModel):
-    """A Hugging Face dataset repo pinned at a commit, one split."""
+    """A Hugging Face dataset repo pinned at a commit, one configuration and split."""
 
     type: Literal["hf_dataset"]
     name: str
     version: str
     repo_id: str
     revision: str
+    config: str | None
+    """Dataset configuration (subset) name as `datasets.load_dataset(repo, config)` takes it,
+    e.g. `main` for openai/gsm8k; null for a dataset with a single default configuration."""
     split: str
     rows: int | None
     """Number of rows in the split when known (lets preflight check batch coverage)."""

@@ -60,6 +60,7 @@ GSM8K_TRAIN = {
     "version": "2026.11.01",
     "repo_id": "openai/gsm8k",
     "revision": "e53f048856ff4f594e959d75785d2c2d37b678ee",
+    "config": "main",
     "split": "train",
     "rows": 7473,
 }

@@ -124,3 +124,20 @@ def test_a_finished_calendar_version_is_refused(tiny_model_dir: Path, tmp_path: 
 def test_a_finished_dev_version_may_run_again(tiny_model_dir: Path, tmp_path: Path) -> None:
     config, _ = _with_manifest(tiny_model_dir, tmp_path, "dev")
     refuse_finished_calendar(config)
+
+
+def test_a_dataset_input_named_by_its_config_gets_a_record(tmp_path: Path) -> None:
+    # An hf_dataset's `source.config` is its subset's name, not a builder's config dict.
+    root = tmp_path / "gsm8k-train" / "2026.11.01"
+    root.mkdir(parents=True)
+    (root / "train.jsonl").write_text("{}\n")
+    document = {"inputs": {"train_data": {
+        "identity": "gsm8k-train@2026.11.01", "kind": "dataset", "type": "hf_dataset",
+        "fingerprint": "sha256:" + "b" * 64, "uri": str(root),
+        "source": {"repo_id": "openai/gsm8k", "revision": "e" * 40, "config": "main"},
+    }}}
+    write_records(document)
+    record = json.loads((root / RECORD_FILE).read_text())
+    assert (record["identity"], record["type"], record["config"]) == (
+        "gsm8k-train@2026.11.01", "hf_dataset", {})
+    assert record["provenance"]["builder"] == "demo"

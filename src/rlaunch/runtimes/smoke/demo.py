@@ -205,10 +205,12 @@ def write_records(document: dict[str, Any]) -> None:
         written.add(entry["identity"])
         name, _, version = entry["identity"].partition("@")
         source = entry.get("source") or {}
+        # A built input's source config is the builder's dict; an hf_dataset's is its subset name.
+        config = source.get("config")
         record = ArtifactRecord(
             schema_version=1, identity=entry["identity"], name=name, version=version,
             fingerprint=entry["fingerprint"], kind=entry["kind"], type=entry["type"], deps={},
-            config=source.get("config") or {},
+            config=config if isinstance(config, dict) else {},
             provenance=Provenance(
                 builder=source.get("builder") or "demo", builder_class=f"{__name__}:build_inputs",
                 rlaunch_version=__version__, launcher_commit=None, built_at=utc_now(),
