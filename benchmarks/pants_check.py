@@ -29,17 +29,10 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-COPIED = (
-    "pants",
-    "pants.toml",
-    "BUILD",
-    ".gitignore",
-    "3rdparty",
-    "scripts",
-    "pants-plugins",
-    "src",
-    "experiments",
-)
+# The same files the e2e scratch copies take: what ./pants needs to run the backend.
+sys.path.insert(0, str(REPO_ROOT / "tests" / "e2e"))
+from pants_scratch import COPIED  # noqa: E402
+
 PER_BUILD_FILE = 10
 
 RUN_TEMPLATE = """

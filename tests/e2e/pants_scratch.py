@@ -20,6 +20,7 @@ COPIED = (
     "3rdparty",
     "scripts",
     "pants-plugins",
+    "build-support",
     "src",
     "experiments",
 )
