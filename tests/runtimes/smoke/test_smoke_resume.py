@@ -17,33 +17,19 @@ import time
 from pathlib import Path
 
 import rlaunch
+from rlaunch.executors.local_head import session_pids
 
 from .smoke_helpers import write_launch
 
 SRC = str(Path(rlaunch.__file__).resolve().parents[1])
 
 
-def _session_members(session: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[3]) == session:  # state ppid pgrp session ...
-            members.append(int(entry.name))
-    return members
-
-
 def _end_session(session: int, grace_s: float) -> list[int]:
     """Wait up to `grace_s` for the session to empty, then SIGKILL what is left of it."""
     deadline = time.monotonic() + grace_s
-    while _session_members(session) and time.monotonic() < deadline:
+    while session_pids(session) and time.monotonic() < deadline:
         time.sleep(0.2)
-    survivors = _session_members(session)
+    survivors = session_pids(session)
     for pid in survivors:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -98,4 +84,4 @@ def test_sigkill_then_relaunch_ends_with_the_uninterrupted_weights(
     assert manifest["metrics"]["steps"] == 8
     # A clean exit shuts its own Ray down; nothing of either session may outlive the test.
     assert leftovers[sessions[1]] == []
-    assert [_session_members(session) for session in sessions] == [[], []]
+    assert [session_pids(session) for session in sessions] == [[], []]
