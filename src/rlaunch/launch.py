@@ -215,13 +215,14 @@ def render(plan: Plan, out: Path | None) -> tuple[Path, str, dict[str, Any]]:
     return path, digest, loads_launch(text, str(path))
 
 
-def materialize_inputs(plan: Plan, say: Say) -> None:
-    """Build or reuse every input artifact in the store before the job reads it."""
+def materialize_inputs(plan: Plan, say: Say, *, verify: bool = False) -> None:
+    """Build or reuse every input artifact in the store before the job reads it (`verify`:
+    hash every file of a reused input, not only those whose identity changed)."""
     from rlaunch.builders import BuildError, materialize
     from rlaunch.store import StoreError
 
     try:
-        materialize(plan.spec, plan.store_prefix, log=say)
+        materialize(plan.spec, plan.store_prefix, verify=verify, log=say)
     except (BuildError, StoreError) as err:
         raise LaunchRefused(f"materializing the inputs of {plan.spec.identity} failed: {err}")
 
@@ -262,10 +263,12 @@ def launch(
     echo: Say | None = None,
     say: Say = _stderr,
     smoke_runs_first: str | None = None,
+    verify: bool = False,
 ) -> LaunchResult:
     """Preflight, render, submit and (with `follow`) follow `spec`. Raises LaunchRefused when
     nothing was submitted; returns the result (see `LaunchResult.exit_code`) otherwise.
-    `smoke_runs_first` applies to dry runs only (see `preflight`)."""
+    `smoke_runs_first` applies to dry runs only (see `preflight`). `verify` hashes every file
+    of the reused inputs (see `materialize_inputs`)."""
     env = dict(os.environ if env is None else env)
     echo = echo or (lambda text: print(text, end="", flush=True))
     plan = preflight(spec, source=source, store=store, skip_smoke_gate=skip_smoke_gate,
@@ -296,7 +299,8 @@ def launch(
     try:
         with executor:
             return _submit_and_follow(plan, executor, ledger, yaml_path, digest, document,
-                                      env=env, follow=follow, echo=echo, say=say)
+                                      env=env, follow=follow, echo=echo, say=say,
+                                      verify=verify)
     finally:
         lock.release()
 
@@ -313,10 +317,11 @@ def _submit_and_follow(
     follow: bool,
     echo: Say,
     say: Say,
+    verify: bool,
 ) -> LaunchResult:
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options)
-    materialize_inputs(plan, say)
+    materialize_inputs(plan, say, verify=verify)
     attempt_id = new_attempt_id()
     smoke_of = f"{spec.smoke_of.name}@{spec.smoke_of.version}" if spec.smoke_of else None
     ledger.update(spec.name, spec.version, lambda record: start_attempt(

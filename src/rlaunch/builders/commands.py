@@ -75,13 +75,21 @@ def load_artifact(path: str | Path) -> AnyArtifact:
     "may not change content).",
 )
 @click.option(
+    "--verify",
+    is_flag=True,
+    help="Hash every file of every reused artifact instead of trusting the digest cache for "
+    "files unchanged since they were hashed (device, inode, size, mtime, ctime).",
+)
+@click.option(
     "--list",
     "list_only",
     is_flag=True,
     help="Print the identities and fingerprints the graph uses, dependencies first; build "
     "nothing.",
 )
-def build(file: Path, store_prefix: str | None, force: bool, list_only: bool) -> None:
+def build(
+    file: Path, store_prefix: str | None, force: bool, verify: bool, list_only: bool
+) -> None:
     """Build the artifact in FILE and its dependencies into the store, reusing what is built.
 
     FILE is YAML or JSON holding ONE artifact (hf_model, hf_dataset, adopted or built, as in a
@@ -110,7 +118,9 @@ def build(file: Path, store_prefix: str | None, force: bool, list_only: bool) ->
             raise SystemExit(1)
         return
     try:
-        result = build_artifact(artifact, store_prefix, force=force, log=click.echo)
+        result = build_artifact(
+            artifact, store_prefix, force=force, verify=verify, log=click.echo
+        )
     except (BuildError, StoreError) as err:
         cause = err.__cause__
         if cause is not None and not isinstance(cause, (BuildError, StoreError)):

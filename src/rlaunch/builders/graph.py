@@ -88,9 +88,13 @@ class BuildSession:
     """One build invocation over one store: each identity is materialized at most once, so a
     dev node shared by several dependents is built once, not once per dependent."""
 
-    def __init__(self, store: ArtifactStore, *, force: bool = False, log: Log = _print) -> None:
+    def __init__(
+        self, store: ArtifactStore, *, force: bool = False, verify: bool = False,
+        log: Log = _print,
+    ) -> None:
         self.store = store
         self.force = force
+        self.verify = verify
         self.log = log
         self._done: dict[str, NodeResult] = {}
         self._commit: str | None | Literal[False] = False
@@ -144,14 +148,14 @@ class BuildSession:
             )
         if self.force:
             return None
-        self.store.verify(existing)
+        self.store.verify(existing, full=self.verify)
         result = NodeResult(
             identity=ident,
             fingerprint=content_fp,
             builder=existing.provenance.builder,
             action="reused",
             uri=self.store.uri(artifact.name, artifact.version),
-            local_path=self.store.local_path(existing),
+            local_path=self.store.local_path(existing, full=self.verify),
             seconds=time.perf_counter() - started,
             record=existing,
         )
@@ -264,14 +268,16 @@ def build_artifact(
     store: ArtifactStore | str | None = None,
     *,
     force: bool = False,
+    verify: bool = False,
     log: Log = _print,
 ) -> BuildResult:
     """Build (or reuse) `artifact` and its whole dependency graph, dependencies first.
 
     `store`: an ArtifactStore, a prefix, or None for `rlaunch.paths.default_store_prefix()`.
     `force`: rebuild every node even when up to date (a calendar version still may not change
-    content). Raises BuildError when a rule refuses or a builder fails."""
-    session = BuildSession(_open(store), force=force, log=log)
+    content). `verify`: hash every file of a reused artifact instead of trusting the digest
+    cache for unchanged files. Raises BuildError when a rule refuses or a builder fails."""
+    session = BuildSession(_open(store), force=force, verify=verify, log=log)
     session.check([(artifact.name, artifact)])
     started = time.perf_counter()
     top = session.node(artifact)
@@ -296,10 +302,11 @@ def materialize_artifacts(
     store: ArtifactStore | str | None = None,
     *,
     force: bool = False,
+    verify: bool = False,
     log: Log = _print,
 ) -> dict[str, Path]:
     """Build or reuse every artifact of `slot -> artifact`; the local path of each slot."""
-    session = BuildSession(_open(store), force=force, log=log)
+    session = BuildSession(_open(store), force=force, verify=verify, log=log)
     session.check(artifacts.items())
     return {slot: session.node(artifact).local_path for slot, artifact in artifacts.items()}
 
@@ -309,13 +316,14 @@ def materialize(
     store: ArtifactStore | str | None = None,
     *,
     force: bool = False,
+    verify: bool = False,
     log: Log = _print,
 ) -> dict[str, Path]:
     """Build or reuse every artifact a run reads; `slot -> local path` (model, tokenizer,
     train_data, ...). The store defaults to the run's `execution.store_prefix`, else the local
     default. Launch jobs call this before the runtime starts, locally and on a cluster alike."""
     chosen = store if store is not None else spec.execution.store_prefix
-    return materialize_artifacts(spec.slots(), chosen, force=force, log=log)
+    return materialize_artifacts(spec.slots(), chosen, force=force, verify=verify, log=log)
 
 
 def plan(artifact: AnyArtifact) -> list[tuple[str, str, str]]:

@@ -54,6 +54,9 @@ def _interrupt_on_sigterm() -> None:
 @click.option("--repo", type=click.Path(file_okay=False, path_type=Path),
               help="The launcher checkout whose git commit and cleanliness are recorded "
                    "(default: the working directory).")
+@click.option("--verify", is_flag=True,
+              help="Hash every file of the reused input artifacts instead of trusting the "
+                   "digest cache for files unchanged since they were hashed.")
 def launch_command(
     spec_path: str,
     dry_run: bool,
@@ -63,6 +66,7 @@ def launch_command(
     out: Path | None,
     keep_head: bool,
     repo: Path | None,
+    verify: bool,
 ) -> None:
     """Preflight SPEC, write its launch YAML and submit it through its executor.
 
@@ -82,7 +86,7 @@ def launch_command(
         result = launch(
             spec, source=spec_path, dry_run=dry_run, follow=follow,
             skip_smoke_gate=skip_smoke_gate, store=store, out=out, keep_head=keep_head,
-            repo=repo, echo=lambda text: click.echo(text, nl=False), say=_say,
+            repo=repo, echo=lambda text: click.echo(text, nl=False), say=_say, verify=verify,
         )
     except LaunchRefused as err:
         _say(f"rlaunch: launch refused\n{err}")

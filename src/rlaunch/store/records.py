@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rlaunch.store.digests import DigestCache, sha256_of
 from rlaunch.store.fs import StoreError
 
 RECORD_FILE = "_record.json"
 RECORD_SCHEMA_VERSION = 1
-_CHUNK = 1 << 20
 
 
 class _RecordModel(BaseModel):
@@ -87,15 +87,15 @@ def parse_record(text: str, where: str) -> ArtifactRecord:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """The hex sha256 of a file's bytes, read in full (no cache)."""
+    return sha256_of(path)[0]
 
 
 def scan_payload(root: Path) -> list[FileEntry]:
-    """Every regular file under `root` (the record itself excluded), sorted by path."""
+    """Every regular file under `root` (the record itself excluded), sorted by path. Digests
+    come from the digest cache when a file is unchanged since it was last hashed, and are
+    remembered for the next read."""
+    cache = DigestCache(root)
     entries: list[FileEntry] = []
     for directory, subdirs, files in os.walk(root):
         subdirs.sort()
@@ -105,8 +105,9 @@ def scan_payload(root: Path) -> list[FileEntry]:
             if relative == RECORD_FILE:
                 continue
             entries.append(
-                FileEntry(path=relative, size=path.stat().st_size, sha256=sha256_file(path))
+                FileEntry(path=relative, size=path.stat().st_size, sha256=cache.sha256(relative))
             )
+    cache.save()
     return sorted(entries, key=lambda entry: entry.path.encode())
 
 
@@ -124,9 +125,15 @@ def directory_sha256(root: Path) -> str:
     return manifest_sha256(scan_payload(root))
 
 
-def verify_local(root: Path, record: ArtifactRecord, *, where: str | None = None) -> None:
+def verify_local(
+    root: Path, record: ArtifactRecord, *, where: str | None = None, full: bool = False
+) -> None:
     """Raise a StoreError naming every file under `root` that is missing, resized or changed
-    (`where` names the place in the message when `root` is a local copy of it)."""
+    (`where` names the place in the message when `root` is a local copy of it).
+
+    A file whose identity (device, inode, size, mtime, ctime) is unchanged since it was last
+    hashed is not read again (`rlaunch.store.digests`); `full` hashes every file regardless."""
+    cache = DigestCache(root)
     problems: list[str] = []
     for entry in record.files:
         path = root / entry.path
@@ -136,9 +143,10 @@ def verify_local(root: Path, record: ArtifactRecord, *, where: str | None = None
         size = path.stat().st_size
         if size != entry.size:
             problems.append(f"{entry.path}: {size} bytes, the record says {entry.size}")
-        elif (actual := sha256_file(path)) != entry.sha256:
+        elif (actual := cache.sha256(entry.path, full=full)) != entry.sha256:
             problems.append(f"{entry.path}: sha256 {actual[:16]}..., the record says "
                             f"{entry.sha256[:16]}...")
+    cache.save()
     if problems:
         raise StoreError(_corrupt(record, where or str(root), problems))
 

@@ -20,6 +20,7 @@ from filelock import FileLock, Timeout
 
 from rlaunch.atomic import write_text_atomically
 from rlaunch.paths import artifact_root, default_store_prefix, join
+from rlaunch.store.digests import DigestCache
 from rlaunch.store.fs import StoreError, local_cache_dir, lock_dir_for_remote, open_location
 from rlaunch.store.records import (
     RECORD_FILE,
@@ -96,12 +97,13 @@ class ArtifactStore:
             self.verify(record)
         return record
 
-    def verify(self, record: ArtifactRecord) -> None:
+    def verify(self, record: ArtifactRecord, *, full: bool = False) -> None:
         """Check the files a record lists: present, of their size, and on a local store also
-        their sha256 (an object store's checksums are checked when a copy is downloaded)."""
+        their sha256 (an object store's checksums are checked when a copy is downloaded).
+        Unchanged files are not read again (the digest cache); `full` reads every one."""
         root = self._root(record.name, record.version)
         if self.is_local:
-            verify_local(Path(root), record)
+            verify_local(Path(root), record, full=full)
         else:
             verify_sizes(self._listing(root), self.uri(record.name, record.version), record)
 
@@ -114,16 +116,17 @@ class ArtifactStore:
             if path.startswith(base) and info.get("type") != "directory"
         }
 
-    def local_path(self, record: ArtifactRecord) -> Path:
+    def local_path(self, record: ArtifactRecord, *, full: bool = False) -> Path:
         """A local folder with the artifact's payload: the store folder itself when the store
-        is local, else a verified copy in the local cache (downloaded once per record)."""
+        is local, else a verified copy in the local cache (downloaded once per record; its
+        unchanged files are not hashed again unless `full`)."""
         if self.is_local:
             return Path(self._root(record.name, record.version))
         cached = local_cache_dir(self.prefix) / record.name / record.version
         cached_record = cached / RECORD_FILE
         if cached_record.is_file() and cached_record.read_text() == record.to_json():
             try:
-                verify_local(cached, record)
+                verify_local(cached, record, full=full)
                 return cached
             except StoreError:
                 pass  # a damaged local copy is simply fetched again
@@ -137,6 +140,7 @@ class ArtifactStore:
             verify_local(staging, record, where=self.uri(record.name, record.version))
             (staging / RECORD_FILE).write_text(record.to_json())
             self._swap_into_place(staging, cached, record.version)
+            DigestCache.move(staging, cached)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return cached
@@ -222,6 +226,7 @@ class ArtifactStore:
             fs.rm_file(record_path)
         if self.is_local:
             self._swap_into_place(staging, Path(root), record.version)
+            DigestCache.move(staging, root)
             write_text_atomically(record_path, record.to_json())
             return
         if fs.exists(root):
@@ -235,6 +240,7 @@ class ArtifactStore:
         cached = local_cache_dir(self.prefix) / record.name / record.version
         cached.parent.mkdir(parents=True, exist_ok=True)
         self._swap_into_place(staging, cached, record.version)
+        DigestCache.move(staging, cached)
 
     @staticmethod
     def _swap_into_place(staging: Path, target: Path, version: str) -> None:

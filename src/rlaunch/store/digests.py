@@ -1,0 +1,256 @@
+"""The digest cache: a file's sha256 is computed once, and again only when its identity changes.
+
+A file's identity is what `stat` says about it: device, inode, size, mtime_ns and ctime_ns.
+The cache remembers `relative path -> (identity, sha256)` for one local directory (an artifact
+in a local store, or a node cache's copy of one). Asking for a digest stats the file; when the
+identity equals the remembered one, the remembered digest is the answer and nothing is read.
+
+What it trusts, and why that is enough (docs/artifacts.md, "The digest cache", says it for
+users):
+
+- Writing a file's bytes sets its ctime to the kernel's current time, and nothing but a clock
+  change can set a ctime back (`touch`/`os.utime` restore an mtime, and that sets the ctime).
+  Replacing a file gives a new inode; truncating or growing one changes the size.
+- Timestamps tick: a write within the same tick as an earlier one can leave the ctime as it
+  was. So an entry is only trusted when the file's ctime and mtime were at least
+  `RACY_SECONDS` older than the moment the cache started reading it ("racily clean" in git's
+  words); a younger entry is hashed again on the next read. 2 s covers filesystems with 1 s
+  timestamps (Lustre, some NFS servers) and clocks that disagree by a little.
+- Every entry carries an HMAC-SHA256 over the directory, path, identity and digest, keyed by
+  a random per-user key (`{cache}/key`, mode 0600). An entry that does not check out (a bit
+  flip, a truncated or hand-edited file, an entry copied from another directory or machine)
+  is dropped and the file is hashed. A cache file that cannot be read counts as empty.
+
+`--verify` (`rlaunch build`, `rlaunch launch`) ignores the cache, hashes every file and
+refreshes the entries.
+
+For node caches and anything else that keeps verified copies on a node::
+
+    cache = DigestCache(folder)                 # loads the folder's cache file, if any
+    digest = cache.sha256("model.safetensors")  # hashes only when the identity changed
+    cache.save()                                # writes what changed (atomically)
+
+or call `rlaunch.store.records.verify_local(folder, record)`, which does exactly that for every
+file a build record lists. After moving a folder whose entries are known
+(`os.rename(staging, final)`), `DigestCache.move(staging, final)` keeps them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlaunch.atomic import write_text_atomically
+
+RACY_SECONDS = 2.0
+"""An entry is trusted only if the file was this much older than its hashing (see above)."""
+_SCHEMA = 1
+_CHUNK = 1 << 20
+
+
+def cache_home() -> Path:
+    """`${XDG_CACHE_HOME:-~/.cache}/rlaunch/digests`: one file per directory, plus the key."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser().resolve() / "rlaunch" / "digests"
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What `stat` says about a file, all of which must be unchanged to reuse its digest."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> FileIdentity:
+        return cls(stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+    def as_list(self) -> list[int]:
+        return [self.device, self.inode, self.size, self.mtime_ns, self.ctime_ns]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    identity: FileIdentity
+    sha256: str
+    read_at_ns: int
+    """Wall-clock time just before the file was stat'ed and read."""
+
+    def trusted(self, racy_ns: int) -> bool:
+        newest = max(self.identity.mtime_ns, self.identity.ctime_ns)
+        return self.read_at_ns - newest >= racy_ns
+
+
+def sha256_of(path: Path) -> tuple[str, FileIdentity | None, int]:
+    """The file's sha256, its identity (None if it changed while being read) and the time
+    just before it was opened."""
+    read_at = time.time_ns()
+    with open(path, "rb") as handle:
+        before = FileIdentity.of(os.fstat(handle.fileno()))
+        digest = hashlib.sha256()
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+        after = FileIdentity.of(os.fstat(handle.fileno()))
+    return digest.hexdigest(), (before if before == after else None), read_at
+
+
+class DigestCache:
+    """The sha256 of the files under one local directory, remembered by file identity.
+
+    `racy_seconds` (default `RACY_SECONDS`) is how much older than its hashing a file must be
+    for its entry to be trusted. `state_dir` defaults to `cache_home()`."""
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        racy_seconds: float | None = None,
+        state_dir: Path | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self._state_dir = state_dir or cache_home()
+        self._racy_ns = int((RACY_SECONDS if racy_seconds is None else racy_seconds) * 1e9)
+        self._key = _user_key(self._state_dir)
+        self._entries: dict[str, _Entry] = self._load() if self._key else {}
+        self._dirty = False
+        self.hashed: list[str] = []
+        """Relative paths this instance read in full (the rest came from the cache)."""
+
+    @property
+    def path(self) -> Path:
+        """The cache file of this directory (per host, so a shared home keeps them apart)."""
+        return cache_file(self.root, self._state_dir)
+
+    def remembered(self) -> dict[str, str]:
+        """`relative path -> sha256` of every entry held (trusted or not yet)."""
+        return {relative: entry.sha256 for relative, entry in sorted(self._entries.items())}
+
+    def sha256(self, relative: str, *, full: bool = False) -> str:
+        """The hex sha256 of `root/relative`; read only when its identity is not remembered
+        (or is too recent to trust), or always with `full`. Raises OSError like `open`."""
+        path = self.root / relative
+        entry = self._entries.get(relative)
+        if entry is not None and not full and entry.trusted(self._racy_ns):
+            if FileIdentity.of(os.stat(path)) == entry.identity:
+                return entry.sha256
+        digest, identity, read_at = sha256_of(path)
+        self.hashed.append(relative)
+        if identity is not None:
+            self._entries[relative] = _Entry(identity, digest, read_at)
+            self._dirty = True
+        elif self._entries.pop(relative, None) is not None:
+            self._dirty = True
+        return digest
+
+    def save(self) -> None:
+        """Write the cache file if anything changed. A failure to write only costs a re-hash
+        later, so it is ignored."""
+        if not self._dirty or not self._key:
+            return
+        entries = {
+            relative: {
+                "identity": entry.identity.as_list(),
+                "sha256": entry.sha256,
+                "read_at_ns": entry.read_at_ns,
+                "mac": self._mac(relative, entry),
+            }
+            for relative, entry in sorted(self._entries.items())
+        }
+        document = {"schema": _SCHEMA, "root": str(self.root), "entries": entries}
+        try:
+            write_text_atomically(self.path, json.dumps(document, sort_keys=True), mode=0o600)
+        except OSError:
+            return
+        self._dirty = False
+
+    @classmethod
+    def move(cls, source: Path | str, target: Path | str, *, state_dir: Path | None = None) -> None:
+        """`source` was renamed to `target` (a staging folder put into place): keep the
+        entries of its files, whose identities a rename of their folder does not change."""
+        old, new = cls(source, state_dir=state_dir), cls(target, state_dir=state_dir)
+        new._entries = dict(old._entries)
+        new._dirty = bool(new._entries)
+        new.save()
+        old.path.unlink(missing_ok=True)
+
+    def _mac(self, relative: str, entry: _Entry) -> str:
+        fields = [str(self.root), relative, *map(str, entry.identity.as_list()), entry.sha256,
+                  str(entry.read_at_ns)]
+        return hmac.new(self._key, "\0".join(fields).encode(), hashlib.sha256).hexdigest()
+
+    def _load(self) -> dict[str, _Entry]:
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(document, dict) or document.get("schema") != _SCHEMA:
+            return {}
+        if document.get("root") != str(self.root):
+            return {}
+        raw = document.get("entries")
+        loaded: dict[str, _Entry] = {}
+        for relative, item in (raw.items() if isinstance(raw, dict) else []):
+            entry = _parse_entry(item)
+            if entry is None:
+                continue
+            if hmac.compare_digest(str(item.get("mac")), self._mac(relative, entry)):
+                loaded[relative] = entry
+        return loaded
+
+
+def _parse_entry(item: object) -> _Entry | None:
+    if not isinstance(item, dict):
+        return None
+    identity, digest, read_at = item.get("identity"), item.get("sha256"), item.get("read_at_ns")
+    if not (isinstance(identity, list) and len(identity) == 5
+            and all(type(value) is int for value in identity)):
+        return None
+    if not isinstance(digest, str) or type(read_at) is not int:
+        return None
+    return _Entry(FileIdentity(*identity), digest, read_at)
+
+
+def cache_file(root: Path, state_dir: Path | None = None) -> Path:
+    key = f"{socket.gethostname()}\0{root}".encode()
+    return (state_dir or cache_home()) / f"{hashlib.sha256(key).hexdigest()[:32]}.json"
+
+
+def _user_key(state_dir: Path) -> bytes | None:
+    """The HMAC key of this user's cache, made on first use (a damaged one is replaced); None
+    (nothing is cached) if the cache folder cannot be written."""
+    key_path = state_dir / "key"
+    try:
+        key = key_path.read_bytes()
+    except OSError:
+        key = b""
+    if len(key) == 32:
+        return key
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        temporary = state_dir / f".key.{os.getpid()}.{secrets.token_hex(4)}"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+        if key:
+            os.replace(temporary, key_path)
+        else:
+            try:
+                os.link(temporary, key_path)  # the first writer wins; the others read its key
+            except FileExistsError:
+                pass
+            finally:
+                temporary.unlink(missing_ok=True)
+        key = key_path.read_bytes()
+    except OSError:
+        return None
+    return key if len(key) == 32 else None
