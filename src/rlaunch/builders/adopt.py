@@ -3,6 +3,8 @@
 The payload is a copy, so an adopted artifact lives at `{prefix}/{name}/{version}/` like every
 other one and keeps working if the source moves or changes; the record keeps the source URI.
 
+Files are copied many at once (`rlaunch.store.transfer`), with progress by bytes.
+
 - A file URI: the payload is the file under its own name; its sha256 is the file's.
 - A directory URI: the payload is the directory's files; its sha256 is that of the directory's
   canonical manifest (`rlaunch.store.manifest_sha256`, see docs/artifacts.md).
@@ -18,7 +20,8 @@ from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
 from rlaunch.builders.facts import verify_model_facts
 from rlaunch.spec.artifacts import AdoptedArtifact, identity
 from rlaunch.store.fs import StoreError, open_location
-from rlaunch.store.records import directory_sha256, sha256_file
+from rlaunch.store.records import directory_sha256, scan_payload
+from rlaunch.store.transfer import FileCopy, download
 
 _DIGEST = re.compile(r"^(?:sha256:)?([0-9a-f]{64})$")
 
@@ -46,17 +49,19 @@ class AdoptBuilder:
         if fs.isdir(source):
             log(f"{ident}: copying directory {artifact.uri}")
             base = source.rstrip("/") + "/"
-            for path in sorted(fs.find(source)):
-                relative = path[len(base):]
-                target = out_dir.joinpath(*relative.split("/"))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                fs.get_file(path, str(target))
+            listing = fs.find(source, detail=True)
+            download(fs, [
+                FileCopy(path, str(out_dir.joinpath(*path[len(base):].split("/"))),
+                         int(info.get("size") or 0))
+                for path, info in sorted(listing.items())
+            ], what=f"{ident}: copying", log=log)
             actual, what = directory_sha256(out_dir), "the sha256 of its file manifest"
         elif fs.isfile(source):
             log(f"{ident}: copying file {artifact.uri}")
-            target = out_dir / posixpath.basename(source.rstrip("/"))
-            fs.get_file(source, str(target))
-            actual, what = sha256_file(target), "the sha256 of the file"
+            name = posixpath.basename(source.rstrip("/"))
+            download(fs, [FileCopy(source, str(out_dir / name), int(fs.size(source) or 0))],
+                     what=f"{ident}: copying", log=log)
+            actual, what = scan_payload(out_dir)[0].sha256, "the sha256 of the file"
         else:
             raise BuildError(f"{ident}: uri {artifact.uri} does not exist (nothing to adopt)")
         if actual != declared:

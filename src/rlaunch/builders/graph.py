@@ -155,7 +155,7 @@ class BuildSession:
             builder=existing.provenance.builder,
             action="reused",
             uri=self.store.uri(artifact.name, artifact.version),
-            local_path=self.store.local_path(existing, full=self.verify),
+            local_path=self.store.local_path(existing, full=self.verify, log=self.log),
             seconds=time.perf_counter() - started,
             record=existing,
         )
@@ -193,7 +193,7 @@ class BuildSession:
                     f"building {ident} with {name} failed: {type(err).__name__}: {err}"
                 ) from err
             record = self._record(artifact, content_fp, name, target, deps, staging, started)
-            self.store.publish(staging, record)
+            self.store.publish(staging, record, log=self.log)
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
@@ -203,7 +203,7 @@ class BuildSession:
             builder=name,
             action="built",
             uri=self.store.uri(artifact.name, artifact.version),
-            local_path=self.store.local_path(record),
+            local_path=self.store.local_path(record, log=self.log),
             seconds=time.perf_counter() - started,
             record=record,
         )

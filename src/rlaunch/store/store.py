@@ -29,6 +29,7 @@ from rlaunch.store.records import (
     verify_local,
     verify_sizes,
 )
+from rlaunch.store.transfer import FileCopy, Log, download, upload
 
 # Names and versions become path segments; anything else is refused before touching the store.
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -116,10 +117,13 @@ class ArtifactStore:
             if path.startswith(base) and info.get("type") != "directory"
         }
 
-    def local_path(self, record: ArtifactRecord, *, full: bool = False) -> Path:
+    def local_path(
+        self, record: ArtifactRecord, *, full: bool = False, log: Log | None = None
+    ) -> Path:
         """A local folder with the artifact's payload: the store folder itself when the store
-        is local, else a verified copy in the local cache (downloaded once per record; its
-        unchanged files are not hashed again unless `full`)."""
+        is local, else a verified copy in the local cache (downloaded once per record, many
+        files at once, `log` getting progress by bytes; its unchanged files are not hashed
+        again unless `full`)."""
         if self.is_local:
             return Path(self._root(record.name, record.version))
         cached = local_cache_dir(self.prefix) / record.name / record.version
@@ -132,12 +136,14 @@ class ArtifactStore:
                 pass  # a damaged local copy is simply fetched again
         staging = self._new_local_staging(cached.parent, record.version)
         root = self._root(record.name, record.version)
+        uri = self.uri(record.name, record.version)
         try:
-            for entry in record.files:
-                target = staging / entry.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self._location.fs.get_file(join(root, entry.path), str(target))
-            verify_local(staging, record, where=self.uri(record.name, record.version))
+            download(self._location.fs, [
+                FileCopy(join(root, entry.path), str(staging.joinpath(*entry.path.split("/"))),
+                         entry.size)
+                for entry in record.files
+            ], what=f"downloading {record.identity}", log=log)
+            verify_local(staging, record, where=uri)
             (staging / RECORD_FILE).write_text(record.to_json())
             self._swap_into_place(staging, cached, record.version)
             DigestCache.move(staging, cached)
@@ -215,10 +221,11 @@ class ArtifactStore:
             removed.append(self.uri(name, version))
         return removed
 
-    def publish(self, staging: Path, record: ArtifactRecord) -> None:
+    def publish(self, staging: Path, record: ArtifactRecord, *, log: Log | None = None) -> None:
         """Move a finished staging folder into place and write its record last. Call under the
         identity's lock. A previous payload of the same identity (a dev rebuild, `--force`)
-        stops counting as built before it is replaced."""
+        stops counting as built before it is replaced. On an object store the files are
+        uploaded many at once (`log` gets progress by bytes)."""
         root = self._root(record.name, record.version)
         fs = self._location.fs
         record_path = join(root, RECORD_FILE)
@@ -231,9 +238,11 @@ class ArtifactStore:
             return
         if fs.exists(root):
             fs.rm(root, recursive=True)
-        for entry in record.files:
-            fs.makedirs(join(root, *entry.path.split("/")[:-1]), exist_ok=True)
-            fs.put_file(str(staging / entry.path), join(root, entry.path))
+        upload(fs, [
+            FileCopy(str(staging.joinpath(*entry.path.split("/"))), join(root, entry.path),
+                     entry.size)
+            for entry in record.files
+        ], what=f"uploading {record.identity}", log=log)
         fs.pipe_file(record_path, record.to_json().encode())
         # The staged payload becomes the local copy, so it is not downloaded right back.
         (staging / RECORD_FILE).write_text(record.to_json())

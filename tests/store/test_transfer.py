@@ -1,0 +1,105 @@
+"""Parallel transfers: every file arrives, at most `streams` move at once, progress by bytes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fsspec.implementations.local import LocalFileSystem
+
+from rlaunch.store import StoreError, transfer
+from rlaunch.store.transfer import FileCopy, download, transfer_streams, upload
+
+
+class CountingLocalFileSystem(LocalFileSystem):
+    """The local filesystem, counting how many copies run at the same time."""
+
+    cachable = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def get_file(self, path1, path2, callback=None, **kwargs):  # type: ignore[no-untyped-def]
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            time.sleep(0.05)  # long enough for the others of a batch to start
+            return super().get_file(path1, path2, callback=callback, **kwargs)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def files_in(root: Path, count: int) -> list[tuple[str, bytes]]:
+    made = []
+    for index in range(count):
+        data = bytes([index]) * (1000 * (index + 1))
+        relative = f"part-{index:02d}/shard.bin" if index % 2 else f"shard-{index:02d}.bin"
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        made.append((relative, data))
+    return made
+
+
+def copies(source: Path, target: Path, made: list[tuple[str, bytes]]) -> list[FileCopy]:
+    return [FileCopy(str(source / rel), str(target / rel), len(data)) for rel, data in made]
+
+
+def test_every_file_arrives_with_at_most_streams_at_once(tmp_path: Path) -> None:
+    made = files_in(tmp_path / "src", 9)
+    fs = CountingLocalFileSystem()
+    progress = download(fs, copies(tmp_path / "src", tmp_path / "dst", made), what="copying",
+                        streams=3)
+    assert fs.peak == 3
+    for relative, data in made:
+        assert (tmp_path / "dst" / relative).read_bytes() == data
+    assert (progress.done_bytes, progress.total_bytes) == (45000, 45000)
+    assert (progress.value, progress.size) == (9, 9)
+
+
+def test_progress_is_reported_by_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transfer, "_REPORT_EVERY_SECONDS", 0.0)
+    made = files_in(tmp_path / "src", 4)
+    lines: list[str] = []
+    upload(LocalFileSystem(), copies(tmp_path / "src", tmp_path / "dst", made),
+           what="uploading m@dev", streams=1, log=lines.append)
+    assert [line.split(", ")[0] for line in lines] == [
+        "uploading m@dev: 1.0 KB of 10.0 KB (10%)",
+        "uploading m@dev: 3.0 KB of 10.0 KB (30%)",
+        "uploading m@dev: 6.0 KB of 10.0 KB (60%)",
+        "uploading m@dev: 10.0 KB of 10.0 KB (100%)",
+        "uploading m@dev: 10.0 KB of 10.0 KB (100%)",
+    ]
+    assert lines[-1].split(", ")[1] == "4 of 4 file(s)"
+    assert (tmp_path / "dst" / "part-03" / "shard.bin").read_bytes() == bytes([3]) * 4000
+
+
+def test_a_missing_source_fails_the_transfer(tmp_path: Path) -> None:
+    missing = [FileCopy(str(tmp_path / "nope.bin"), str(tmp_path / "dst" / "nope.bin"), 1)]
+    with pytest.raises(FileNotFoundError):
+        download(LocalFileSystem(), missing, what="copying")
+
+
+def test_streams_come_from_the_argument_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RLAUNCH_TRANSFER_STREAMS", raising=False)
+    assert transfer_streams() == 8
+    monkeypatch.setenv("RLAUNCH_TRANSFER_STREAMS", "16")
+    assert (transfer_streams(), transfer_streams(2)) == (16, 2)
+    monkeypatch.setenv("RLAUNCH_TRANSFER_STREAMS", "many")
+    with pytest.raises(StoreError) as raised:
+        transfer_streams()
+    assert str(raised.value) == (
+        "$RLAUNCH_TRANSFER_STREAMS must be a whole number of concurrent transfers, at least 1; "
+        "got 'many'"
+    )
+    with pytest.raises(StoreError, match=r"^streams must be .* at least 1; got 0$"):
+        transfer_streams(0)
