@@ -60,7 +60,7 @@ rl_run(
     logger="wandb",
     checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=3, hf_save_interval=-1,
                     export_final=True),
-    resume_mode="latest",
+    resume=dict(mode="latest", path=None, compatible_runtimes=[]),
 )
 """
 

@@ -16,7 +16,7 @@ from pants.engine.target import NO_VALUE, Field, InvalidFieldException, StringFi
 from pants.util.frozendict import FrozenDict
 from pants.util.strutil import softwrap
 
-from rlaunch_pants import validation
+from rlaunch_pants import schema, validation
 
 Check = Callable[[Any], Optional[str]]
 
@@ -110,6 +110,40 @@ class Key:
 def choice(*choices: str) -> Check:
     """The check of a key whose value is one of `choices`."""
     return lambda value: validation.check_choice(value, choices)
+
+
+_CHECKS: dict[str, Check] = {
+    "int": validation.check_int,
+    "number": validation.check_number,
+    "bool": validation.check_bool,
+    "str": validation.check_str,
+    "list": validation.check_str_list,
+    "map": validation.check_str_map,
+}
+
+
+def check_of(item: dict[str, Any]) -> Optional[Check]:
+    """The check of a schema entry's type (None for a dict: its keys are checked instead)."""
+    if item["type"] == "dict":
+        return None
+    if item["type"] == "choice":
+        return choice(*item["choices"])
+    return _CHECKS[item["type"]]
+
+
+def schema_keys(path: str) -> tuple[Key, ...]:
+    """The keys of the RunSpec dict at `path` (e.g. `role_plan.policy`), nested dicts included,
+    from the library's schema."""
+    return tuple(_schema_key(name, item) for name, item in schema.section_keys(path).items())
+
+
+def _schema_key(name: str, item: dict[str, Any]) -> Key:
+    nested = None
+    if item["type"] == "dict":
+        nested = tuple(_schema_key(sub, subitem) for sub, subitem in item["keys"].items())
+    # A docstring's final period would end the parenthesis it is quoted in.
+    doc = item["doc"].rstrip(".")
+    return Key(name, check_of(item), doc, nullable=item["nullable"], nested=nested)
 
 
 def _validate_dict(value: Any, schema: tuple[Key, ...], prefix: str) -> list[str]:
@@ -206,13 +240,18 @@ class SchemaDictField(Field):
         return "dict(" + ", ".join(f"{key.name}=..." for key in cls.schema) + ")"
 
 
+def _key_lines(key: Key, indent: str) -> list[str]:
+    text = f"{key.name}: {key.doc}" + (" (may be None)" if key.nullable else "")
+    return textwrap.wrap(text, 88, initial_indent=indent, subsequent_indent=indent + "    ")
+
+
 def dict_help(intro: str, schema: tuple[Key, ...], example: str = "") -> str:
     """A schema dict field's `help`: the intro, every key with its meaning, a BUILD example."""
     lines = [softwrap(intro), ""]
     for key in schema:
-        lines.append(f"    {key.name}: {key.doc}" + (" (may be None)" if key.nullable else ""))
+        lines += _key_lines(key, "    ")
         for nested in key.nested or ():
-            lines.append(f"        {nested.name}: {nested.doc}")
+            lines += _key_lines(nested, "        ")
     if example:
         lines += ["", textwrap.indent(textwrap.dedent(example).strip("\n"), "    ")]
     return "\n".join(lines)

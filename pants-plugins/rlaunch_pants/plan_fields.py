@@ -1,228 +1,115 @@
 """Fields of `role_plan` and `rl_execution`.
 
-A role plan has no silent defaults: every section is a dict whose keys must all be written
-(`reference=None` and `critic=None` must be written too). The key names of `batch` and
-`allocation` are the RunSpec's own (docs/spec-format.md); the role sections use the short names
-of the parallelism literature (tp, pp, cp, ep, etp, sp, dp).
+Their names and keys are the RunSpec's own (`role_plan.policy.tensor_parallel_size` in a finding
+is `policy=dict(tensor_parallel_size=...)` in the BUILD file), read from the library's schema
+(schema.json): the `role_plan` fields are made from it, one per section of the RunSpec's role
+plan, so a key or section added to the library's model needs no edit here. A role plan has no
+silent defaults: every section and every key must be written (`reference=None` too).
 """
 
 from __future__ import annotations
 
-from pants.engine.target import BoolField, StringSequenceField
-from pants.util.strutil import help_text
+import textwrap
+from typing import Any
 
+from pants.engine.target import BoolField, Field, StringSequenceField
+from pants.util.strutil import help_text, softwrap
+
+from rlaunch_pants import schema
 from rlaunch_pants import validation as v
 from rlaunch_pants.fields import (
+    CheckedIntField,
     CheckedStringField,
     ChoiceField,
-    Key,
     NonNegativeIntField,
     PositiveIntField,
     SchemaDictField,
-    choice,
     dict_help,
+    schema_keys,
 )
 
 # ---------------------------------------------------------------------------------------------
-# role_plan
-
-POLICY_KEYS = (
-    Key("nodes", v.check_positive_int, "nodes the policy trains on"),
-    Key("gpus_per_node", v.check_positive_int, "GPUs per node the policy uses"),
-    Key("tp", v.check_positive_int, "Megatron tensor parallel size; 1 for FSDP"),
-    Key("pp", v.check_positive_int, "Megatron pipeline parallel size; 1 for FSDP"),
-    Key("cp", v.check_positive_int, "Megatron context parallel size; 1 for FSDP"),
-    Key("ep", v.check_positive_int, "Megatron expert parallel size; 1 for dense models and FSDP"),
-    Key("etp", v.check_positive_int, "Megatron expert tensor parallel size; 1 if unused"),
-    Key("sp", v.check_positive_int, "FSDP (Ulysses) sequence parallel size; 1 for Megatron"),
-)
-AUX_ROLE_KEYS = (
-    Key("colocated_with_policy", v.check_bool, "True: shares the policy's GPUs"),
-    Key("nodes", v.check_positive_int, "nodes of the role (the policy's when colocated)"),
-    Key("gpus_per_node", v.check_positive_int, "GPUs per node of the role"),
-)
-ROLLOUT_KEYS = (
-    Key("engines", v.check_positive_int, "number of inference engines"),
-    Key("tp", v.check_positive_int, "tensor parallel size per engine"),
-    Key("pp", v.check_positive_int, "pipeline parallel size per engine"),
-    Key("dp", v.check_positive_int, "data parallel size per engine"),
-    Key("ep", v.check_positive_int, "expert parallel size per engine (spans DP x TP ranks)"),
-    Key("backend", choice("vllm", "sglang"), "'vllm' or 'sglang'"),
-    Key("weight_sync_backend", choice("nccl", "gloo"), "'nccl' or 'gloo'"),
-)
-BATCH_KEYS = (
-    Key("train_batch_size", v.check_positive_int, "prompts per training step"),
-    Key("policy_mini_batch_size", v.check_positive_int, "prompts per policy optimizer step"),
-    Key(
-        "critic_mini_batch_size",
-        v.check_positive_int,
-        "prompts per critic optimizer step; None without a critic",
-        nullable=True,
-    ),
-    Key("micro_train_batch_size_per_gpu", v.check_positive_int, "sequences per fwd/bwd per GPU"),
-    Key("micro_forward_batch_size_per_gpu", v.check_positive_int, "sequences per forward per GPU"),
-    Key("n_samples_per_prompt", v.check_positive_int, "completions per prompt (GRPO group size)"),
-    Key("eval_batch_size", v.check_positive_int, "prompts per evaluation batch"),
-)
+# role_plan: one field per section of the RunSpec's role plan.
 
 
-class RolePlanStrategyField(ChoiceField):
-    alias = "strategy"
-    required = True
-    choices = ("fsdp", "megatron")
-    help = help_text(
-        """
-        The policy's training strategy, `fsdp` or `megatron`. Megatron DP = world / (TP x PP x
-        CP); FSDP DP = world / SP, where world = nodes x GPUs per node.
-
-            strategy="fsdp"
-        """
-    )
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
 
 
-class RolePlanPolicyField(SchemaDictField):
-    alias = "policy"
-    required = True
-    schema = POLICY_KEYS
-    help = dict_help(
-        """
-        Where and how the policy trains. Every key is required:
-        """,
-        POLICY_KEYS,
-        """
-            policy=dict(nodes=1, gpus_per_node=8, tp=1, pp=1, cp=1, ep=1, etp=1, sp=1)
-        """,
-    )
+def _section_help(path: str, item: dict[str, Any]) -> str:
+    name = path.rsplit(".", 1)[-1]
+    intro = schema.doc(path)
+    if item["nullable"]:
+        intro += f" Must be written either way (`{name}=None` says there is none)."
+    if item["type"] == "dict":
+        keys = schema_keys(path)
+        example = f"{name}=dict(" + ", ".join(f"{key.name}=..." for key in keys) + ")"
+        return dict_help(intro + " Keys (all required):", keys, _wrapped(example))
+    if item["type"] == "choice":
+        choices = schema.choices(path)
+        return "\n\n".join(
+            (softwrap(intro), "One of: " + ", ".join(choices), f"    {name}={choices[0]!r}")
+        )
+    return softwrap(intro) + f"\n\n    {name}=..."
 
 
-class RolePlanReferenceField(SchemaDictField):
-    alias = "reference"
-    required = True
-    none_is_valid_value = True
-    schema = AUX_ROLE_KEYS
-    help = dict_help(
-        """
-        The reference model's role (needed for KL), or `None` without KL. Must be written
-        either way: a role plan has no silent defaults. Keys:
-        """,
-        AUX_ROLE_KEYS,
-        """
-            reference=dict(colocated_with_policy=True, nodes=1, gpus_per_node=8)
-        """,
-    )
+def _wrapped(example: str) -> str:
+    """A long one-line BUILD example, wrapped after commas into indented lines."""
+    return "\n".join(textwrap.wrap(example, 88, subsequent_indent="    "))
 
 
-class RolePlanCriticField(SchemaDictField):
-    alias = "critic"
-    required = True
-    none_is_valid_value = True
-    schema = AUX_ROLE_KEYS
-    help = dict_help(
-        """
-        The critic's role (needed by GAE), or `None` without a critic. Must be written either
-        way. Keys as for `reference`:
-        """,
-        AUX_ROLE_KEYS,
-        """
-            critic=None  # or, for GAE:
-            critic=dict(colocated_with_policy=True, nodes=1, gpus_per_node=8)
-        """,
-    )
+def section_field(path: str) -> type[Field]:
+    """The BUILD field of the RunSpec section at `path`, e.g. `role_plan.policy`."""
+    item = schema.entry(path)
+    name = path.rsplit(".", 1)[-1]
+    attrs: dict[str, Any] = {
+        "alias": name,
+        "required": True,
+        "none_is_valid_value": item["nullable"],
+        "help": _section_help(path, item),
+        "__module__": __name__,
+    }
+    kind = item["type"]
+    if kind == "dict":
+        attrs["schema"] = schema_keys(path)
+        base: type[Field] = SchemaDictField
+    elif kind == "choice":
+        attrs["choices"] = schema.choices(path)
+        base = ChoiceField
+    elif kind == "bool":
+        base = BoolField
+    elif kind == "int":
+        attrs["check"] = staticmethod(v.check_int)
+        base = CheckedIntField
+    else:
+        base = CheckedStringField
+    return type(f"RolePlan{_camel(name)}Field", (base,), attrs)
 
 
-class RolePlanRolloutField(SchemaDictField):
-    alias = "rollout"
-    required = True
-    schema = ROLLOUT_KEYS
-    help = dict_help(
-        """
-        The inference engines that generate rollouts. Rollout GPUs = engines x TP x PP x DP (EP
-        is not a factor). Keys:
-        """,
-        ROLLOUT_KEYS,
-        """
-            rollout=dict(engines=8, tp=1, pp=1, dp=1, ep=1, backend="vllm",
-                         weight_sync_backend="nccl")
-        """,
-    )
-
-
-class RolePlanColocateAllField(BoolField):
-    alias = "colocate_all"
-    required = True
-    help = help_text(
-        """
-        True: the policy (with reference and critic) and the rollout engines share the same
-        GPUs, taking turns. False: the engines get GPUs of their own.
-
-            colocate_all=True
-        """
-    )
-
-
-class RolePlanColocatePolicyRefField(BoolField):
-    alias = "colocate_policy_ref"
-    required = True
-    help = help_text(
-        """
-        True: the reference model shares the policy's GPUs.
-
-            colocate_policy_ref=True
-        """
-    )
-
-
-class RolePlanBatchField(SchemaDictField):
-    alias = "batch"
-    required = True
-    schema = BATCH_KEYS
-    help = dict_help(
-        """
-        Batch sizes. Keys (all required):
-        """,
-        BATCH_KEYS,
-        """
-            batch=dict(
-                train_batch_size=256,
-                policy_mini_batch_size=64,
-                critic_mini_batch_size=None,
-                micro_train_batch_size_per_gpu=4,
-                micro_forward_batch_size_per_gpu=8,
-                n_samples_per_prompt=8,
-                eval_batch_size=512,
-            )
-        """,
-    )
-
-
-ROLE_PLAN_FIELDS = (
-    RolePlanStrategyField,
-    RolePlanPolicyField,
-    RolePlanReferenceField,
-    RolePlanCriticField,
-    RolePlanRolloutField,
-    RolePlanColocateAllField,
-    RolePlanColocatePolicyRefField,
-    RolePlanBatchField,
-)
+ROLE_PLAN_SECTIONS = tuple(schema.section_keys("role_plan"))
+ROLE_PLAN_FIELDS = tuple(section_field(f"role_plan.{name}") for name in ROLE_PLAN_SECTIONS)
+ROLE_PLAN_FIELD = dict(zip(ROLE_PLAN_SECTIONS, ROLE_PLAN_FIELDS))
 
 ROLE_PLAN_HELP = help_text(
     """
-    Who runs on which GPUs, with which parallelism and batch sizes. Fully explicit: every
-    section and every key must be written (`reference=None`, `critic=None` included).
-    `./pants check` proves the geometry and batch arithmetic against the run's allocation and
-    model facts.
+    Who runs on which GPUs, with which parallelism and batch sizes: the RunSpec's `role_plan`,
+    key for key. Fully explicit: every section and every key must be written
+    (`reference=None`, `critic=None` included). `./pants check` proves the geometry and batch
+    arithmetic against the run's allocation and model facts.
 
         role_plan(
             name="colocated-1x8",
             strategy="fsdp",
-            policy=dict(nodes=1, gpus_per_node=8, tp=1, pp=1, cp=1, ep=1, etp=1, sp=1),
-            reference=dict(colocated_with_policy=True, nodes=1, gpus_per_node=8),
+            policy=dict(num_nodes=1, num_gpus_per_node=8, tensor_parallel_size=1,
+                        pipeline_parallel_size=1, context_parallel_size=1,
+                        expert_parallel_size=1, expert_tensor_parallel_size=1,
+                        sequence_parallel_size=1),
+            reference=dict(colocated_with_policy=True, num_nodes=1, num_gpus_per_node=8),
             critic=None,
-            rollout=dict(engines=8, tp=1, pp=1, dp=1, ep=1, backend="vllm",
+            rollout=dict(num_engines=8, tensor_parallel_size=1, pipeline_parallel_size=1,
+                         data_parallel_size=1, expert_parallel_size=1, backend="vllm",
                          weight_sync_backend="nccl"),
-            colocate_all=True,
-            colocate_policy_ref=True,
+            placement=dict(colocate_all=True, colocate_policy_ref=True),
             batch=dict(
                 train_batch_size=256,
                 policy_mini_batch_size=64,
@@ -239,14 +126,8 @@ ROLE_PLAN_HELP = help_text(
 # ---------------------------------------------------------------------------------------------
 # rl_execution
 
-ALLOCATION_KEYS = (
-    Key("num_nodes", v.check_positive_int, "nodes allocated"),
-    Key("gpus_per_node", v.check_positive_int, "GPUs per node"),
-    Key("accelerator", v.check_str, "'H100', 'A100-80GB', 'L4', ... or 'sim' (simulated GPUs)"),
-    Key("cpus_per_node", v.check_positive_int, "CPUs per node"),
-    Key("memory_gb_per_node", v.check_positive_int, "memory per node, GB"),
-    Key("disk_gb_per_node", v.check_positive_int, "disk per node, GB"),
-)
+ALLOCATION_KEYS = schema_keys("execution.allocation")
+WANDB_KEYS = schema_keys("execution.wandb")
 
 
 class ExecutionExecutorField(CheckedStringField):
@@ -306,7 +187,7 @@ class ExecutionAllocationField(SchemaDictField):
 class ExecutionPriorityField(ChoiceField):
     alias = "priority"
     default = "normal"
-    choices = ("low", "normal", "high")
+    choices = schema.choices("execution.priority")
     help = help_text(
         """
         Scheduling priority: `low`, `normal` (default) or `high`.
@@ -353,25 +234,18 @@ class ExecutionCredentialsField(StringSequenceField):
     )
 
 
-class ExecutionWandbEntityField(CheckedStringField):
-    alias = "wandb_entity"
-    help = help_text(
+class ExecutionWandbField(SchemaDictField):
+    alias = "wandb"
+    none_is_valid_value = True
+    schema = WANDB_KEYS
+    help = dict_help(
         """
-        The W&B entity (team or user) to log to; set with `wandb_project`.
-
-            wandb_entity="rl-posttraining"
+        The W&B entity (team or user) and project to log to; unset: no W&B. Keys:
+        """,
+        WANDB_KEYS,
         """
-    )
-
-
-class ExecutionWandbProjectField(CheckedStringField):
-    alias = "wandb_project"
-    help = help_text(
-        """
-        The W&B project to log to; set with `wandb_entity`.
-
-            wandb_project="gsm8k-grpo"
-        """
+            wandb=dict(entity="rl-posttraining", project="gsm8k-grpo")
+        """,
     )
 
 
@@ -396,8 +270,7 @@ EXECUTION_FIELDS = (
     ExecutionMaxRetriesField,
     ExecutionTimeoutMinutesField,
     ExecutionCredentialsField,
-    ExecutionWandbEntityField,
-    ExecutionWandbProjectField,
+    ExecutionWandbField,
     ExecutionStorePrefixField,
 )
 
@@ -414,8 +287,7 @@ EXECUTION_HELP = help_text(
                             cpus_per_node=96, memory_gb_per_node=1024, disk_gb_per_node=2000),
             timeout_minutes=1440,
             credentials=["WANDB_API_KEY"],
-            wandb_entity="my-team",
-            wandb_project="gsm8k-grpo",
+            wandb=dict(entity="my-team", project="gsm8k-grpo"),
         )
     """
 )

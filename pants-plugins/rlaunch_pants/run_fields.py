@@ -1,8 +1,9 @@
 """Fields of `rl_run`: the run's identity, its references to the other targets (all of them
 dependencies), and the algorithm, lengths, checkpoint and resume policy.
 
-The key names of `lengths`, `algorithm` and `checkpoint` are the RunSpec's own
-(docs/spec-format.md), and every key must be written: nothing defaults silently.
+The names and keys of `lengths`, `algorithm`, `checkpoint` and `resume` are the RunSpec's own,
+read from the library's schema (schema.json), and every key must be written: nothing defaults
+silently.
 """
 
 from __future__ import annotations
@@ -10,59 +11,24 @@ from __future__ import annotations
 from pants.engine.target import Dependencies, StringSequenceField
 from pants.util.strutil import help_text
 
-from rlaunch_pants import validation as v
+from rlaunch_pants import schema
 from rlaunch_pants.fields import (
     CheckedStringField,
     ChoiceField,
-    Key,
     NonNegativeIntField,
     SchemaDictField,
     TargetReferenceField,
     VersionField,
-    choice,
     dict_help,
+    schema_keys,
 )
 
 ARTIFACT_TYPES = ("hf_model", "hf_dataset", "adopted_artifact", "built_artifact")
 
-LENGTHS_KEYS = (
-    Key("max_prompt_length", v.check_positive_int, "prompt tokens after the chat template"),
-    Key("max_generate_length", v.check_positive_int, "generated tokens per completion"),
-    Key("max_input_length", v.check_positive_int, "generator input budget (= prompt, 1 turn)"),
-    Key("max_turns", v.check_positive_int, "1 for single-turn tasks"),
-)
-KL_KEYS = (
-    Key("use_kl_loss", v.check_bool, "KL penalty in the loss"),
-    Key("use_kl_in_reward", v.check_bool, "KL penalty in the reward (exclusive with the loss)"),
-    Key("kl_loss_coef", v.check_non_negative_number, "KL coefficient"),
-    Key("kl_estimator_type", choice("k1", "k2", "k3", "abs"), "'k1', 'k2', 'k3' or 'abs'"),
-)
-ALGORITHM_KEYS = (
-    Key(
-        "advantage_estimator",
-        choice("grpo", "gae", "rloo", "reinforce++"),
-        "'grpo', 'gae' (needs a critic), 'rloo' or 'reinforce++'",
-    ),
-    Key("kl", None, "KL settings, a dict", nested=KL_KEYS),
-    Key("learning_rate", v.check_positive_number, "policy learning rate"),
-    Key("epochs", v.check_positive_int, "passes over the training data"),
-    Key(
-        "max_training_steps",
-        v.check_positive_int,
-        "stop after this many steps; None: all epochs",
-        nullable=True,
-    ),
-    Key("temperature", v.check_non_negative_number, "rollout sampling temperature"),
-    Key("clip_ratio", v.check_positive_number, "PPO clip epsilon"),
-    Key("fully_async", v.check_bool, "fully asynchronous training (needs train == mini batch)"),
-    Key("environment", v.check_str, "task environment (SkyRL env_class), e.g. 'gsm8k'"),
-)
-CHECKPOINT_KEYS = (
-    Key("ckpt_interval", v.check_positive_int, "steps between checkpoints"),
-    Key("max_ckpts_to_keep", v.check_int, "-1 keeps all; 0 is refused (it would keep none)"),
-    Key("hf_save_interval", v.check_int, "steps between HF exports; -1: only the final one"),
-    Key("export_final", v.check_bool, "write the export and terminal manifest at the end"),
-)
+LENGTHS_KEYS = schema_keys("lengths")
+ALGORITHM_KEYS = schema_keys("algorithm")
+CHECKPOINT_KEYS = schema_keys("checkpoint")
+RESUME_KEYS = schema_keys("resume")
 
 
 class RlRunNameField(CheckedStringField):
@@ -272,7 +238,7 @@ class RlRunAlgorithmField(SchemaDictField):
 class RlRunLoggerField(ChoiceField):
     alias = "logger"
     required = True
-    choices = ("console", "wandb")
+    choices = schema.choices("logger")
     help = help_text(
         """
         Where metrics go: `console` or `wandb` (needs `wandb_entity`/`wandb_project`).
@@ -299,43 +265,23 @@ class RlRunCheckpointField(SchemaDictField):
     )
 
 
-class RlRunResumeModeField(ChoiceField):
-    alias = "resume_mode"
+class RlRunResumeField(SchemaDictField):
+    alias = "resume"
     required = True
-    choices = ("none", "latest", "from_path")
-    help = help_text(
+    schema = RESUME_KEYS
+    help = dict_help(
         """
-        `none`, `latest` (the newest checkpoint under the run's own root; refused if another
-        runtime wrote it, unless declared compatible) or `from_path` (with `resume_path`).
-
-            resume_mode="latest"
+        What the run resumes from. Keys (all required):
+        """,
+        RESUME_KEYS,
         """
-    )
-
-
-class RlRunResumePathField(CheckedStringField):
-    alias = "resume_path"
-    help = help_text(
-        """
-        The checkpoint directory to resume from with `resume_mode="from_path"`: a
-        `global_step_N` directory under a run's checkpoint root in the store.
-
-            resume_mode="from_path",
-            resume_path="gs://my-store/rlaunch/gsm8k-grpo/2026.11.01/checkpoints/global_step_40",
-        """
-    )
-
-
-class RlRunResumeCompatibleRuntimesField(StringSequenceField):
-    alias = "resume_compatible_runtimes"
-    default = ()
-    help = help_text(
-        """
-        Runtime fingerprints (`sha256:...`) whose checkpoints this run may resume: a declared
-        compatibility across a runtime change. Default: none.
-
-            resume_compatible_runtimes=["sha256:<the older runtime fingerprint>"]
-        """
+            resume=dict(mode="latest", path=None, compatible_runtimes=[])
+            resume=dict(
+                mode="from_path",
+                path="gs://my-store/rlaunch/gsm8k-grpo/2026.11.01/checkpoints/global_step_40",
+                compatible_runtimes=[],
+            )
+        """,
     )
 
 
@@ -372,24 +318,26 @@ RUN_FIELDS = (
     RlRunAlgorithmField,
     RlRunLoggerField,
     RlRunCheckpointField,
-    RlRunResumeModeField,
-    RlRunResumePathField,
-    RlRunResumeCompatibleRuntimesField,
+    RlRunResumeField,
     RlRunDependenciesField,
 )
+
+WORLD_RULES_HELP = "\n".join(f"    {code}: {summary}" for code, summary in schema.WORLD_RULES)
+"""The world rules, which `./pants check` does not run (they run at launch), one a line."""
 
 RUN_HELP = help_text(
     """
     One RL post-training run: its artifacts, runtime, role plan and execution by address, plus
-    the algorithm, lengths and checkpoint policy.
+    the algorithm, lengths, checkpoint and resume policy (the RunSpec's keys, key for key).
 
     `./pants check` preflights it (geometry, batch arithmetic, context, pins, versions, paths,
     runtime, smoke geometry): the checks that depend only on the targets, so their result is
-    cached. The world-dependent ones (VER002 the launch ledger and version immutability, VER003
-    checkpoint roots, VER004 the launcher's git tree, EXEC004 credentials present) are not run by
-    `check`: they run uncached at launch time, by `./pants run`. `./pants package` writes
-    `dist/<dir>/<target>/launch.yaml`; `./pants run` preflights again, writes it and submits it
-    through the executor (`./pants run <target> -- --dry-run` submits nothing).
+    cached. The world-dependent ones are not run by `check`: they run uncached at launch time,
+    by `./pants run`. `./pants package` writes `dist/<dir>/<target>/launch.yaml`; `./pants run`
+    preflights again, writes it and submits it through the executor (`./pants run <target> --
+    --dry-run` submits nothing). The world rules:
+
+    {world_rules}
 
         rl_run(
             name="grpo",
@@ -415,7 +363,7 @@ RUN_HELP = help_text(
             logger="wandb",
             checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
                             export_final=True),
-            resume_mode="latest",
+            resume=dict(mode="latest", path=None, compatible_runtimes=[]),
         )
     """
-)
+).replace("{world_rules}", WORLD_RULES_HELP)

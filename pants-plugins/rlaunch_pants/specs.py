@@ -25,19 +25,13 @@ from pants.util.frozendict import FrozenDict
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
+from rlaunch_pants import schema
 from rlaunch_pants import target_types as tt
 from rlaunch_pants.fields import TargetReferenceField
 from rlaunch_pants.references import ReferencedTarget, ReferenceRequest
 
-SCHEMA_VERSION = 1
-ARTIFACT_SLOTS = (
-    "model",
-    "tokenizer",
-    "reference_model",
-    "critic_model",
-    "train_data",
-    "eval_data",
-)
+SCHEMA_VERSION = schema.SCHEMA["schema_version"]
+ARTIFACT_SLOTS = schema.ARTIFACT_SLOTS
 SPEC_DIR = "__rlaunch_specs"
 
 
@@ -162,53 +156,12 @@ def runtime_dict(target: Target) -> dict[str, Any]:
     }
 
 
-def _aux_role(value: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
-    if value is None:
-        return None
-    return {
-        "colocated_with_policy": value["colocated_with_policy"],
-        "num_nodes": value["nodes"],
-        "num_gpus_per_node": value["gpus_per_node"],
-    }
-
-
 def role_plan_dict(target: Target) -> dict[str, Any]:
-    # Required fields: Pants has refused the target already if either is missing.
-    policy = target[pf.RolePlanPolicyField].value or FrozenDict()
-    rollout = target[pf.RolePlanRolloutField].value or FrozenDict()
-    return {
-        "strategy": target[pf.RolePlanStrategyField].value,
-        "policy": {
-            "num_nodes": policy["nodes"],
-            "num_gpus_per_node": policy["gpus_per_node"],
-            "tensor_parallel_size": policy["tp"],
-            "pipeline_parallel_size": policy["pp"],
-            "context_parallel_size": policy["cp"],
-            "expert_parallel_size": policy["ep"],
-            "expert_tensor_parallel_size": policy["etp"],
-            "sequence_parallel_size": policy["sp"],
-        },
-        "reference": _aux_role(target[pf.RolePlanReferenceField].value),
-        "critic": _aux_role(target[pf.RolePlanCriticField].value),
-        "rollout": {
-            "num_engines": rollout["engines"],
-            "tensor_parallel_size": rollout["tp"],
-            "pipeline_parallel_size": rollout["pp"],
-            "data_parallel_size": rollout["dp"],
-            "expert_parallel_size": rollout["ep"],
-            "backend": rollout["backend"],
-            "weight_sync_backend": rollout["weight_sync_backend"],
-        },
-        "placement": {
-            "colocate_all": target[pf.RolePlanColocateAllField].value,
-            "colocate_policy_ref": target[pf.RolePlanColocatePolicyRefField].value,
-        },
-        "batch": thaw(target[pf.RolePlanBatchField].value),
-    }
+    """The role plan's sections, as written: the BUILD fields are the RunSpec's keys."""
+    return {name: thaw(target[field].value) for name, field in pf.ROLE_PLAN_FIELD.items()}
 
 
 def execution_dict(target: Target) -> dict[str, Any]:
-    entity = target[pf.ExecutionWandbEntityField].value
     return {
         "executor": target[pf.ExecutionExecutorField].value,
         "address": target[pf.ExecutionAddressField].value,
@@ -218,12 +171,7 @@ def execution_dict(target: Target) -> dict[str, Any]:
         "max_retries": target[pf.ExecutionMaxRetriesField].value,
         "timeout_minutes": target[pf.ExecutionTimeoutMinutesField].value,
         "credentials": list(target[pf.ExecutionCredentialsField].value or ()),
-        "wandb": None
-        if entity is None
-        else {
-            "entity": entity,
-            "project": target[pf.ExecutionWandbProjectField].value,
-        },
+        "wandb": thaw(target[pf.ExecutionWandbField].value),
         "store_prefix": target[pf.ExecutionStorePrefixField].value,
     }
 
@@ -268,11 +216,7 @@ def run_spec_dict(target: Target, parts: RunParts) -> dict[str, Any]:
         "algorithm": thaw(target[rf.RlRunAlgorithmField].value),
         "logger": target[rf.RlRunLoggerField].value,
         "checkpoint": thaw(target[rf.RlRunCheckpointField].value),
-        "resume": {
-            "mode": target[rf.RlRunResumeModeField].value,
-            "path": target[rf.RlRunResumePathField].value,
-            "compatible_runtimes": list(target[rf.RlRunResumeCompatibleRuntimesField].value or ()),
-        },
+        "resume": thaw(target[rf.RlRunResumeField].value),
         "execution": parts.execution,
         "smoke_of": parts.smoke_of,
     }
@@ -367,14 +311,8 @@ async def artifact_spec(request: ArtifactSpecRequest) -> ArtifactSpec:
 @rule(desc="Assembling a run spec")
 async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
     target = await _target(request.address)
-    slot_fields = {
-        "model": rf.RlRunModelField,
-        "tokenizer": rf.RlRunTokenizerField,
-        "reference_model": rf.RlRunReferenceModelField,
-        "critic_model": rf.RlRunCriticModelField,
-        "train_data": rf.RlRunTrainDataField,
-        "eval_data": rf.RlRunEvalDataField,
-    }
+    by_alias = {field.alias: field for field in rf.RUN_REFERENCE_FIELDS}
+    slot_fields = {slot: by_alias[slot] for slot in ARTIFACT_SLOTS}
     set_slots = [slot for slot, field in slot_fields.items() if target[field].value]
     # Required fields (runtime, role_plan, execution) always have a value here.
     fields = [slot_fields[slot] for slot in set_slots]

@@ -315,16 +315,6 @@ class RlExecutionTarget(Target):
     core_fields = (*COMMON_TARGET_FIELDS, *pf.EXECUTION_FIELDS)
     help = pf.EXECUTION_HELP
 
-    def validate(self) -> None:
-        entity = self[pf.ExecutionWandbEntityField].value
-        project = self[pf.ExecutionWandbProjectField].value
-        if (entity is None) != (project is None):
-            raise InvalidFieldException(
-                f"The rl_execution target {self.address} sets "
-                f"{'wandb_entity' if entity else 'wandb_project'} without "
-                f"{'wandb_project' if entity else 'wandb_entity'}: set both or neither."
-            )
-
 
 class RlRunTarget(Target):
     alias = "rl_run"

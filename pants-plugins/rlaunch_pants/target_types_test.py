@@ -78,28 +78,36 @@ def test_a_choice_lists_the_choices() -> None:
     )
 
 
-def test_role_plan_dict_reports_each_problem_with_the_key() -> None:
-    assert error_of(
-        pf.RolePlanPolicyField,
-        {"nodes": 1, "gpus_per_node": 8, "tp": 0, "pp": 1, "cp": 1, "ep": 1, "etp": 1, "sp": 1},
-        PLAN,
-    ) == (
-        "The 'policy' field in target experiments/x:plan must set 'tp' to a positive integer, "
-        "but was 0."
+POLICY = {
+    "num_nodes": 1,
+    "num_gpus_per_node": 8,
+    "tensor_parallel_size": 1,
+    "pipeline_parallel_size": 1,
+    "context_parallel_size": 1,
+    "expert_parallel_size": 1,
+    "expert_tensor_parallel_size": 1,
+    "sequence_parallel_size": 1,
+}
+
+
+def test_role_plan_dict_reports_each_problem_with_the_key_as_written() -> None:
+    policy_field = pf.ROLE_PLAN_FIELD["policy"]
+    assert error_of(policy_field, {**POLICY, "tensor_parallel_size": "4"}, PLAN) == (
+        "The 'policy' field in target experiments/x:plan must set 'tensor_parallel_size' to an "
+        "integer, but was '4'."
     )
-    message = error_of(
-        pf.RolePlanPolicyField,
-        {"nodes": 1, "gpus_per_node": 8, "tpp": 1, "pp": 1, "cp": 1, "ep": 1, "etp": 1},
-        PLAN,
-    )
-    assert message == (
+    misspelt = {key: value for key, value in POLICY.items() if key != "sequence_parallel_size"}
+    misspelt["tensor_paralel_size"] = misspelt.pop("tensor_parallel_size")
+    assert error_of(policy_field, misspelt, PLAN) == (
         "The 'policy' field in target experiments/x:plan has 3 problems:\n"
-        "  - has an unknown key 'tpp' (did you mean 'tp'?); the keys are: nodes, gpus_per_node, "
-        "tp, pp, cp, ep, etp, sp\n"
-        "  - is missing the key 'tp' (Megatron tensor parallel size; 1 for FSDP); every key must "
-        "be set: there are no silent defaults\n"
-        "  - is missing the key 'sp' (FSDP (Ulysses) sequence parallel size; 1 for Megatron); "
-        "every key must be set: there are no silent defaults"
+        "  - has an unknown key 'tensor_paralel_size' (did you mean 'tensor_parallel_size'?); "
+        "the keys are: num_nodes, num_gpus_per_node, tensor_parallel_size, "
+        "pipeline_parallel_size, context_parallel_size, expert_parallel_size, "
+        "expert_tensor_parallel_size, sequence_parallel_size\n"
+        "  - is missing the key 'tensor_parallel_size' (Megatron TP; 1 for FSDP); every key "
+        "must be set: there are no silent defaults\n"
+        "  - is missing the key 'sequence_parallel_size' (FSDP (Ulysses) sequence parallel size; "
+        "1 for Megatron); every key must be set: there are no silent defaults"
     )
 
 
@@ -129,13 +137,13 @@ def test_nested_dict_keys_are_named_by_path() -> None:
 
 
 def test_reference_and_critic_must_be_written_even_as_none() -> None:
-    assert pf.RolePlanCriticField(None, PLAN).value is None
-    assert error_of(pf.RolePlanCriticField, NO_VALUE, PLAN) == (
+    assert pf.ROLE_PLAN_FIELD["critic"](None, PLAN).value is None
+    assert error_of(pf.ROLE_PLAN_FIELD["critic"], NO_VALUE, PLAN) == (
         "The 'critic' field in target experiments/x:plan must be written, as a dict or as None: "
         "a role plan has no silent defaults (`critic=None` says there is none)."
     )
     with pytest.raises(RequiredFieldMissingException):
-        pf.RolePlanBatchField(None, PLAN)
+        pf.ROLE_PLAN_FIELD["batch"](None, PLAN)
 
 
 def test_a_dict_field_value_is_frozen_with_sorted_keys() -> None:
@@ -222,11 +230,11 @@ def test_model_facts_come_together(rule_runner: RuleRunner) -> None:
 def test_wandb_identity_comes_together(rule_runner: RuleRunner) -> None:
     build = COLOCATED_BUILD.replace(
         'store_prefix="gs://rlaunch-example/store",',
-        'store_prefix="gs://rlaunch-example/store", wandb_entity="team",',
+        'store_prefix="gs://rlaunch-example/store", wandb=dict(entity="team"),',
     )
-    assert _target_error(rule_runner, build, "cluster").endswith(
-        "The rl_execution target experiments/x:cluster sets wandb_entity without wandb_project: "
-        "set both or neither."
+    assert _target_error(rule_runner, build, "cluster") == (
+        "experiments/x/BUILD:60: The 'wandb' field in target experiments/x:cluster is missing the "
+        "key 'project' (The W&B project); every key must be set: there are no silent defaults."
     )
 
 

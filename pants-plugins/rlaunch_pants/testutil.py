@@ -51,12 +51,18 @@ rl_runtime(
 role_plan(
     name="plan",
     strategy="fsdp",
-    policy=dict(nodes=1, gpus_per_node=8, tp=1, pp=1, cp=1, ep=1, etp=1, sp=1),
-    reference=dict(colocated_with_policy=True, nodes=1, gpus_per_node=8),
+    policy=dict(
+        num_nodes=1, num_gpus_per_node=8, tensor_parallel_size=1, pipeline_parallel_size=1,
+        context_parallel_size=1, expert_parallel_size=1, expert_tensor_parallel_size=1,
+        sequence_parallel_size=1,
+    ),
+    reference=dict(colocated_with_policy=True, num_nodes=1, num_gpus_per_node=8),
     critic=None,
-    rollout=dict(engines=8, tp=1, pp=1, dp=1, ep=1, backend="vllm", weight_sync_backend="nccl"),
-    colocate_all=True,
-    colocate_policy_ref=True,
+    rollout=dict(
+        num_engines=8, tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1,
+        expert_parallel_size=1, backend="vllm", weight_sync_backend="nccl",
+    ),
+    placement=dict(colocate_all=True, colocate_policy_ref=True),
     batch=dict(
         train_batch_size=256,
         policy_mini_batch_size=64,
@@ -105,7 +111,7 @@ rl_run(
     logger="console",
     checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
                     export_final=True),
-    resume_mode="latest",
+    resume=dict(mode="latest", path=None, compatible_runtimes=[]),
 )
 """
 

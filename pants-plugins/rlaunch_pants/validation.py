@@ -9,8 +9,10 @@ library's preflight, which reports every problem of a run at once with a stable 
 from __future__ import annotations
 
 import datetime
-import re
+from collections.abc import Mapping
 from typing import Any, Optional
+
+from rlaunch_pants.schema import PATTERNS
 
 COMMIT_REQUIREMENT = "a 40-character hex commit sha"
 SHA256_REQUIREMENT = "a 64-character hex sha256 digest of the content"
@@ -18,12 +20,12 @@ VERSION_REQUIREMENT = (
     "a calendar version YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`"
 )
 
-_HEX40 = re.compile(r"[0-9a-f]{40}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-# The same syntax as the library's preflight (rlaunch.preflight.syntax), so that a version the
-# BUILD file accepts is one preflight accepts too.
-_CALENDAR = re.compile(r"(\d{4})\.(\d{2})\.(\d{2})(?:\.([1-9]\d*))?")
-_DEV = re.compile(r"(?:[a-z0-9][a-z0-9._-]*-)?dev")
+# The library's own patterns (rlaunch.preflight.syntax, via schema.json), so that a pin or version
+# the BUILD file accepts is one preflight accepts too.
+_HEX40 = PATTERNS["commit"]
+_HEX64 = PATTERNS["sha256"]
+_CALENDAR = PATTERNS["calendar"]
+_DEV = PATTERNS["dev"]
 
 
 def check_commit(value: str) -> Optional[str]:
@@ -76,6 +78,16 @@ def check_bool(value: Any) -> Optional[str]:
 
 def check_str(value: Any) -> Optional[str]:
     return None if isinstance(value, str) and value else "a non-empty string"
+
+
+def check_str_list(value: Any) -> Optional[str]:
+    ok = isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value)
+    return None if ok else "a list of strings"
+
+
+def check_str_map(value: Any) -> Optional[str]:
+    ok = isinstance(value, Mapping) and all(isinstance(key, str) for key in value)
+    return None if ok else "a dict with string keys"
 
 
 def check_choice(value: Any, choices: tuple[str, ...]) -> Optional[str]:

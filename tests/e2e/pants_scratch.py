@@ -59,6 +59,14 @@ class ScratchRepo:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
+    def runtime_python(self) -> str:
+        """The project runtime's interpreter (`scripts/runtime` of the copy)."""
+        done = subprocess.run(
+            [str(self.root / "scripts" / "runtime")],
+            cwd=self.root, env=self.env, capture_output=True, text=True, check=True,
+        )
+        return done.stdout.strip()
+
     def pants(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(self.root / "pants"), *args],

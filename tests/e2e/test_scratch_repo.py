@@ -3,6 +3,8 @@ commit to select changed targets against."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +50,22 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         scratch.write(build, original)
 
 
+def _role_plan(*, tensor_parallel_size: str, critic: str) -> str:
+    """A one-line role plan with the policy's TP and the critic field as given."""
+    return (
+        'role_plan(strategy="fsdp", policy=dict(num_nodes=1, num_gpus_per_node=8, '
+        f"tensor_parallel_size={tensor_parallel_size}, pipeline_parallel_size=1, "
+        "context_parallel_size=1, expert_parallel_size=1, expert_tensor_parallel_size=1, "
+        f"sequence_parallel_size=1), reference=None, {critic}rollout=dict(num_engines=8, "
+        "tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1, "
+        'expert_parallel_size=1, backend="vllm", weight_sync_backend="nccl"), '
+        "placement=dict(colocate_all=True, colocate_policy_ref=True), "
+        "batch=dict(train_batch_size=8, policy_mini_batch_size=8, critic_mini_batch_size=None, "
+        "micro_train_batch_size_per_gpu=1, micro_forward_batch_size_per_gpu=1, "
+        "n_samples_per_prompt=8, eval_batch_size=8))"
+    )
+
+
 # Each case: a BUILD file -> the message Pants stops with when it parses it.
 PARSE_ERRORS = {
     "branch-pin": (
@@ -87,29 +105,15 @@ PARSE_ERRORS = {
             "sha256 digest of the content, but was 'abc123'."
         ),
     ),
-    "zero-tp": (
+    "string-tp": (
+        _role_plan(tensor_parallel_size='"4"', critic="critic=None, "),
         (
-            'role_plan(strategy="fsdp", policy=dict(nodes=1, gpus_per_node=8, tp=0, pp=1, cp=1,'
-            " ep=1, etp=1, sp=1), reference=None, critic=None, rollout=dict(engines=8, tp=1, pp=1,"
-            ' dp=1, ep=1, backend="vllm", weight_sync_backend="nccl"), colocate_all=True,'
-            " colocate_policy_ref=True, batch=dict(train_batch_size=8, policy_mini_batch_size=8,"
-            " critic_mini_batch_size=None, micro_train_batch_size_per_gpu=1,"
-            " micro_forward_batch_size_per_gpu=1, n_samples_per_prompt=8, eval_batch_size=8))"
-        ),
-        (
-            "The 'policy' field in target broken/zero-tp:zero-tp must set 'tp' to a positive "
-            "integer, but was 0."
+            "The 'policy' field in target broken/string-tp:string-tp must set "
+            "'tensor_parallel_size' to an integer, but was '4'."
         ),
     ),
     "silent-critic": (
-        (
-            'role_plan(strategy="fsdp", policy=dict(nodes=1, gpus_per_node=8, tp=1, pp=1, cp=1,'
-            " ep=1, etp=1, sp=1), reference=None, rollout=dict(engines=8, tp=1, pp=1,"
-            ' dp=1, ep=1, backend="vllm", weight_sync_backend="nccl"), colocate_all=True,'
-            " colocate_policy_ref=True, batch=dict(train_batch_size=8, policy_mini_batch_size=8,"
-            " critic_mini_batch_size=None, micro_train_batch_size_per_gpu=1,"
-            " micro_forward_batch_size_per_gpu=1, n_samples_per_prompt=8, eval_batch_size=8))"
-        ),
+        _role_plan(tensor_parallel_size="1", critic=""),
         (
             "The 'critic' field in target broken/silent-critic:silent-critic must be written, as "
             "a dict or as None: a role plan has no silent defaults (`critic=None` says there is "
@@ -131,3 +135,57 @@ def test_a_malformed_field_fails_when_the_build_file_is_parsed(
         assert message in " ".join(result.stderr.split()), result.stderr
     finally:
         (scratch.root / "broken" / case / "BUILD").unlink()
+
+
+# A key and a section added to the library's role plan model, as a later issue would add them.
+NEW_PLACEMENT_KEY = (
+    '    """The reference model shares the policy\'s GPUs."""\n',
+    '    colocate_critic: bool\n    """The critic shares the policy\'s GPUs."""\n',
+)
+NEW_SECTION = (
+    '    """Batch sizes."""\n',
+    "    balance_sequences: bool\n"
+    '    """Balance sequence lengths across the data-parallel ranks."""\n',
+)
+
+
+def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: ScratchRepo) -> None:
+    model = "src/rlaunch/spec/roleplan.py"
+    schema = "pants-plugins/rlaunch_pants/schema.json"
+    originals = {path: (scratch.root / path).read_text() for path in (model, schema)}
+    text = originals[model]
+    for anchor, added in (NEW_PLACEMENT_KEY, NEW_SECTION):
+        assert text.count(anchor) == 1, anchor
+        text = text.replace(anchor, anchor + added)
+    scratch.write(model, text)
+    scratch.write(
+        "broken/schema-added/BUILD",
+        _role_plan(tensor_parallel_size="1", critic="critic=None, ")
+        .replace("colocate_policy_ref=True)", "colocate_policy_ref=True, colocate_critic=False)")
+        .replace("role_plan(", 'role_plan(name="plan", balance_sequences=True, '),
+    )
+    try:
+        regenerate = [scratch.runtime_python(), "-m", "rlaunch.buildschema", "--write"]
+        done = subprocess.run(regenerate, cwd=scratch.root, env={**scratch.env, "PYTHONPATH": "src"},
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+
+        result = scratch.pants("help", "role_plan")
+        assert result.returncode == 0, result.stderr
+        assert "        colocate_critic: The critic shares the policy's GPUs\n" in result.stdout
+        assert (
+            "balance_sequences\n    type: bool\n    required\n\n    Balance sequence lengths "
+            "across the data-parallel ranks.\n"
+        ) in result.stdout
+
+        result = scratch.pants("peek", "broken/schema-added:plan")
+        assert result.returncode == 0, result.stderr
+        (peeked,) = json.loads(result.stdout)
+        assert peeked["balance_sequences"] is True
+        assert peeked["placement"] == {
+            "colocate_all": True, "colocate_critic": False, "colocate_policy_ref": True,
+        }
+    finally:
+        for path, original in originals.items():
+            scratch.write(path, original)
+        (scratch.root / "broken/schema-added/BUILD").unlink()

@@ -24,7 +24,7 @@ from pants.util.logging import LogLevel
 from pants.util.strutil import help_text, pluralize
 
 from rlaunch_pants.process import RlaunchProcess
-from rlaunch_pants.run_fields import RlRunRolePlanField
+from rlaunch_pants.run_fields import WORLD_RULES_HELP, RlRunRolePlanField
 from rlaunch_pants.specs import RunSpecDocument, RunSpecRequest, spec_file_path
 
 
@@ -43,13 +43,9 @@ class RlaunchPreflightSubsystem(Subsystem):
         time, uncached, by `./pants run` (`rlaunch launch` preflights with scope `all`). They are
         (`python -m rlaunch rules` shows each rule's scope):
 
-            VER002: the launch ledger: a launched calendar version keeps its fingerprint
-            VER003: the store: `resume_mode="latest"` loads no checkpoint of another runtime
-            VER004: the launcher's git tree is clean for a calendar version
-            VER005: the launch ledger: a finished calendar version is not launched again
-            EXEC004: every credential named in `credentials` is set in the environment
+        {world_rules}
         """
-    )
+    ).replace("{world_rules}", WORLD_RULES_HELP)
 
     skip = SkipOption("check")
 

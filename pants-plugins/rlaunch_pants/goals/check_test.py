@@ -29,7 +29,7 @@ def _section(build: str, start: str, end: str) -> str:
 TP8_ON_12_HEADS = (
     _section(COLOCATED_BUILD, "role_plan(", "rl_execution(")
     .replace('name="plan"', 'name="tp8-plan"')
-    .replace("rollout=dict(engines=8, tp=1,", "rollout=dict(engines=1, tp=8,")
+    .replace("num_engines=8, tensor_parallel_size=1,", "num_engines=1, tensor_parallel_size=8,")
     + "rl_run("
     + COLOCATED_BUILD.split("rl_run(")[1]
     .replace('name="run"', 'name="tp8"')

@@ -16,7 +16,9 @@ class SpecModel(BaseModel):
     immutable, so a spec cannot change under a rule that is reading it.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=False, use_attribute_docstrings=True
+    )
 
 
 def canonical_json(value: Any) -> str:

@@ -15,7 +15,9 @@ Strategy = Literal["fsdp", "megatron"]
 
 class PolicyRole(SpecModel):
     num_nodes: int
+    """Nodes the policy trains on."""
     num_gpus_per_node: int
+    """GPUs per node the policy uses."""
     tensor_parallel_size: int
     """Megatron TP; 1 for FSDP."""
     pipeline_parallel_size: int
@@ -51,8 +53,11 @@ class AuxRole(SpecModel):
     """A reference or critic role: its own GPUs, or colocated with the policy."""
 
     colocated_with_policy: bool
+    """True: shares the policy's GPUs."""
     num_nodes: int
+    """Nodes of the role (the policy's when colocated)."""
     num_gpus_per_node: int
+    """GPUs per node of the role."""
 
     @property
     def world_size(self) -> int:
@@ -61,13 +66,19 @@ class AuxRole(SpecModel):
 
 class RolloutRole(SpecModel):
     num_engines: int
+    """Number of inference engines."""
     tensor_parallel_size: int
+    """Tensor parallel size per engine."""
     pipeline_parallel_size: int
+    """Pipeline parallel size per engine."""
     data_parallel_size: int
+    """Data parallel size per engine."""
     expert_parallel_size: int
     """Inference EP; not a factor of the GPU count (EP spans the engine's DP x TP ranks)."""
     backend: Literal["vllm", "sglang"]
+    """`vllm` or `sglang`."""
     weight_sync_backend: Literal["nccl", "gloo"]
+    """`nccl` or `gloo`."""
 
     @property
     def gpus_per_engine(self) -> int:
@@ -104,14 +115,21 @@ class BatchPlan(SpecModel):
 
 class RolePlan(SpecModel):
     strategy: Strategy
+    """The policy's training strategy, `fsdp` or `megatron`. Megatron DP = world / (TP x PP x CP);
+    FSDP DP = world / SP, where world = num_nodes x num_gpus_per_node."""
     policy: PolicyRole
+    """Where and how the policy trains."""
     reference: AuxRole | None
     """Null when no KL is used (no reference model needed)."""
     critic: AuxRole | None
     """Null unless the advantage estimator needs a value model (GAE)."""
     rollout: RolloutRole
+    """The inference engines that generate rollouts. Rollout GPUs = num_engines x TP x PP x DP (EP
+    is not a factor)."""
     placement: Placement
+    """Which roles share GPUs."""
     batch: BatchPlan
+    """Batch sizes."""
 
     @property
     def policy_data_parallel_size(self) -> int:

@@ -28,16 +28,24 @@ class Lengths(SpecModel):
 
 class KLSettings(SpecModel):
     use_kl_loss: bool
+    """KL penalty in the loss."""
     use_kl_in_reward: bool
+    """KL penalty in the reward (exclusive with the loss)."""
     kl_loss_coef: float
+    """KL coefficient."""
     kl_estimator_type: Literal["k1", "k2", "k3", "abs"]
+    """`k1`, `k2`, `k3` or `abs`."""
 
 
 class Algorithm(SpecModel):
     advantage_estimator: AdvantageEstimator
+    """`grpo`, `gae` (needs a critic), `rloo` or `reinforce++`."""
     kl: KLSettings
+    """KL settings."""
     learning_rate: float
+    """Policy learning rate."""
     epochs: int
+    """Passes over the training data."""
     max_training_steps: int | None
     """Stop after this many steps; null: run all epochs."""
     temperature: float
@@ -45,6 +53,7 @@ class Algorithm(SpecModel):
     clip_ratio: float
     """PPO clip epsilon (low and high)."""
     fully_async: bool
+    """Fully asynchronous training (needs train batch == policy mini batch)."""
     environment: str
     """Task environment (SkyRL `env_class`), e.g. `gsm8k`, `countdown`."""
 
@@ -62,6 +71,8 @@ class CheckpointPolicy(SpecModel):
 
 class ResumePolicy(SpecModel):
     mode: Literal["none", "latest", "from_path"]
+    """`none`, `latest` (the newest checkpoint under the run's own root; refused if another runtime
+    wrote it, unless declared compatible) or `from_path` (with `path`)."""
     path: str | None
     """Checkpoint directory for `from_path`; null otherwise."""
     compatible_runtimes: list[str]
@@ -72,35 +83,60 @@ class SmokeOf(SpecModel):
     """The full run this smoke run stands for, with what the smoke must share with it."""
 
     name: str
+    """The full run's name."""
     version: str
+    """The full run's version."""
     role_plan: RolePlan
+    """The full run's role plan."""
     runtime: RuntimePin
+    """The full run's runtime pin."""
     allocation: Allocation
+    """The full run's allocation."""
     handoff_kinds: dict[str, str]
     """Slot -> artifact kind of the full run (`model: model`, `train_data: dataset`, ...)."""
 
 
 class RunSpec(SpecModel):
     schema_version: Literal[1]
+    """The RunSpec format version; 1."""
     name: str
+    """The run's name; with `version` its identity `name@version`."""
     version: str
+    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`
+    (mutable)."""
     seed: int
+    """The run's random seed."""
     model: Artifact
+    """The policy's initial model (an artifact of kind model)."""
     tokenizer: Artifact
+    """The tokenizer: the model itself for a Hugging Face model that ships one, or a tokenizer
+    artifact."""
     reference_model: Artifact | None
     """A separate reference model; null: the reference (if any) is the initial policy."""
     critic_model: Artifact | None
+    """The critic's initial model (GAE); null: no critic."""
     train_data: Artifact
+    """The training dataset."""
     eval_data: Artifact | None
+    """The evaluation dataset; null: no evaluation."""
     runtime: RuntimePin
+    """The runtime the run is launched on."""
     role_plan: RolePlan
+    """Who runs on which GPUs, with which parallelism and batch sizes."""
     lengths: Lengths
+    """Prompt and generation lengths in tokens (they must fit in the model's context)."""
     algorithm: Algorithm
+    """The RL algorithm."""
     logger: Literal["console", "wandb"]
+    """Where metrics go: `console` or `wandb` (needs `execution.wandb`)."""
     checkpoint: CheckpointPolicy
+    """Checkpoint and export policy; checkpoints go under the run's derived root."""
     resume: ResumePolicy
+    """What the run resumes from."""
     execution: Execution
+    """Where the run executes."""
     smoke_of: SmokeOf | None
+    """The full run this run is the smoke test of; null for a full run."""
 
     @property
     def identity(self) -> str:

@@ -21,7 +21,9 @@ class RuntimePin(SpecModel):
     """Runtime profile from the catalog (`rlaunch rules` lists them): `skyrl` or `smoke`.
     The profile says which entrypoints, strategies and fixes the runtime has."""
     package: str | None
+    """`name==X.Y.Z`; null when `git` pins the code."""
     git: GitPin | None
+    """Repository and commit; null when `package` pins the code."""
     entrypoint: str
     """Python module the job runs with the launch YAML, e.g. `skyrl.train.entrypoints.main_base`."""
     required_fixes: list[str]

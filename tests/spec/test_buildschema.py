@@ -1,0 +1,62 @@
+"""The schema the Pants plugin reads is the library's: written from the models, never stale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlaunch.buildschema import SCHEMA_PATH, SchemaGap, build_schema, model_keys, schema_text
+from rlaunch.spec.base import SpecModel
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_checked_in_schema_is_what_the_models_say() -> None:
+    checked_in = (REPO_ROOT / SCHEMA_PATH).read_text()
+    assert checked_in == schema_text(), (
+        f"{SCHEMA_PATH} is stale: a RunSpec model changed. Run scripts/gen-docs and commit it."
+    )
+
+
+def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> None:
+    schema = build_schema()
+    policy = schema["run_spec"]["role_plan"]["keys"]["policy"]["keys"]
+    assert list(policy) == [
+        "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
+        "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
+        "sequence_parallel_size",
+    ]
+    assert policy["tensor_parallel_size"] == {
+        "type": "int", "nullable": False, "doc": "Megatron TP; 1 for FSDP.",
+    }
+    strategy = schema["run_spec"]["role_plan"]["keys"]["strategy"]
+    assert strategy["choices"] == ["fsdp", "megatron"]
+    critic = schema["run_spec"]["role_plan"]["keys"]["critic"]
+    assert (critic["type"], critic["nullable"]) == ("dict", True)
+    assert schema["artifact_slots"] == [
+        "model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data",
+    ]
+    assert [rule["code"] for rule in schema["world_rules"]] == [
+        "EXEC004", "VER002", "VER003", "VER004", "VER005",
+    ]
+    assert schema["patterns"]["commit"] == "[0-9a-f]{40}"
+
+
+def test_a_field_without_a_docstring_has_no_help_and_is_refused() -> None:
+    class Section(SpecModel):
+        documented: int
+        """Has help."""
+        undocumented: int
+
+    with pytest.raises(SchemaGap, match="^plan.undocumented: write a docstring under the field"):
+        model_keys(Section, "plan")
+
+
+def test_a_type_the_plugin_cannot_check_is_refused() -> None:
+    class Section(SpecModel):
+        ratio: tuple[int, int]
+        """A pair."""
+
+    with pytest.raises(SchemaGap, match="^ratio: the plugin has no BUILD type for"):
+        model_keys(Section)
