@@ -6,7 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from rlaunch.store.provenance import launcher_commit, utc_now
+from rlaunch.clock import utc_now
+from rlaunch.store.provenance import launcher_commit
 
 
 def test_the_commit_of_a_git_checkout_and_none_outside(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import Literal
 from rlaunch import __version__
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, builder_name, load_builder
 from rlaunch.builders.rules import graph_order, graph_problems, is_dev, short, version_class
+from rlaunch.clock import utc_now
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 from rlaunch.spec.run import RunSpec
 from rlaunch.store import (
@@ -32,7 +33,7 @@ from rlaunch.store import (
     StoreError,
     scan_payload,
 )
-from rlaunch.store.provenance import launcher_commit, utc_now
+from rlaunch.store.provenance import launcher_commit
 
 _CONTENT_EXCLUDED = {"name", "version", "deps"}
 

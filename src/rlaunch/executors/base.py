@@ -16,7 +16,6 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -93,10 +92,6 @@ class Submission:
     @classmethod
     def from_json(cls, text: str) -> Submission:
         return cls.from_dict(json.loads(text))
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from rlaunch.clock import utc_now
 from rlaunch.executors.base import (
     Executor,
     JobStatus,
@@ -18,7 +19,6 @@ from rlaunch.executors.base import (
     credential_names,
     entrypoint_argv,
     shell_command,
-    utc_now,
 )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from rlaunch.clock import utc_now
 from rlaunch.executors import jobs_api
 from rlaunch.executors.base import (
     Executor,
@@ -25,7 +26,6 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     rlaunch_source_root,
     shell_command,
-    utc_now,
 )
 from rlaunch.executors.local_head import (
     HeadRecord,

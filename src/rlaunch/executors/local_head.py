@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from rlaunch.atomic import write_json_atomically
-from rlaunch.executors.base import ExecutorError, utc_now
+from rlaunch.clock import utc_now
+from rlaunch.executors.base import ExecutorError
 from rlaunch.executors.head_ready import (
     START_TIMEOUT_ENV,
     HeadEndpoints,

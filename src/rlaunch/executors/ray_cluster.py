@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from rlaunch.clock import utc_now
 from rlaunch.executors import jobs_api
 from rlaunch.executors.base import (
     Executor,
@@ -28,7 +29,6 @@ from rlaunch.executors.base import (
     credential_names,
     entrypoint_argv,
     shell_command,
-    utc_now,
 )
 from rlaunch.executors.local import ATTEMPT_ENV, job_pythonpath, submission_id_for
 

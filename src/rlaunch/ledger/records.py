@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlaunch.executors.base import utc_now
+from rlaunch.clock import utc_now
 
 RECORD_SCHEMA_VERSION = 1
 NEVER_LAUNCHED = "never-launched"

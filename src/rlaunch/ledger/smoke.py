@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlaunch.executors.base import utc_now
+from rlaunch.clock import utc_now
 from rlaunch.ledger.ledger import Ledger
 from rlaunch.ledger.records import SUCCEEDED, add_smoke_result
 from rlaunch.paths import run_paths

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -23,7 +22,3 @@ def launcher_commit(cwd: Path | None = None) -> str | None:
         return None
     commit = done.stdout.strip()
     return commit if done.returncode == 0 and len(commit) == 40 else None
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

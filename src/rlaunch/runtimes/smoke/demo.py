@@ -195,7 +195,7 @@ def write_records(document: dict[str, Any]) -> None:
 
     from rlaunch import __version__
     from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
-    from rlaunch.store.provenance import utc_now
+    from rlaunch.clock import utc_now
 
     written: set[str] = set()
     for entry in document["inputs"].values():
