@@ -6,8 +6,8 @@ import pytest
 
 from preflight.helpers import example, findings, messages
 from rlaunch.preflight import World
-from rlaunch.preflight.syntax import is_calendar, is_dev, next_calendar
 from rlaunch.spec import parse_spec
+from rlaunch.spec.syntax import is_calendar, is_dev, next_calendar
 
 OLD = "sha256:" + "0" * 64
 OTHER_RUNTIME = "sha256:" + "1" * 64

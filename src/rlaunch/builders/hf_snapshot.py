@@ -11,7 +11,6 @@ and token come from `HF_ENDPOINT` and `HF_TOKEN`, read when the build runs.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,9 +18,9 @@ from pathlib import Path
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
 from rlaunch.builders.facts import verify_model_facts
 from rlaunch.spec.artifacts import HFDataset, HFModel, identity
+from rlaunch.spec.syntax import COMMIT
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # What a tokenizer is made of, in the layouts transformers and sentencepiece use.
 TOKENIZER_PATTERNS = [
     "tokenizer*",
@@ -114,7 +113,7 @@ def _download(
     allow_patterns: list[str] | None = None,
 ) -> None:
     ident = identity(artifact)
-    if not _COMMIT.match(revision):
+    if not COMMIT.fullmatch(revision):
         raise BuildError(
             f"{ident}: revision {revision!r} of {repo_id} is not a 40-hex commit sha; branches "
             f"and tags move, so hf_snapshot downloads pinned commits only"

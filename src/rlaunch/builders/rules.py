@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from rlaunch.builders.base import AnyArtifact
-from rlaunch.preflight import syntax
+from rlaunch.spec import syntax
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 
 

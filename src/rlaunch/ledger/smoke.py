@@ -120,7 +120,7 @@ def smoke_gate_findings(spec: RunSpec, ledger: Ledger) -> list[Any]:
     """The smoke gate: a calendar-versioned full run (no `smoke_of`) launches only with a
     recorded successful smoke of the same role geometry and runtime fingerprint."""
     from rlaunch.preflight.finding import error
-    from rlaunch.preflight.syntax import is_calendar
+    from rlaunch.spec.syntax import is_calendar
 
     if spec.smoke_of is not None or not is_calendar(spec.version):
         return []

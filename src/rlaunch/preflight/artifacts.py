@@ -8,8 +8,8 @@ from typing import Any
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
 from rlaunch.spec.artifacts import AdoptedArtifact, BuiltArtifact, HFDataset, HFModel, fingerprint
+from rlaunch.spec.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
 
 # What each slot of a run accepts: a tokenizer may come from a model repo.
 SLOT_KINDS = {

@@ -9,7 +9,7 @@ from rlaunch.plugins import registered
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.syntax import ENV_NAME
+from rlaunch.spec.syntax import ENV_NAME
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ from rlaunch.paths import artifact_root
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.syntax import SAFE_NAME
+from rlaunch.spec.syntax import SAFE_NAME
 
 STORE_SCHEMES = ("gs://", "s3://", "file://")
 

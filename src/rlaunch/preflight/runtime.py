@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.syntax import COMMIT
 from rlaunch.runtimes.catalog import FIXES, PROFILES, RuntimeRelease, profile, resolve
+from rlaunch.spec.syntax import COMMIT
 
 PACKAGE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\d+\.\d+\.\d+)")
 SMOKE_RUNTIME = {

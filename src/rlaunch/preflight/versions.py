@@ -9,7 +9,7 @@ from rlaunch.paths import run_paths
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.syntax import CALENDAR, is_calendar, is_dev, next_calendar
+from rlaunch.spec.syntax import CALENDAR, is_calendar, is_dev, next_calendar
 
 OLD_FINGERPRINT = "sha256:" + "0" * 64
 OTHER_RUNTIME = "sha256:" + "1" * 64

@@ -8,7 +8,6 @@ and a render must not depend on the key order a person happened to type.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rlaunch.paths import artifact_root, run_paths
@@ -22,6 +21,7 @@ from rlaunch.spec import (
     fingerprint,
     identity,
 )
+from rlaunch.spec.syntax import COMMIT
 
 LAUNCH_SCHEMA_VERSION = 1
 """Bumped on any change a reader must know about (renamed, removed or re-meant keys)."""
@@ -34,7 +34,6 @@ SECTIONS = (
 INPUT_SLOTS = ("model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data")
 """RunSpec artifact slots, in the order they appear under `inputs` (unset slots are left out)."""
 
-_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 AnyArtifact = HFModel | HFDataset | AdoptedArtifact | BuiltArtifact
 
@@ -54,7 +53,7 @@ def normalize_store_prefix(store_prefix: str) -> str:
 
 
 def check_launcher_commit(launcher_commit: str | None) -> str | None:
-    if launcher_commit is None or _COMMIT.fullmatch(launcher_commit):
+    if launcher_commit is None or COMMIT.fullmatch(launcher_commit):
         return launcher_commit
     raise RenderError(
         f"launcher commit: must be a 40-hex lowercase git commit sha or omitted "

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from rlaunch.models.tiny import TinyConfig
 from rlaunch.models.tokenizer import CharTokenizer, TokenizerError
-from rlaunch.preflight.syntax import is_calendar, next_calendar
 from rlaunch.runtimes.smoke import checkpoint as ckpt
 from rlaunch.runtimes.smoke.config import InputRef, SmokeConfig, SmokeConfigError
+from rlaunch.spec.syntax import is_calendar, next_calendar
 from rlaunch.store import RECORD_FILE, StoreError
 from rlaunch.store.records import parse_record, verify_local
 
