@@ -15,12 +15,14 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rlaunch.builders import BuildError, materialize
 from rlaunch.executors import (
     Executor,
     ExecutorError,
@@ -40,17 +42,14 @@ from rlaunch.ledger import (
     start_attempt,
 )
 from rlaunch.ledger.records import SUBMIT_FAILED, TERMINAL
-from rlaunch.ledger.smoke import (
-    SMOKE_GATE_CODE,
-    record_smoke_success,
-    role_geometry,
-    smoke_gate_findings,
-)
+from rlaunch.ledger.smoke import record_smoke_success, role_geometry
 from rlaunch.paths import default_store_prefix, run_paths
+from rlaunch.preflight import format_text, run_preflight
+from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
+from rlaunch.preflight.world import World, current_world
+from rlaunch.render import loads_launch, render_launch, write_atomically
 from rlaunch.spec import RunSpec
-
-if TYPE_CHECKING:
-    from rlaunch.preflight.world import World
+from rlaunch.store import StoreError
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -108,8 +107,6 @@ class LaunchResult:
 
 
 def _stderr(message: str) -> None:
-    import sys
-
     print(message, file=sys.stderr, flush=True)
 
 
@@ -138,8 +135,6 @@ def build_world(
 ) -> World:
     """The World preflight judges the launch in: env, launcher git state, ledger lookups, the
     runtime recorded in checkpoint roots, recorded smoke results."""
-    from rlaunch.preflight.world import current_world
-
     world = current_world(
         cwd=repo,
         ledger=ledger.launched_record,
@@ -165,8 +160,6 @@ def preflight(
     `smoke_runs_first`: for plans and dry runs only, the identity of a smoke of this run that
     will be launched before it (an experiment returning both); its smoke gate is then reported
     as pending instead of refused."""
-    from rlaunch.preflight import format_text, run_preflight
-
     if skip_smoke_gate is not None and not skip_smoke_gate.strip():
         raise LaunchRefused("--skip-smoke-gate needs a reason (it is recorded in the ledger)")
     spec, prefix = resolve_store(spec, store)
@@ -205,8 +198,6 @@ def default_out_path(spec: RunSpec) -> Path:
 
 def render(plan: Plan, out: Path | None) -> tuple[Path, str, dict[str, Any]]:
     """Write the launch YAML; returns its path, sha256 digest and parsed document."""
-    from rlaunch.render import loads_launch, render_launch, write_atomically
-
     text = render_launch(
         plan.spec, store_prefix=plan.store_prefix, launcher_commit=plan.launcher_commit
     )
@@ -218,9 +209,6 @@ def render(plan: Plan, out: Path | None) -> tuple[Path, str, dict[str, Any]]:
 def materialize_inputs(plan: Plan, say: Say, *, verify: bool = False) -> None:
     """Build or reuse every input artifact in the store before the job reads it (`verify`:
     hash every file of a reused input, not only those whose identity changed)."""
-    from rlaunch.builders import BuildError, materialize
-    from rlaunch.store import StoreError
-
     try:
         materialize(plan.spec, plan.store_prefix, verify=verify, log=say)
     except (BuildError, StoreError) as err:

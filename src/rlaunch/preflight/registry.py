@@ -13,13 +13,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding
-
-if TYPE_CHECKING:
-    from rlaunch.preflight.check import Check
-    from rlaunch.preflight.world import World
+from rlaunch.preflight.world import World
+from rlaunch.spec.examples import worked_example
 
 Scope = Literal["spec", "world"]
 
@@ -71,8 +70,6 @@ class Example:
         return text
 
     def spec_data(self) -> dict[str, Any]:
-        from rlaunch.spec.examples import worked_example
-
         data = worked_example(self.base)
         if callable(self.edits):
             self.edits(data)
@@ -82,8 +79,6 @@ class Example:
         return data
 
     def build_world(self) -> World:
-        from rlaunch.preflight.world import World
-
         given = dict(self.world or {})
         ledger = given.pop("ledger", None)
         smoke = given.pop("smoke_record", None)
@@ -135,8 +130,6 @@ def registered_rules() -> tuple[Rule, ...]:
 
 
 LAUNCH_FAMILY = "launch"
-LAUNCH_CHECK_MODULES = ("rlaunch.ledger.smoke",)
-"""The modules whose import registers the launch checks (`launch_checks()` imports them)."""
 
 
 @dataclass(frozen=True)
@@ -181,9 +174,5 @@ def launch_check(
 
 
 def launch_checks() -> tuple[LaunchCheck, ...]:
-    """Every launch check, by code."""
-    import importlib
-
-    for module in LAUNCH_CHECK_MODULES:
-        importlib.import_module(module)
+    """Every launch check, by code (registered by importing `rlaunch.preflight.runner`)."""
     return tuple(sorted(_LAUNCH_CHECKS.values(), key=lambda c: c.code))

@@ -20,6 +20,7 @@ from rlaunch.preflight import (  # noqa: F401
     paths,
     runtime,
     smoke,
+    smoke_gate,
     versions,
 )
 from rlaunch.preflight.check import Check

@@ -1,4 +1,4 @@
-"""The smoke gate and the recording of a smoke's success for its full run."""
+"""The smoke gate (LAUNCH001) and the recording of a smoke's success for its full run."""
 
 from __future__ import annotations
 
@@ -10,15 +10,11 @@ from click.testing import CliRunner
 from executors.support import echo_spec
 from rlaunch.launch import SMOKE_GATE_CODES
 from rlaunch.ledger import Ledger, add_smoke_result, set_status, start_attempt
-from rlaunch.ledger.smoke import (
-    SMOKE_GATE_CODE,
-    record_smoke_success,
-    role_geometry,
-    smoke_gate_findings,
-)
+from rlaunch.ledger.smoke import record_smoke_success, role_geometry
 from rlaunch.preflight.commands import rules
 from rlaunch.preflight.docs import rules_markdown
 from rlaunch.preflight.registry import launch_checks
+from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.spec import parse_spec
 
 FULL = "echo-full@2026.11.29"
@@ -122,7 +118,7 @@ def test_the_smoke_gate_is_listed_with_the_rules_and_documented_from_its_real_fi
     # The docs show the finding the gate itself returns for the example.
     [finding] = check.example()
     markdown = rules_markdown()
-    assert "implemented in `rlaunch.ledger.smoke.smoke_gate_findings`" in markdown
+    assert "implemented in `rlaunch.preflight.smoke_gate.smoke_gate_findings`" in markdown
     assert f"error LAUNCH001 version, smoke_of: {finding.message}\n    fix: {finding.fix}" in (
         markdown
     )
