@@ -21,8 +21,7 @@ from executors.support import (
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head
 from rlaunch.experiment import rl_build_options
 from rlaunch.ledger import Ledger
-from rlaunch.runtimes import catalog
-from rlaunch.spec import RunSpec, parse_spec
+from rlaunch.spec import RunSpec, catalog, parse_spec
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "click_experiment.py"
 

@@ -38,8 +38,7 @@ from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head, read_record
 from rlaunch.launch import LaunchRefused, launch
 from rlaunch.ledger import Ledger
-from rlaunch.runtimes import catalog
-from rlaunch.spec import parse_spec
+from rlaunch.spec import catalog, parse_spec
 
 SECRET = "s3cr3t-rlaunch-test-value-8c1f"
 

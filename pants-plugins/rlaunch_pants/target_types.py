@@ -187,7 +187,7 @@ class RuntimeProfileField(CheckedStringField):
     required = True
     help = help_text(
         """
-        The runtime profile from the library's catalog (src/rlaunch/runtimes/catalog.py):
+        The runtime profile from the library's catalog (src/rlaunch/spec/catalog.py):
         `skyrl` (SkyRL 0.3.0) or `smoke` (rlaunch's CPU runtime). It says which entrypoints,
         strategies and fixes the runtime has.
 

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rlaunch.builders.countdown import countdown_model_spec
-from rlaunch.runtimes import catalog
+from rlaunch.spec import catalog
 
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rlaunch.runtimes.catalog import profile
+from rlaunch.spec.catalog import profile
 
 
 class ExecutorError(RuntimeError):

@@ -10,7 +10,7 @@ import json
 from rlaunch.preflight.allocation import ACCELERATOR_GPUS_PER_NODE
 from rlaunch.preflight.registry import FAMILIES, LAUNCH_FAMILY, LaunchCheck, Rule, launch_checks
 from rlaunch.preflight.runner import INTERNAL_CODE, all_rules, run_preflight
-from rlaunch.runtimes.catalog import FIXES, PROFILES
+from rlaunch.spec.catalog import FIXES, PROFILES
 from rlaunch.spec.io import parse_spec
 
 FAMILY_TEXT = {
@@ -100,7 +100,7 @@ def example_findings(rule: Rule) -> list[str]:
 
 def _catalog_section() -> list[str]:
     lines = ["## Runtime catalog", "",
-             "Profiles and releases preflight knows (rlaunch/runtimes/catalog.py); a pin it does"
+             "Profiles and releases preflight knows (rlaunch/spec/catalog.py); a pin it does"
              " not know is refused (RT002).", "",
              "| profile | package | releases | entrypoints | strategies | rollout backends |"
              " weight sync |", "|---|---|---|---|---|---|---|"]

@@ -1,5 +1,5 @@
 """Runtime: pinned exactly, known to the catalog, with the entrypoint, strategy, backends and
-fixes the run needs (rlaunch.runtimes.catalog)."""
+fixes the run needs (rlaunch.spec.catalog)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.runtimes.catalog import FIXES, PROFILES, RuntimeRelease, profile, resolve
+from rlaunch.spec.catalog import FIXES, PROFILES, RuntimeRelease, profile, resolve
 from rlaunch.spec.syntax import COMMIT
 
 PACKAGE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\d+\.\d+\.\d+)")
@@ -80,7 +80,7 @@ def runtime_known(check: Check) -> Iterator[Finding]:
             "RT002", ("runtime.profile",),
             f"runtime.profile {runtime.profile!r} is not in the runtime catalog"
             f" ({', '.join(PROFILES)})",
-            "Use a catalogued profile, or add it to rlaunch/runtimes/catalog.py.",
+            "Use a catalogued profile, or add it to rlaunch/spec/catalog.py.",
         )
         return
     if _release(check) is not None:
@@ -90,7 +90,7 @@ def runtime_known(check: Check) -> Iterator[Finding]:
             "RT002", ("runtime.package",),
             f"runtime.package {runtime.package!r}: the catalog knows {known.package}"
             f" {', '.join(known.releases)} only, so nothing about this release can be proven",
-            "Pin a catalogued release, or catalogue this one in rlaunch/runtimes/catalog.py.",
+            "Pin a catalogued release, or catalogue this one in rlaunch/spec/catalog.py.",
         )
     elif runtime.package is None and runtime.git is not None:
         yield warning(
@@ -98,7 +98,7 @@ def runtime_known(check: Check) -> Iterator[Finding]:
             f"runtime.git.commit {runtime.git.commit} is not catalogued for profile"
             f" {known.name}: its entrypoints are assumed from the releases and its fixes"
             " cannot be proven",
-            "Catalogue the commit in rlaunch/runtimes/catalog.py, or pin a released version.",
+            "Catalogue the commit in rlaunch/spec/catalog.py, or pin a released version.",
         )
 
 
@@ -168,7 +168,7 @@ def required_fixes_contained(check: Check) -> Iterator[Finding]:
                 "RT005", path,
                 f"runtime.required_fixes[{index}] {fix_id!r} is not a catalogued fix id"
                 f" ({', '.join(FIXES)})",
-                "Use a fix id from rlaunch/runtimes/catalog.py (or catalogue the fix there).",
+                "Use a fix id from rlaunch/spec/catalog.py (or catalogue the fix there).",
             )
         elif release is None:
             yield error(

@@ -194,8 +194,8 @@ def write_records(document: dict[str, Any]) -> None:
     says that this module, not the artifact's builder, made the files."""
 
     from rlaunch import __version__
-    from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
     from rlaunch.clock import utc_now
+    from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
 
     written: set[str] = set()
     for entry in document["inputs"].values():

@@ -1,8 +1,8 @@
-"""The runtime catalog (rlaunch/runtimes/catalog.py)."""
+"""The runtime catalog (rlaunch/spec/catalog.py)."""
 
 from __future__ import annotations
 
-from rlaunch.runtimes.catalog import FIXES, PROFILES, profile, resolve
+from rlaunch.spec.catalog import FIXES, PROFILES, profile, resolve
 
 
 def test_profiles() -> None:
