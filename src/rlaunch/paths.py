@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STORE_ENV = "RLAUNCH_STORE"
+ATTEMPT_ENV = "RLAUNCH_ATTEMPT_ID"
+"""Set by every executor in the job's environment: the attempt id (its `attempts/<id>/` folder)."""
 
 
 def default_store_prefix() -> str:

@@ -188,8 +188,3 @@ def credential_names(launch: Mapping[str, Any]) -> list[str]:
     execution = launch.get("execution") or {}
     names = execution.get("env") or []
     return [str(name) for name in names]
-
-
-def rlaunch_source_root() -> Path:
-    """The directory holding the `rlaunch` package (`<repo>/src` in a checkout)."""
-    return Path(__file__).resolve().parents[2]

@@ -34,7 +34,7 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.local import submission_id_for
+from rlaunch.executors.job import submission_id_for
 
 IRIS = "iris"
 # Iris job states (lower case in its CLI output) to ours.

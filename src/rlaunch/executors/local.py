@@ -9,7 +9,6 @@ stops the head when this executor started it and `keep_head` is not set.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,9 @@ from rlaunch.executors.base import (
     Submission,
     credential_names,
     entrypoint_argv,
-    rlaunch_source_root,
     shell_command,
 )
+from rlaunch.executors.job import job_env_vars, job_pythonpath, submission_id_for
 from rlaunch.executors.local_head import (
     HeadRecord,
     default_state_dir,
@@ -34,26 +33,7 @@ from rlaunch.executors.local_head import (
     head_cpus,
     stop_head,
 )
-
-ATTEMPT_ENV = "RLAUNCH_ATTEMPT_ID"
-"""Set in every job's environment: the attempt id (an `attempts/<id>/` folder) of the launch."""
-
-
-def job_pythonpath() -> str:
-    """rlaunch's own sources first, then whatever the launcher itself could import."""
-    parts = [str(rlaunch_source_root())]
-    inherited = os.environ.get("PYTHONPATH", "")
-    parts += [part for part in inherited.split(os.pathsep) if part and part not in parts]
-    return os.pathsep.join(parts)
-
-
-def job_env_vars(env: Mapping[str, str], attempt_id: str) -> dict[str, str]:
-    return {**env, "PYTHONPATH": job_pythonpath(), ATTEMPT_ENV: attempt_id}
-
-
-def submission_id_for(launch: Mapping[str, Any], attempt_id: str) -> str:
-    run = launch.get("run") or {}
-    return f"rlaunch-{run.get('name', 'run')}-{run.get('version', 'dev')}-{attempt_id}"
+from rlaunch.paths import ATTEMPT_ENV
 
 
 class LocalExecutor(Executor):

@@ -30,7 +30,8 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.local import ATTEMPT_ENV, job_pythonpath, submission_id_for
+from rlaunch.executors.job import job_pythonpath, submission_id_for
+from rlaunch.paths import ATTEMPT_ENV
 
 STAGED_YAML = "launch.yaml"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ATTEMPT_ENV = "RLAUNCH_ATTEMPT_ID"
+from rlaunch.paths import ATTEMPT_ENV
+
 METRICS_FILE = "metrics.jsonl"
 
 

@@ -1,0 +1,33 @@
+"""What every executor gives a job: its submission id and its environment (shared by `local`,
+`ray` and `iris`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rlaunch.paths import ATTEMPT_ENV
+
+
+def rlaunch_source_root() -> Path:
+    """The directory holding the `rlaunch` package (`<repo>/src` in a checkout)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def job_pythonpath() -> str:
+    """rlaunch's own sources first, then whatever the launcher itself could import."""
+    parts = [str(rlaunch_source_root())]
+    inherited = os.environ.get("PYTHONPATH", "")
+    parts += [part for part in inherited.split(os.pathsep) if part and part not in parts]
+    return os.pathsep.join(parts)
+
+
+def job_env_vars(env: Mapping[str, str], attempt_id: str) -> dict[str, str]:
+    return {**env, "PYTHONPATH": job_pythonpath(), ATTEMPT_ENV: attempt_id}
+
+
+def submission_id_for(launch: Mapping[str, Any], attempt_id: str) -> str:
+    run = launch.get("run") or {}
+    return f"rlaunch-{run.get('name', 'run')}-{run.get('version', 'dev')}-{attempt_id}"
