@@ -21,10 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 sys.path.insert(0, str(SRC))
+# The smoke run's inputs are made by the runtime tests' fixture (tests/runtimes/smoke/demo.py).
+sys.path.insert(0, str(REPO / "tests" / "runtimes"))
 
-from rlaunch.runtimes.smoke.demo import render_smoke, smoke_spec, write_records  # noqa: E402
+from smoke.demo import render_smoke, smoke_spec, write_records  # noqa: E402
 
 DEFAULT_EXPERIMENT = dict(
     nodes=1, gpus_per_node=2, colocate_all=True, train_batch_size=32, policy_mini_batch_size=16,

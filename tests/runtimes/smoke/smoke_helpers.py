@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlaunch.runtimes.smoke.demo import build_inputs, render_smoke, smoke_spec
+from .demo import build_inputs, render_smoke, smoke_spec
 
 TINY_DIMS = {"d_model": 32, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2,
              "max_position_embeddings": 32}

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rlaunch.runtimes.smoke.config import SmokeConfigError, check_runnable, load_config
-from rlaunch.runtimes.smoke.demo import render_smoke, smoke_spec
+
+from .demo import render_smoke, smoke_spec
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rlaunch.runtimes.smoke.config import SmokeConfigError, load_config
-from rlaunch.runtimes.smoke.demo import write_records
 from rlaunch.runtimes.smoke.inputs import refuse_finished_calendar, verify_inputs
 from rlaunch.store import RECORD_FILE
 
+from .demo import write_records
 from .smoke_helpers import write_launch
 
 
@@ -37,7 +37,7 @@ def test_inputs_built_with_their_records_pass(launched) -> None:
     record = json.loads((Path(document["inputs"]["model"]["uri"]) / RECORD_FILE).read_text())
     assert record["identity"] == "countdown-smoke-sft@dev"
     assert record["fingerprint"] == document["inputs"]["model"]["fingerprint"]
-    assert record["provenance"]["builder_class"] == "rlaunch.runtimes.smoke.demo:build_inputs"
+    assert record["provenance"]["builder_class"] == "smoke.demo:build_inputs"
     assert {entry["path"] for entry in record["files"]} == {
         "config.json", "model.safetensors", "tokenizer.json"}
 

@@ -11,9 +11,9 @@ from safetensors.torch import load_file
 
 from rlaunch.models.tiny import load_pretrained, weights_sha256
 from rlaunch.runtimes.smoke.__main__ import main
-from rlaunch.runtimes.smoke.demo import build_inputs, render_smoke, smoke_spec, write_records
 from rlaunch.store import RECORD_FILE
 
+from .demo import build_inputs, render_smoke, smoke_spec, write_records
 from .smoke_helpers import TINY_SPEC, write_launch
 
 

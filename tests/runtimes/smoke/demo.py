@@ -1,6 +1,6 @@
 """A countdown smoke run without the build graph: a RunSpec dict, and its inputs made in place.
 
-Used by the runtime's tests and benchmarks/smoke_run.py. Real experiments build their inputs
+A test fixture (the smoke runtime's tests and benchmarks/smoke_run.py use it). Real experiments build their inputs
 with the artifact builders (rlaunch.builders.countdown); this module makes the same files
 (train.jsonl/eval.jsonl, tokenizer.json, an SFT'd TinyLM) straight at the paths the rendered
 launch YAML names, so a test can run the runtime in seconds.
@@ -9,10 +9,22 @@ launch YAML names, so a test can run the runtime in seconds.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from rlaunch import __version__
 from rlaunch.atomic import write_text_atomically
+from rlaunch.clock import utc_now
+from rlaunch.models.sft import sft_train
+from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
+from rlaunch.models.tokenizer import CharTokenizer
+from rlaunch.render import launch_document, render_launch
+from rlaunch.spec import parse_spec
+from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
+from rlaunch.tasks.countdown import make_problems
 
 MODEL_DIMS = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
               "max_position_embeddings": 64}
@@ -132,9 +144,6 @@ def smoke_spec(
 
 def render_smoke(spec: dict[str, Any], store_prefix: str) -> tuple[str, dict[str, Any]]:
     """(launch YAML text, launch document) of a smoke_spec dict, via the real renderer."""
-    from rlaunch.render import launch_document, render_launch
-    from rlaunch.spec import parse_spec
-
     run = parse_spec(spec, "smoke_spec")
     text = render_launch(run, store_prefix=store_prefix, launcher_commit=None)
     return text, launch_document(run, store_prefix=store_prefix, launcher_commit=None)
@@ -154,15 +163,6 @@ def build_inputs(
     with its build record last (the runtime refuses an input without one).
 
     `model_source`: copy an existing save_pretrained directory instead of training one."""
-    import shutil
-
-    import torch
-
-    from rlaunch.models.sft import sft_train
-    from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
-    from rlaunch.models.tokenizer import CharTokenizer
-    from rlaunch.tasks.countdown import make_problems
-
     inputs = document["inputs"]
     problems = make_problems(seed, train_rows + eval_rows)
     for slot in ("train_data", "eval_data"):
@@ -193,9 +193,6 @@ def write_records(document: dict[str, Any]) -> None:
     identity and fingerprint from the document, the files as they are now. The provenance
     says that this module, not the artifact's builder, made the files."""
 
-    from rlaunch import __version__
-    from rlaunch.clock import utc_now
-    from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
 
     written: set[str] = set()
     for entry in document["inputs"].values():
