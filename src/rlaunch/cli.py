@@ -6,7 +6,7 @@ import click
 
 from rlaunch import __version__
 from rlaunch.builders.commands import build
-from rlaunch.executors.commands import launch_command, logs_command, status_command, stop_command
+from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
 from rlaunch.preflight.commands import preflight, rules
 from rlaunch.render.commands import render
 

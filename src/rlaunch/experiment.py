@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from rlaunch.executors import local_head
 from rlaunch.launch import LaunchRefused, Plan, launch, preflight
 from rlaunch.paths import run_paths
 from rlaunch.spec import RunSpec, SpecError, parse_spec
@@ -114,8 +115,6 @@ def run_handles(
     echo: Callable[[str], None] = click.echo,
 ) -> int:
     """Plan, dry-run or launch each run in order; the exit code of the first that fails."""
-    from rlaunch.executors import local_head
-
     def say(message: str) -> None:
         click.echo(message, err=True)
 

@@ -24,7 +24,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "adopt": "rlaunch.builders.adopt:AdoptBuilder",
         "countdown_data": "rlaunch.builders.countdown:CountdownDataBuilder",
         "char_tokenizer": "rlaunch.builders.countdown:CharTokenizerBuilder",
-        "sft_model": "rlaunch.builders.countdown:SFTModelBuilder",
+        "sft_model": "rlaunch.builders.countdown_sft:SFTModelBuilder",
     },
 }
 

@@ -6,7 +6,8 @@
                                                                -> config.json, model.safetensors,
                                                                   tokenizer.json, sft_metrics.json
 
-All three are deterministic: the same config and deps give the same bytes (the model on one
+The SFT builder lives in `countdown_sft` (it imports torch; the other two do not). All three
+are deterministic: the same config and deps give the same bytes (the model on one
 CPU thread). The SFT run is short; it teaches the answer format and some arithmetic, so that RL
 starts from a policy that sometimes succeeds.
 """
@@ -20,43 +21,29 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
-from rlaunch.builders.facts import facts_problems, verify_model_facts
+from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact, identity
+from rlaunch.tasks.countdown import make_problems
 
 TRAIN_FILE = "train.jsonl"
 EVAL_FILE = "eval.jsonl"
-METRICS_FILE = "sft_metrics.json"
-_EVAL_SAMPLE = 200
 
 _Config = TypeVar("_Config", bound=BaseModel)
 
 
-class _BuilderConfig(BaseModel):
+class BuilderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class DataConfig(_BuilderConfig):
+class DataConfig(BuilderConfig):
     seed: int
     train_rows: int = Field(gt=0)
     eval_rows: int = Field(ge=0)
 
 
-class TokenizerConfig(_BuilderConfig):
+class TokenizerConfig(BuilderConfig):
     characters: str | None = None
     """The vocabulary after the specials; null: rlaunch.models.tokenizer.CHARACTERS."""
-
-
-class SFTConfig(_BuilderConfig):
-    d_model: int = Field(gt=0)
-    n_layers: int = Field(gt=0)
-    n_heads: int = Field(gt=0)
-    n_kv_heads: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0)
-    steps: int = Field(ge=0)
-    """SFT optimizer steps."""
-    seed: int
-    batch_size: int = Field(default=64, gt=0)
-    learning_rate: float = Field(default=3e-3, gt=0)
 
 
 def parse_config(model: type[_Config], artifact: BuiltArtifact) -> _Config:
@@ -83,7 +70,7 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
         )
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -94,8 +81,6 @@ class CountdownDataBuilder:
     name = "countdown_data"
 
     def build(self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log) -> None:
-        from rlaunch.tasks.countdown import make_problems
-
         expect_type(self.name, artifact, BuiltArtifact)
         config = parse_config(DataConfig, artifact)
         if artifact.rows is not None and artifact.rows != config.train_rows:
@@ -115,8 +100,6 @@ class CharTokenizerBuilder:
     name = "char_tokenizer"
 
     def build(self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log) -> None:
-        from rlaunch.models.tokenizer import CharTokenizer
-
         expect_type(self.name, artifact, BuiltArtifact)
         config = parse_config(TokenizerConfig, artifact)
         tokenizer = CharTokenizer() if config.characters is None else CharTokenizer(
@@ -124,80 +107,6 @@ class CharTokenizerBuilder:
         )
         tokenizer.save(out_dir)
         log(f"{identity(artifact)}: vocabulary of {tokenizer.vocab_size} tokens")
-
-
-class SFTModelBuilder:
-    """A TinyLM trained briefly (SFT) on the `data` dep's train.jsonl with the `tokenizer` dep."""
-
-    name = "sft_model"
-
-    def build(self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log) -> None:
-        expect_type(self.name, artifact, BuiltArtifact)
-        ident = identity(artifact)
-        config = parse_config(SFTConfig, artifact)
-        missing = sorted({"data", "tokenizer"} - set(deps))
-        if missing:
-            raise BuildError(
-                f"{ident}: sft_model needs deps `data` (a countdown_data dataset) and "
-                f"`tokenizer` (a char_tokenizer); missing: {', '.join(missing)}"
-            )
-        import torch
-
-        from rlaunch.models.sft import mean_reward, sft_train
-        from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
-        from rlaunch.models.tokenizer import CharTokenizer
-
-        tokenizer = CharTokenizer.load(deps["tokenizer"])
-        model_config = TinyConfig(
-            vocab_size=tokenizer.vocab_size,
-            d_model=config.d_model,
-            n_layers=config.n_layers,
-            n_heads=config.n_heads,
-            n_kv_heads=config.n_kv_heads,
-            max_position_embeddings=config.max_position_embeddings,
-        )
-        # Fail before training, not after: the facts must describe the model the config makes.
-        if artifact.facts is not None:
-            problems = facts_problems(artifact.facts, model_config.to_hf(), "the model config")
-            if problems:
-                raise BuildError(f"{ident}: the declared facts do not match: {'; '.join(problems)}")
-        train = _read_jsonl(deps["data"] / TRAIN_FILE)
-        evaluation = (
-            _read_jsonl(deps["data"] / EVAL_FILE)[:_EVAL_SAMPLE]
-            if (deps["data"] / EVAL_FILE).is_file()
-            else []
-        )
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # one thread: the same bytes on every run of this config
-        try:
-            torch.manual_seed(config.seed)
-            model = TinyLM(model_config)
-            log(f"{ident}: SFT for {config.steps} steps on {len(train)} rows")
-            losses = sft_train(
-                model,
-                tokenizer,
-                train,
-                steps=config.steps,
-                seed=config.seed,
-                batch_size=config.batch_size,
-                learning_rate=config.learning_rate,
-            )
-            reward = mean_reward(model, tokenizer, evaluation) if evaluation else None
-        finally:
-            torch.set_num_threads(threads)
-        save_pretrained(model, tokenizer, out_dir)
-        verify_model_facts(artifact, out_dir, "the built model")
-        metrics = {
-            "steps": config.steps,
-            "first_loss": losses[0] if losses else None,
-            "final_loss": losses[-1] if losses else None,
-            "eval_rows": len(evaluation),
-            "eval_mean_reward_greedy": reward,
-        }
-        (out_dir / METRICS_FILE).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-        summary = f"loss {losses[0]:.3f} -> {losses[-1]:.3f}" if losses else "no steps"
-        shown = f", greedy eval reward {reward:.3f}" if reward is not None else ""
-        log(f"{ident}: {summary}{shown}")
 
 
 def countdown_model_spec(

@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import yaml
+
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
 from rlaunch.builders.facts import verify_model_facts
 from rlaunch.spec.artifacts import HFDataset, HFModel, identity
@@ -73,8 +75,6 @@ def card_configs(readme: Path) -> list[str] | None:
     header, separator, _ = text[3:].partition("\n---")
     if not separator:
         return None
-    import yaml
-
     try:
         data = yaml.safe_load(header)
     except yaml.YAMLError:
@@ -122,6 +122,7 @@ def _download(
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
     token = os.environ.get("HF_TOKEN") or None
     log(f"{ident}: downloading {repo_type} {repo_id}@{revision} from {endpoint}")
+    # Lazy: huggingface_hub takes a second to import and only a download needs it.
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,

@@ -31,7 +31,7 @@ _IDLE_POLL_S = 0.5
 
 def _auth_headers() -> dict[str, str]:
     """The token header Ray's own client would send (only when RAY_AUTH_MODE=token here)."""
-    try:
+    try:  # lazy: Ray is slow to import, and this private module is not in every Ray release
         from ray._private.authentication.http_token_authentication import (
             get_auth_headers_if_auth_enabled,
         )

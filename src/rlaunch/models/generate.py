@@ -9,14 +9,12 @@ predicted by the logits at column P + j - 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
-if TYPE_CHECKING:
-    from rlaunch.models.tiny import TinyLM
-    from rlaunch.models.tokenizer import CharTokenizer
+from rlaunch.models.tiny import TinyLM
+from rlaunch.models.tokenizer import CharTokenizer
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch
 
 from rlaunch.models.generate import completion_logprobs, pack, sample
-
-if TYPE_CHECKING:
-    from rlaunch.models.tiny import TinyLM
-    from rlaunch.models.tokenizer import CharTokenizer
+from rlaunch.models.tiny import TinyLM
+from rlaunch.models.tokenizer import CharTokenizer
+from rlaunch.tasks.countdown import reward as countdown_reward
+from rlaunch.tasks.countdown import solution as countdown_solution
 
 
 def sft_train(
@@ -36,8 +35,6 @@ def sft_train(
     if not problems:
         raise ValueError("sft_train needs at least one problem")
     if solution is None:
-        from rlaunch.tasks.countdown import solution as countdown_solution
-
         solution = countdown_solution
     encoded = [
         (tokenizer.encode(p["prompt"], bos=True), tokenizer.encode(solution(p), eos=True))
@@ -81,8 +78,6 @@ def mean_reward(
 ) -> float:
     """Mean task reward of one completion per problem (greedy at temperature 0)."""
     if reward is None:
-        from rlaunch.tasks.countdown import reward as countdown_reward
-
         reward = countdown_reward
     if not problems:
         raise ValueError("mean_reward needs at least one problem")

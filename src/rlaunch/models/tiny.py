@@ -239,24 +239,13 @@ def load_pretrained(directory: str | Path) -> tuple[TinyLM, CharTokenizer]:
     return model, tokenizer
 
 
-# Re-exported so the whole model API is importable from this module; these modules
-# import TinyLM only for type checking, so there is no import cycle.
-from rlaunch.models.generate import Samples, completion_logprobs, pack, sample  # noqa: E402
-from rlaunch.models.sft import mean_reward, sft_train  # noqa: E402
-
 __all__ = [
     "ModelFormatError",
-    "Samples",
     "TinyConfig",
     "TinyLM",
-    "completion_logprobs",
     "load_pretrained",
-    "mean_reward",
-    "pack",
-    "sample",
     "save_pretrained",
     "save_safetensors",
-    "sft_train",
     "tensor_bytes",
     "weights_sha256",
 ]

@@ -1,6 +1,6 @@
 """RL runtimes that consume a launch YAML.
 
-`catalog` describes what each runtime profile offers (entrypoints, strategies, rollout backends,
-fixes by release) so that preflight can prove a pin before anything runs. The runtimes
-themselves live beside it (`smoke/`: our CPU runtime).
+`smoke/` is our CPU runtime; `skyrl` hands the launch to SkyRL. What each runtime profile offers
+(entrypoints, strategies, fixes by release) is in `rlaunch.spec.catalog`, where preflight and the
+executors read it too.
 """

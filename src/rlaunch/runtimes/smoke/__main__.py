@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import sys
 
+import ray
 from ray.exceptions import RayError
 
 from rlaunch.atomic import write_json_atomically
@@ -70,8 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         metrics.close()
         if owned:
-            import ray
-
             ray.shutdown()
     summary = manifest["metrics"]
     say(f"done: step {manifest['final_step']}, reward {summary['reward_mean_first5']:.3f} "

@@ -6,6 +6,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import ray
+from ray.util.placement_group import remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
 from rlaunch.runtimes.smoke.config import Geometry, SmokeConfig
 from rlaunch.runtimes.smoke.placement import CPU_PER_SIM_GPU, Layout, build_layout, reserve
 from rlaunch.runtimes.smoke.worker import SimGPUWorker, WorkerSettings
@@ -16,8 +20,6 @@ def connect(config: SmokeConfig, say) -> bool:
 
     Inside a Ray job (or with $RAY_ADDRESS set) it connects to that cluster. Run by hand
     without one, it starts a private local Ray sized from execution.allocation."""
-    import ray
-
     if ray.is_initialized():
         return False
     if os.environ.get("RAY_ADDRESS"):
@@ -50,9 +52,6 @@ class Workers:
         return policy_rank // geometry.model_parallel_size
 
     def stop(self) -> None:
-        import ray
-        from ray.util.placement_group import remove_placement_group
-
         for actor in self.actors:
             try:
                 ray.get(actor.close.remote(), timeout=10)
@@ -86,9 +85,6 @@ def settings_for(config: SmokeConfig) -> WorkerSettings:
 
 
 def start_workers(config: SmokeConfig, *, timeout_s: float, say) -> Workers:
-    import ray
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
     geometry = config.geometry
     layout = build_layout(geometry)
     say(f"placement ({layout.total_gpus} simulated GPUs):\n{layout.describe()}")

@@ -56,7 +56,7 @@ class MetricsSink:
 
     def _start_wandb(self, project: str, entity: str | None, run_name: str, config: dict):
         try:
-            import wandb
+            import wandb  # lazy: optional, not in the runtime lock; the run goes on without it
         except ImportError:
             self._say("wandb: not installed; logging to the console and metrics.jsonl only")
             return None

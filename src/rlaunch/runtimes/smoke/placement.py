@@ -23,6 +23,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+
 from rlaunch.runtimes.smoke.config import Geometry, SmokeConfigError
 
 CPU_PER_SIM_GPU = 0.1
@@ -148,9 +151,6 @@ def _resources(values: dict) -> str:
 
 def reserve(layout: Layout, *, run_id: str, timeout_s: float) -> list:
     """Create the placement groups and wait until all are ready, or raise PlacementError."""
-    import ray
-    from ray.util.placement_group import placement_group, remove_placement_group
-
     groups = [
         placement_group(
             [{"GPU": 1, "CPU": CPU_PER_SIM_GPU}] * group.bundles,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import ray
+
 from rlaunch.runtimes.smoke import checkpoint as ckpt
 from rlaunch.runtimes.smoke.cluster import Workers, start_workers
 from rlaunch.runtimes.smoke.config import SmokeConfig, SmokeConfigError
@@ -37,6 +39,7 @@ from rlaunch.runtimes.smoke.inputs import (
     resume_source,
     verify_inputs,
 )
+from rlaunch.runtimes.smoke.metrics import step_line
 from rlaunch.runtimes.smoke.outputs import mean as _mean
 from rlaunch.runtimes.smoke.outputs import terminal_manifest
 from rlaunch.tasks import countdown
@@ -127,8 +130,6 @@ class SmokeRun:
         )
 
     def _line(self, record: dict) -> str:
-        from rlaunch.runtimes.smoke.metrics import step_line
-
         return step_line(record, self.total_steps)
 
     def _restore(self, workers: Workers, source: Path | None) -> int:
@@ -140,8 +141,6 @@ class SmokeRun:
                 f"{source} was written by {state.get('policy_world')} policy ranks, this plan has "
                 f"{self.config.geometry.policy_world}; the smoke runtime does not reshard"
             )
-        import ray
-
         ray.get([actor.load_checkpoint.remote(str(source)) for actor in workers.policy])
         self.history = list(state.get("history", []))
         self.evals = dict(state.get("evals", {}))
@@ -151,8 +150,6 @@ class SmokeRun:
         return step
 
     def _sync_weights(self, workers: Workers) -> None:
-        import ray
-
         handle = ray.get(workers.policy[0].publish_weights.remote())
         loaded = ray.get([actor.load_rollout_weights.remote(handle) for actor in workers.rollout])
         stale = [rank for rank, sha in enumerate(loaded) if sha != handle[1]]
@@ -163,8 +160,6 @@ class SmokeRun:
     def _generate(self, workers: Workers, problems: list[dict], *, n: int, temperature: float,
                   step: int, purpose: str) -> list[list[dict]]:
         """Per problem, `n` samples as dicts with completion ids and text."""
-        import ray
-
         leaders = workers.engine_leaders
         shares = _near_even(problems, len(leaders))
         futures = [
@@ -189,8 +184,6 @@ class SmokeRun:
         return grouped
 
     def _step(self, workers: Workers, step: int) -> dict:
-        import ray
-
         config = self.config
         n = config.n_samples_per_prompt
         began = time.monotonic()
@@ -243,8 +236,6 @@ class SmokeRun:
 
     def _kl_shaped(self, workers: Workers, sequences: list[dict], rewards: list[float]) -> list:
         """reward - kl_loss_coef x sum of per-token k1 KL (policy = rollout copy, fresh weights)."""
-        import ray
-
         scored = ray.get(workers.policy[0].policy_logprobs.remote(sequences))
         return [
             r - self.config.kl_loss_coef * sum(a - b for a, b in zip(lp, s["ref_logprobs"],
@@ -253,8 +244,6 @@ class SmokeRun:
         ]
 
     def _train(self, workers: Workers, sequences: list[dict]) -> dict:
-        import ray
-
         config, geometry = self.config, self.config.geometry
         per_mini = config.policy_mini_batch_size * config.n_samples_per_prompt
         minis = [sequences[start : start + per_mini]
@@ -283,8 +272,6 @@ class SmokeRun:
                     f"{result['reward_mean']:.3f} (solved {result['solved_fraction']:.2f})")
 
     def _maybe_checkpoint(self, workers: Workers, step: int) -> None:
-        import ray
-
         config = self.config
         interval = config.ckpt_interval
         if interval <= 0 or (step % interval and step != self.total_steps):
@@ -309,8 +296,6 @@ class SmokeRun:
                 str(config.export_root / f"global_step_{step}")))
 
     def _export(self, workers: Workers) -> tuple[Path, str]:
-        import ray
-
         target = self.config.export_root
         weights = ray.get(workers.policy[0].export.remote(str(target)))
         return target, weights

@@ -14,11 +14,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+import ray
 import torch
 import torch.distributed as dist
+from safetensors.torch import load_file
 
 from rlaunch.models.generate import completion_logprobs, pack, sample
-from rlaunch.models.tiny import TinyLM, load_pretrained, save_safetensors, weights_sha256
+from rlaunch.models.tiny import (
+    TinyLM,
+    load_pretrained,
+    save_pretrained,
+    save_safetensors,
+    weights_sha256,
+)
 from rlaunch.runtimes.smoke.grpo import clipped_policy_loss, kl_penalty, masked_mean
 
 MODEL_FILE = "model.safetensors"
@@ -94,8 +102,6 @@ class SimGPUWorker:
 
     def rendezvous_address(self) -> tuple[str, int]:
         """This node's address and a free port for the policy group's TCP store."""
-        import ray
-
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind(("", 0))
             port = probe.getsockname()[1]
@@ -130,8 +136,6 @@ class SimGPUWorker:
 
     def load_rollout_weights(self, handle: list) -> str:
         """Refresh the rollout copy from the object store (`handle` = [ObjectRef])."""
-        import ray
-
         state = ray.get(handle[0])
         self.rollout.load_state_dict(state)
         return weights_sha256(self.rollout.state_dict())
@@ -227,8 +231,6 @@ class SimGPUWorker:
         """Put the policy weights in the object store: [ObjectRef, sha256 of the weights].
 
         The reference is wrapped in a list so that Ray hands it on unresolved."""
-        import ray
-
         state = {name: tensor.detach().clone() for name, tensor in self.policy.state_dict().items()}
         return [ray.put(state), weights_sha256(state)]
 
@@ -236,8 +238,6 @@ class SimGPUWorker:
         return weights_sha256(self.policy.state_dict())
 
     def export(self, directory: str) -> str:
-        from rlaunch.models.tiny import save_pretrained
-
         save_pretrained(self.policy, self.tokenizer, directory)
         return weights_sha256(self.policy.state_dict())
 
@@ -251,8 +251,6 @@ class SimGPUWorker:
         torch.save({"torch": torch.get_rng_state(), "python": random.getstate()}, target / RNG_FILE)
 
     def load_checkpoint(self, directory: str) -> str:
-        from safetensors.torch import load_file
-
         source = Path(directory) / f"policy_rank{self.policy_rank}"
         missing = [n for n in (MODEL_FILE, OPTIMIZER_FILE, RNG_FILE) if not (source / n).is_file()]
         if missing:

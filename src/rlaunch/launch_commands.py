@@ -13,8 +13,9 @@ from types import FrameType
 
 import click
 
-from rlaunch.executors import ExecutorError, ExecutorOptions, Submission, load_executor
+from rlaunch.executors import ExecutorError, ExecutorOptions, Submission, load_executor, local_head
 from rlaunch.executors.follow import wait_terminal
+from rlaunch.launch import LaunchRefused, launch, record_status
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.paths import default_store_prefix
 from rlaunch.spec import SpecError, load_spec
@@ -74,8 +75,6 @@ def launch_command(
     fingerprint, a dirty launcher tree, a missing smoke, or another launch of the same
     name@version in progress. Exit 3: the job ended FAILED or STOPPED; 130: interrupted.
     """
-    from rlaunch.launch import LaunchRefused, launch
-
     try:
         spec = load_spec(spec_path)
     except SpecError as err:
@@ -132,8 +131,6 @@ _STORE = click.option("--store", metavar="PREFIX", help="Artifact store prefix o
 @_STORE
 def status_command(target: str, store: str | None) -> None:
     """Print the status of TARGET's last launch (a spec file or name@version) and record it."""
-    from rlaunch.launch import record_status
-
     ledger, name, version, submission = _find(target, store)
     try:
         with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
@@ -169,8 +166,6 @@ def logs_command(target: str, store: str | None, follow: bool) -> None:
                    "--keep-head), unless other jobs still run on it.")
 def stop_command(target: str, store: str | None, stop_head: bool) -> None:
     """Stop TARGET's last launch (a spec file or name@version) and record that it stopped."""
-    from rlaunch.launch import record_status
-
     ledger, name, version, submission = _find(target, store)
     try:
         with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
@@ -186,8 +181,6 @@ def stop_command(target: str, store: str | None, stop_head: bool) -> None:
 
 
 def _stop_local_head() -> None:
-    from rlaunch.executors import local_head
-
     state_dir = local_head.default_state_dir()
     record = local_head.read_record(state_dir)
     if record is None or not local_head.is_alive(record):
