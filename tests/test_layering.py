@@ -34,7 +34,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "builders",
         "executors",
         "launch",
-        "experiment launch_commands cli __main__",  # front ends
+        "experiment launch_commands buildschema cli __main__",  # front ends
     )
 )
 HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub"})

@@ -20,7 +20,7 @@ VERSION_REQUIREMENT = (
     "a calendar version YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`"
 )
 
-# The library's own patterns (rlaunch.preflight.syntax, via schema.json), so that a pin or version
+# The library's own patterns (rlaunch.spec.syntax, via schema.json), so that a pin or version
 # the BUILD file accepts is one preflight accepts too.
 _HEX40 = PATTERNS["commit"]
 _HEX64 = PATTERNS["sha256"]

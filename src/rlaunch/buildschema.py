@@ -19,7 +19,8 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 
-from rlaunch.preflight import all_rules, syntax
+from rlaunch.preflight import all_rules
+from rlaunch.spec import syntax
 from rlaunch.spec.artifacts import Artifact
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
 
