@@ -36,7 +36,12 @@ ROLE_PLAN = {
         "pipeline_parallel_size": 1, "context_parallel_size": 1, "expert_parallel_size": 1,
         "expert_tensor_parallel_size": 1, "sequence_parallel_size": 1,
     },
-    "reference": {"colocated_with_policy": True, "num_nodes": 1, "num_gpus_per_node": 2},
+    "reference": {
+        "colocated_with_policy": True, "num_nodes": 1, "num_gpus_per_node": 2,
+        "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "context_parallel_size": 1,
+        "expert_parallel_size": 1, "expert_tensor_parallel_size": 1,
+        "sequence_parallel_size": 1,
+    },
     "critic": None,
     "rollout": {
         "num_engines": 2, "tensor_parallel_size": 1, "pipeline_parallel_size": 1,

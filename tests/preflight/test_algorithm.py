@@ -36,6 +36,7 @@ def test_algo003_megatron_constraints_each_reported() -> None:
         "role_plan.rollout.weight_sync_backend": "gloo",
         "role_plan.rollout.backend": "sglang",
         "role_plan.policy.sequence_parallel_size": 2,
+        "role_plan.reference.sequence_parallel_size": 4,
         "critic_model": dict(QWEN25_1_5B, name="critic"),
     })
     found = findings(data, "ALGO003")
@@ -47,7 +48,10 @@ def test_algo003_megatron_constraints_each_reported() -> None:
          f" sync gloo{tail}"),
         ("critic_model", f"strategy megatron does not support a critic{tail}"),
         ("role_plan.policy.sequence_parallel_size", "strategy megatron does not support"
-         f" sequence_parallel_size 2{tail}"),
+         f" policy sequence_parallel_size 2{tail}"),
+        # skyrl/train/utils/utils.py validate_megatron_cfg asserts SP 1 for trainer.ref too.
+        ("role_plan.reference.sequence_parallel_size", "strategy megatron does not support"
+         f" reference sequence_parallel_size 4{tail}"),
     ]
     assert messages(example(MEGATRON), "ALGO003") == []
     # FSDP may use gloo.

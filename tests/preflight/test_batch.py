@@ -63,26 +63,35 @@ def test_batch003_train_multiple_of_mini() -> None:
 def test_batch004_mini_batch_splits_over_dp() -> None:
     below = example(edits={f"{B}.policy_mini_batch_size": 2, f"{B}.n_samples_per_prompt": 3})
     assert messages(below, "BATCH004") == [
-        "policy mini batch per GPU = policy_mini_batch_size 2 x n_samples_per_prompt 3 / policy"
-        " DP 8 = 6/8 sequences, below 1 per GPU (policy DP 8 = world 8 / SP 1)"
+        "policy mini batch of policy_mini_batch_size 2 x n_samples_per_prompt 3 = 6 sequences is"
+        " fewer than policy DP 8 (policy DP 8 = world 8 / SP 1): SkyRL's validate_batch_sizes"
+        " needs at least 1 sequence per GPU"
     ]
     uneven = example("disaggregated-8x8-tp8", {f"{B}.n_samples_per_prompt": 5,
                                                f"{B}.policy_mini_batch_size": 4,
                                                f"{B}.train_batch_size": 256})
     assert messages(uneven, "BATCH004") == [
-        "policy mini batch per GPU = policy_mini_batch_size 4 x n_samples_per_prompt 5 / policy"
-        " DP 32 = 20/32 sequences, below 1 per GPU (policy DP 32 = world 32 / SP 1)"
+        "policy mini batch of policy_mini_batch_size 4 x n_samples_per_prompt 5 = 20 sequences is"
+        " fewer than policy DP 32 (policy DP 32 = world 32 / SP 1): SkyRL's validate_batch_sizes"
+        " needs at least 1 sequence per GPU"
     ]
+    # Not whole per GPU: MeshDispatch.stage_chunks (skyrl/backends/skyrl_train/distributed/
+    # dispatch.py) pads each mini batch to a multiple of DP with loss-masked dummies: waste.
     not_whole = example(edits={f"{B}.policy_mini_batch_size": 4, f"{B}.n_samples_per_prompt": 3})
-    assert messages(not_whole, "BATCH004") == [
-        "policy mini batch per GPU = policy_mini_batch_size 4 x n_samples_per_prompt 3 / policy"
-        " DP 8 = 12/8 sequences, not a whole number (12 % 8 = 4) (policy DP 8 = world 8 / SP 1)"
-    ]
+    [finding] = findings(not_whole, "BATCH004")
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "policy mini batch of policy_mini_batch_size 4 x n_samples_per_prompt 3 = 12 sequences"
+        " does not split evenly over policy DP 8 (12 % 8 = 4; policy DP 8 = world 8 / SP 1):"
+        " SkyRL pads every mini batch with 4 dummy sequences (loss mask 0) to 16, computed and"
+        " thrown away",
+    )
     megatron = example("megatron-moe-5x8", {f"{B}.policy_mini_batch_size": 1,
                                             f"{B}.n_samples_per_prompt": 4})
     assert messages(megatron, "BATCH004") == [
-        "policy mini batch per GPU = policy_mini_batch_size 1 x n_samples_per_prompt 4 / policy"
-        " DP 8 = 4/8 sequences, below 1 per GPU (policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1))"
+        "policy mini batch of policy_mini_batch_size 1 x n_samples_per_prompt 4 = 4 sequences is"
+        " fewer than policy DP 8 (policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)): SkyRL's"
+        " validate_batch_sizes needs at least 1 sequence per GPU"
     ]
 
 
@@ -90,22 +99,28 @@ def test_batch005_per_gpu_mini_divisible_by_micro() -> None:
     data = example(edits={f"{B}.micro_train_batch_size_per_gpu": 6})
     [finding] = findings(data, "BATCH005")
     assert finding.message == (
-        "policy mini batch per GPU 64 = policy_mini_batch_size 64 x n_samples_per_prompt 8 /"
+        "policy mini batch per GPU 64 = policy_mini_batch_size 64 x n_samples_per_prompt 8 //"
         " policy DP 8 is not divisible by micro_train_batch_size_per_gpu 6 (64 % 6 = 4)"
     )
     assert finding.fix == "Set micro_train_batch_size_per_gpu to a divisor of 64."
     # A micro batch larger than the per-GPU mini batch is the same mistake.
     assert messages(example(edits={f"{B}.micro_train_batch_size_per_gpu": 128}), "BATCH005") == [
-        "policy mini batch per GPU 64 = policy_mini_batch_size 64 x n_samples_per_prompt 8 /"
+        "policy mini batch per GPU 64 = policy_mini_batch_size 64 x n_samples_per_prompt 8 //"
         " policy DP 8 is not divisible by micro_train_batch_size_per_gpu 128 (64 % 128 = 64)"
     ]
     assert messages(example(edits={f"{B}.micro_train_batch_size_per_gpu": 16}), "BATCH005") == []
+    # validate_batch_sizes floors mini x n / DP: 12 // 8 = 1, which micro 4 does not divide.
+    floored = example(edits={f"{B}.policy_mini_batch_size": 4, f"{B}.n_samples_per_prompt": 3})
+    assert messages(floored, "BATCH005") == [
+        "policy mini batch per GPU 1 = policy_mini_batch_size 4 x n_samples_per_prompt 3 //"
+        " policy DP 8 is not divisible by micro_train_batch_size_per_gpu 4 (1 % 4 = 1)"
+    ]
 
 
 def test_batch006_per_gpu_train_divisible_by_per_gpu_mini() -> None:
     data = example(edits={f"{B}.train_batch_size": 96})
     assert messages(data, "BATCH006") == [
-        "policy train batch per GPU 96 = train_batch_size 96 x n_samples_per_prompt 8 / policy"
+        "policy train batch per GPU 96 = train_batch_size 96 x n_samples_per_prompt 8 // policy"
         " DP 8 is not divisible by the per-GPU mini batch 64"
     ]
     assert messages(example(edits={f"{B}.train_batch_size": 128}), "BATCH006") == []
@@ -121,47 +136,43 @@ def test_batch007_critic_mini_exactly_with_a_critic() -> None:
     assert messages(example(edits=gae), "BATCH007") == []
 
 
-def test_batch008_train_at_least_lcm_of_policy_and_reference_dp() -> None:
-    data = example(edits={f"{B}.train_batch_size": 4, f"{B}.policy_mini_batch_size": 4})
+def test_batch008_train_sequences_at_least_lcm_of_policy_and_reference_dp() -> None:
+    # skyrl/train/utils/utils.py validate_batch_sizes counts sequences: train x n >= lcm.
+    data = example(edits={f"{B}.train_batch_size": 1, f"{B}.policy_mini_batch_size": 1,
+                          f"{B}.n_samples_per_prompt": 4})
     assert messages(data, "BATCH008") == [
-        "train_batch_size 4 is smaller than lcm(policy DP 8, reference DP 8) = 8"
+        "train_batch_size 1 x n_samples_per_prompt 4 = 4 sequences, fewer than lcm(policy DP 8,"
+        " reference DP 8) = 8"
     ]
-    no_kl = example(edits={f"{B}.train_batch_size": 4, f"{B}.policy_mini_batch_size": 4,
+    no_kl = example(edits={f"{B}.train_batch_size": 1, f"{B}.policy_mini_batch_size": 1,
+                           f"{B}.n_samples_per_prompt": 4,
                            "algorithm.kl.use_kl_loss": False, "role_plan.reference": None})
     assert messages(no_kl, "BATCH008") == [
-        "train_batch_size 4 is smaller than lcm(policy DP 8) = 8"
+        "train_batch_size 1 x n_samples_per_prompt 4 = 4 sequences, fewer than lcm(policy DP 8)"
+        " = 8"
     ]
-    assert messages(example(edits={f"{B}.train_batch_size": 8, f"{B}.policy_mini_batch_size": 8}),
+    # 4 prompts x 8 samples = 32 sequences >= 8: SkyRL accepts it, and so does preflight.
+    assert messages(example(edits={f"{B}.train_batch_size": 4, f"{B}.policy_mini_batch_size": 4}),
                     "BATCH008") == []
 
 
-def test_batch009_no_prompt_dropped_by_lcm_truncation() -> None:
-    data = example(edits={f"{B}.train_batch_size": 12, f"{B}.policy_mini_batch_size": 4})
+def test_batch009_a_trimmed_step_is_an_error() -> None:
+    data = example(edits={f"{B}.train_batch_size": 12, f"{B}.policy_mini_batch_size": 12,
+                          f"{B}.n_samples_per_prompt": 1})
     [finding] = findings(data, "BATCH009")
     assert finding.message == (
-        "train_batch_size 12 is not a multiple of lcm(policy DP 8, reference DP 8) = 8: SkyRL"
-        " drops the last 4 prompts of every step to shard evenly"
+        "train_batch_size 12 is not a multiple of 8 prompts = lcm(policy DP 8, reference DP 8)"
+        " = 8 / gcd(8, n_samples_per_prompt 1): SkyRL's _remove_tail_data trims each step to 8"
+        " prompts, and the step then fails its assert that the prompt count equals"
+        " train_batch_size 12"
     )
-    # A reference on 3 nodes of its own has DP 24: lcm(32, 24) = 96.
-    uneven_reference = example("disaggregated-8x8-tp8", {
-        "role_plan.placement.colocate_policy_ref": False,
-        "role_plan.reference": {"colocated_with_policy": False, "num_nodes": 3,
-                                "num_gpus_per_node": 8},
-    })
-    assert messages(uneven_reference, "BATCH009") == [
-        "train_batch_size 256 is not a multiple of lcm(policy DP 32, reference DP 24) = 96:"
-        " SkyRL drops the last 64 prompts of every step to shard evenly"
-    ]
+    # With 8 samples per prompt every prompt count shards evenly: stride 8 / gcd(8, 8) = 1.
+    assert messages(example(edits={f"{B}.train_batch_size": 12,
+                                   f"{B}.policy_mini_batch_size": 4}), "BATCH009") == []
     assert messages(example(), "BATCH009") == []
 
 
 def test_batch010_dataset_covers_train_batches() -> None:
-    [tail] = findings(example(), "BATCH010")
-    assert (tail.severity, tail.message) == (
-        "warning",
-        "train_data gsm8k-train@2026.11.01 has 7473 rows = 29 batches of train_batch_size 256"
-        " + 49: the last 49 prompts are dropped every epoch",
-    )
     [short] = findings(example(edits={"train_data.rows": 100}), "BATCH010")
     assert (short.severity, short.message) == (
         "error",

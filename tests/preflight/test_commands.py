@@ -65,13 +65,12 @@ def test_clean_specs_exit_0_with_warnings_allowed(tmp_path: Path) -> None:
 
 def test_an_error_finding_exits_1_and_every_spec_is_reported(tmp_path: Path) -> None:
     good = write(tmp_path, "good", example("disaggregated-8x8-tp8"), "json")
-    bad = write(tmp_path, "bad", example("disaggregated-8x8-tp1"))
+    bad = write(tmp_path, "bad", example("tp8-on-42-heads"))
     result = CliRunner().invoke(preflight, [good, bad])
     assert result.exit_code == 1
     assert f"{good} (disaggregated-8x8-tp8@2026.11.29): ok, 0 errors, 1 warning" in result.output
-    assert f"{bad} (disaggregated-8x8-tp1@2026.11.29): refused, 2 errors, 1 warning" \
-        in result.output
-    assert "error ALLOC001 execution.allocation.num_nodes" in result.output
+    assert f"{bad} (tp8-on-42-heads@2026.11.29): refused, 2 errors, 1 warning" in result.output
+    assert "error GEO016 role_plan.rollout.tensor_parallel_size" in result.output
     assert result.output.endswith("\n2 specs: 1 ok, 1 refused, 0 invalid\n")
 
 

@@ -43,10 +43,12 @@ def test_geo001_passes_on_the_worked_examples() -> None:
 
 def test_geo002_fsdp_rejects_megatron_sizes() -> None:
     data = example(edits={"role_plan.policy.tensor_parallel_size": 2,
-                          "role_plan.policy.expert_parallel_size": 4})
+                          "role_plan.policy.expert_parallel_size": 4,
+                          "role_plan.reference.pipeline_parallel_size": 2})
     assert messages(data, "GEO002") == [
         "strategy fsdp has no Megatron TP, but role_plan.policy.tensor_parallel_size is 2",
         "strategy fsdp has no Megatron EP, but role_plan.policy.expert_parallel_size is 4",
+        "strategy fsdp has no Megatron PP, but role_plan.reference.pipeline_parallel_size is 2",
     ]
     assert messages(example(), "GEO002") == []
     assert messages(example(MEGATRON), "GEO002") == []
@@ -113,25 +115,30 @@ def test_geo007_colocate_all_needs_equal_gpus() -> None:
     assert messages(example("disaggregated-8x8-tp1"), "GEO007") == []
 
 
-def test_geo008_colocated_engine_tp_pp_divides_node() -> None:
+def test_geo008_engine_tp_across_nodes_is_a_warning() -> None:
     data = example(edits={"role_plan.rollout.tensor_parallel_size": 16,
-                          "role_plan.rollout.num_engines": 1})
-    assert messages(data, "GEO008") == [
-        "a colocated engine's TP 16 x PP 1 = 16 does not divide policy.num_gpus_per_node 8, so"
-        " engines would straddle nodes"
+                          "role_plan.rollout.num_engines": 1, "role_plan.policy.num_nodes": 2,
+                          "role_plan.reference.num_nodes": 2, "execution.allocation.num_nodes": 2})
+    [finding] = findings(data, "GEO008")
+    assert (finding.severity, finding.message) == (
+        "warning",
+        "rollout TP 16 is wider than a node of execution.allocation.gpus_per_node 8: such an"
+        " engine all-reduces over the network in every layer. SkyRL runs it (vLLM's ray executor"
+        " spans nodes), but generation is slow",
+    )
+    odd = example(edits={"role_plan.rollout.tensor_parallel_size": 3,
+                         "role_plan.rollout.num_engines": 1, "role_plan.policy.num_gpus_per_node": 3,
+                         "role_plan.reference.num_gpus_per_node": 3})
+    assert messages(odd, "GEO008") == [
+        "rollout TP 3 does not divide execution.allocation.gpus_per_node 8 (8 % 3 = 2), so"
+        " engines packed node by node put some TP groups across two nodes: such an engine"
+        " all-reduces over the network in every layer. SkyRL runs it (vLLM's ray executor spans"
+        " nodes), but generation is slow"
     ]
-    passing = example(edits={"role_plan.rollout.tensor_parallel_size": 4,
-                             "role_plan.rollout.num_engines": 2})
-    assert messages(passing, "GEO008") == []
-
-
-def test_geo009_disaggregated_engine_fits_one_node() -> None:
-    data = example(DISAGG, {"role_plan.rollout.pipeline_parallel_size": 2})
-    assert messages(data, "GEO009") == [
-        "a rollout engine uses TP 8 x PP 2 x DP 1 = 16 GPUs but a node has"
-        " execution.allocation.gpus_per_node 8; an engine may not straddle nodes"
-    ]
-    assert messages(example(DISAGG), "GEO009") == []
+    # Pipeline stages and engine DP ranks across nodes are no finding (MEGATRON: 1 engine DP 8).
+    wide_pp = example(DISAGG, {"role_plan.rollout.pipeline_parallel_size": 2})
+    assert messages(wide_pp, "GEO008") == []
+    assert messages(example(), "GEO008") == []
 
 
 def test_geo010_reference_exactly_when_kl() -> None:
@@ -201,15 +208,50 @@ def test_geo014_colocated_roles_have_the_policy_footprint() -> None:
     data = example(edits={"role_plan.reference.num_nodes": 2})
     [finding] = findings(data, "GEO014")
     assert finding.message == (
-        "role_plan.reference is colocated with the policy but uses reference.num_nodes 2 x"
-        " reference.num_gpus_per_node 8, the policy policy.num_nodes 1 x"
-        " policy.num_gpus_per_node 8"
+        "role_plan.reference shares the policy's GPUs under placement.colocate_all but uses"
+        " reference.num_nodes 2 x reference.num_gpus_per_node 8 = 16 GPUs, the policy"
+        " policy.num_nodes 1 x policy.num_gpus_per_node 8 = 8; SkyRL's trainer.build_models"
+        " asserts they are equal at start-up"
     )
     assert finding.fix == (
-        "Set role_plan.reference.num_nodes to 1 and num_gpus_per_node to 8, or give it GPUs of"
-        " its own."
+        "Give role_plan.reference 8 GPUs (num_nodes x num_gpus_per_node), or set"
+        " placement.colocate_all to false."
     )
+    shape = example(DISAGG, {"role_plan.reference.num_nodes": 8,
+                             "role_plan.reference.num_gpus_per_node": 4})
+    assert messages(shape, "GEO014") == [
+        "role_plan.reference shares the policy's GPUs under placement.colocate_policy_ref but"
+        " uses reference.num_nodes 8 x reference.num_gpus_per_node 4 = 32, the policy"
+        " policy.num_nodes 4 x policy.num_gpus_per_node 8 = 32; SkyRL's validate_cfg needs the"
+        " same nodes and GPUs per node"
+    ]
     assert messages(example(), "GEO014") == []
+
+
+def test_geo019_reference_world_divides_into_its_own_replicas() -> None:
+    data = example(MEGATRON, {"role_plan.placement.colocate_policy_ref": False,
+                              "role_plan.reference.colocated_with_policy": False,
+                              "role_plan.reference.num_nodes": 1,
+                              "role_plan.reference.num_gpus_per_node": 2})
+    [finding] = findings(data, "GEO019")
+    assert finding.message == (
+        "reference world reference.num_nodes 1 x reference.num_gpus_per_node 2 = 2 is not"
+        " divisible by its TP 4 x PP 1 x CP 1 = 4 (reference DP 0)"
+    )
+    assert finding.fix == (
+        "Make the reference's TP x PP x CP (now 4) a divisor of 2 (1, 2), or give the reference"
+        " a multiple of 4 GPUs."
+    )
+    fsdp = example(edits={"role_plan.reference.sequence_parallel_size": 3})
+    assert messages(fsdp, "GEO019") == [
+        "reference world reference.num_nodes 1 x reference.num_gpus_per_node 8 = 8 is not"
+        " divisible by its SP 3 (8 % 3 = 2)"
+    ]
+    # Without KL nothing builds the reference (trainer.build_models: use_ref_model).
+    no_kl = example(edits={"role_plan.reference.sequence_parallel_size": 3,
+                           "algorithm.kl.use_kl_loss": False})
+    assert messages(no_kl, "GEO019") == []
+    assert messages(example(MEGATRON), "GEO019") == []
 
 
 def test_geo015_megatron_tp_divides_heads() -> None:

@@ -78,10 +78,12 @@ def megatron_constraints(check: Check) -> Iterator[Finding]:
     if plan.critic is not None or spec.critic_model is not None:
         path = "role_plan.critic" if plan.critic is not None else "critic_model"
         problems.append((path, "a critic", "Use strategy fsdp for a critic (gae), or drop it."))
-    if plan.policy.sequence_parallel_size != 1:
-        problems.append(("role_plan.policy.sequence_parallel_size",
-                         f"sequence_parallel_size {plan.policy.sequence_parallel_size}",
-                         "Set role_plan.policy.sequence_parallel_size to 1 (use CP instead)."))
+    # utils.validate_megatron_cfg asserts SP 1 for both trainer.policy and trainer.ref.
+    for name, role in (("policy", plan.policy), ("reference", plan.reference)):
+        if role is not None and role.sequence_parallel_size != 1:
+            path = f"role_plan.{name}.sequence_parallel_size"
+            problems.append((path, f"{name} sequence_parallel_size {role.sequence_parallel_size}",
+                             f"Set {path} to 1 (use CP instead)."))
     for path, what, fix in problems:
         yield error(
             "ALGO003", (path, "role_plan.strategy"),

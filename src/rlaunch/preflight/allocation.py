@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.placement import bundles_fit_nodes, first_unplaced, placement_groups
 from rlaunch.preflight.registry import Example, rule
 
 # GPUs in one node of each accelerator type as sold by the clouds (HGX/DGX boards); `sim` is the
@@ -38,10 +39,28 @@ def role_gpus(check: Check) -> list[tuple[str, str, int]]:
     return roles
 
 
+def _roles_sum(roles: list[tuple[str, str, int]]) -> str:
+    terms = " + ".join(str(gpus) for _, _, gpus in roles)
+    named = ", ".join(f"{name} {gpus}" for name, _, gpus in roles)
+    return f"{terms} = {sum(gpus for _, _, gpus in roles)} GPUs ({named})"
+
+
+def unpackable_plan(data: dict[str, Any]) -> None:
+    """2 nodes of 8: 4 rollout GPUs, a policy of 1 x 6 and a reference of its own of 1 x 6"""
+    plan = data["role_plan"]
+    plan["rollout"]["num_engines"] = 4
+    plan["rollout"]["tensor_parallel_size"] = 1
+    plan["policy"].update(num_nodes=1, num_gpus_per_node=6)
+    plan["reference"].update(colocated_with_policy=False, num_nodes=1, num_gpus_per_node=6)
+    plan["placement"]["colocate_policy_ref"] = False
+    data["execution"]["allocation"]["num_nodes"] = 2
+
+
 @rule(
     "ALLOC001",
-    "The roles use exactly the allocated nodes x GPUs per node.",
-    example=Example(base="disaggregated-8x8-tp1"),
+    "The roles fit in the allocated nodes x GPUs per node (error); GPUs they leave idle are"
+    " reported with their count (warning).",
+    example=Example(edits={"execution.allocation.num_nodes": 2}),
 )
 def roles_use_allocation(check: Check) -> Iterator[Finding]:
     if not check.roles_ok:
@@ -49,77 +68,93 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
     allocation = check.spec.execution.allocation
     roles = role_gpus(check)
     used = sum(gpus for _, _, gpus in roles)
-    if used == allocation.total_gpus:
+    total = allocation.total_gpus
+    if used == total:
         return
-    terms = " + ".join(str(gpus) for _, _, gpus in roles)
-    named = ", ".join(f"{name} {gpus}" for name, _, gpus in roles)
-    nodes = ""
-    if used % allocation.gpus_per_node == 0:
-        nodes = f" (execution.allocation.num_nodes {used // allocation.gpus_per_node})"
-    yield error(
-        "ALLOC001",
-        ("execution.allocation.num_nodes", "execution.allocation.gpus_per_node",
-         *(path for _, path, _ in roles)),
-        f"roles use {terms} = {used} GPUs ({named}) but the allocation has"
-        f" {allocation.num_nodes} nodes"
-        f" x {allocation.gpus_per_node} = {allocation.total_gpus} GPUs",
-        f"Resize the roles to use exactly {allocation.total_gpus} GPUs, or allocate the"
-        f" {used} they use{nodes}.",
+    paths = ("execution.allocation.num_nodes", "execution.allocation.gpus_per_node",
+             *(path for _, path, _ in roles))
+    shape = f"{allocation.num_nodes} nodes x {allocation.gpus_per_node} = {total} GPUs"
+    nodes = -(-used // allocation.gpus_per_node)
+    if used > total:
+        # Ray never makes the missing GPUs' placement groups ready: SkyRL's
+        # get_ray_pg_ready_with_timeout raises after SKYRL_RAY_PG_TIMEOUT_IN_S.
+        yield error(
+            "ALLOC001", paths,
+            f"roles use {_roles_sum(roles)} but the allocation has {shape}; the placement"
+            " groups of the rest never become ready",
+            f"Resize the roles to at most {total} GPUs, or allocate the {used} they use"
+            f" (execution.allocation.num_nodes {nodes}).",
+        )
+        return
+    idle = total - used
+    yield warning(
+        "ALLOC001", paths,
+        f"roles use {_roles_sum(roles)} of the allocation's {shape}: {idle} GPUs stay idle"
+        " and are paid for",
+        f"Give the idle {idle} GPUs to a role, or allocate execution.allocation.num_nodes"
+        f" {nodes} ({nodes * allocation.gpus_per_node} GPUs"
+        + (f", {nodes * allocation.gpus_per_node - used} still idle)." if used % allocation.gpus_per_node else ")."),
     )
 
 
 @rule(
     "ALLOC002",
-    "Every role with GPUs of its own uses whole nodes.",
-    example=Example(base="disaggregated-8x8-tp1"),
+    "The roles' placement-group bundles pack onto the nodes the way Ray places them.",
+    example=Example(base="disaggregated-8x8-tp1", edits=unpackable_plan),
 )
-def whole_nodes_per_role(check: Check) -> Iterator[Finding]:
-    if not check.roles_ok:
+def bundles_pack(check: Check) -> Iterator[Finding]:
+    if not check.roles_ok or not bundles_fit_nodes(check):
         return
-    plan = check.spec.role_plan
-    width = check.spec.execution.allocation.gpus_per_node
-    for name, path, gpus in role_gpus(check)[1:]:
-        role = getattr(plan, name)
-        if name == "rollout":
-            shape = (
-                f"rollout.num_engines {role.num_engines} x TP {role.tensor_parallel_size}"
-                f" x PP {role.pipeline_parallel_size} x DP {role.data_parallel_size}"
-            )
-        else:
-            shape = f"{name}.num_nodes {role.num_nodes} x {name}.num_gpus_per_node" \
-                    f" {role.num_gpus_per_node}"
-        if gpus % width or (name != "rollout" and role.num_gpus_per_node > width):
-            yield error(
-                "ALLOC002", (path, "execution.allocation.gpus_per_node"),
-                f"{name} uses {shape} = {gpus} GPUs, not whole nodes of"
-                f" execution.allocation.gpus_per_node {width}",
-                f"Give {name} a multiple of {width} GPUs, at most {width} per node.",
-            )
+    allocation = check.spec.execution.allocation
+    if sum(gpus for _, _, gpus in role_gpus(check)) > allocation.total_gpus:
+        return  # ALLOC001 reports it
+    stuck = first_unplaced(placement_groups(check), allocation.num_nodes, allocation.gpus_per_node)
+    if stuck is None:
+        return
+    role = stuck.group.role
+    before = "; ".join(group.why for group in stuck.before)
+    free = " + ".join(str(gpus) for gpus in stuck.free)
+    yield error(
+        "ALLOC002",
+        (f"role_plan.{role}.num_gpus_per_node", "execution.allocation.gpus_per_node",
+         "execution.allocation.num_nodes"),
+        f"the {allocation.num_nodes} nodes of {allocation.gpus_per_node} GPUs cannot hold"
+        f" {stuck.group.why}: after SkyRL's earlier placement groups ({before}) the nodes have"
+        f" {free} GPUs free and no node has {stuck.group.bundle}, so its placement group never"
+        " becomes ready",
+        f"Make role_plan.{role}.num_gpus_per_node and the other roles' GPUs per node divisors of"
+        f" execution.allocation.gpus_per_node {allocation.gpus_per_node}, or allocate another"
+        " node.",
+    )
 
 
 @rule(
     "ALLOC003",
-    "The policy's GPUs per node equal the allocation's GPUs per node.",
+    "A role that takes whole-node bundles asks for at most the GPUs of one node.",
     example=Example(
         edits={
-            "role_plan.policy.num_nodes": 2, "role_plan.policy.num_gpus_per_node": 4,
-            "role_plan.reference.num_nodes": 2, "role_plan.reference.num_gpus_per_node": 4,
+            "role_plan.placement.colocate_all": False,
+            "role_plan.policy.num_gpus_per_node": 16,
+            "role_plan.reference.num_gpus_per_node": 16,
+            "execution.allocation.num_nodes": 3,
         }
     ),
 )
-def policy_fills_nodes(check: Check) -> Iterator[Finding]:
+def bundles_fit_node(check: Check) -> Iterator[Finding]:
     if not check.roles_ok:
         return
-    policy_width = check.spec.role_plan.policy.num_gpus_per_node
     width = check.spec.execution.allocation.gpus_per_node
-    if policy_width != width:
-        yield error(
-            "ALLOC003",
-            ("role_plan.policy.num_gpus_per_node", "execution.allocation.gpus_per_node"),
-            f"role_plan.policy.num_gpus_per_node {policy_width} differs from"
-            f" execution.allocation.gpus_per_node {width}; the policy uses whole nodes",
-            f"Set role_plan.policy.num_gpus_per_node to {width} (and adjust num_nodes).",
-        )
+    for group in placement_groups(check):
+        if group.bundle > width:
+            yield error(
+                "ALLOC003",
+                (f"role_plan.{group.role}.num_gpus_per_node", "execution.allocation.gpus_per_node"),
+                f"{group.role} asks for bundles of {group.bundle} GPUs on one node"
+                f" ({group.why}), but a node has execution.allocation.gpus_per_node {width}:"
+                " its placement group can never be ready",
+                f"Set role_plan.{group.role}.num_gpus_per_node to at most {width} and use more"
+                " nodes.",
+            )
 
 
 @rule(

@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 from rlaunch.preflight.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
-from rlaunch.spec.roleplan import AuxRole
+from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
 from rlaunch.spec.run import RunSpec
 
 POLICY_COUNTS = (
@@ -21,6 +21,7 @@ POLICY_COUNTS = (
     "sequence_parallel_size",
 )
 AUX_COUNTS = ("num_nodes", "num_gpus_per_node")
+REFERENCE_COUNTS = AUX_COUNTS + POLICY_COUNTS[2:]
 ROLLOUT_COUNTS = (
     "num_engines", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
     "expert_parallel_size",
@@ -82,7 +83,7 @@ class Check:
             ("execution.allocation", self.spec.execution.allocation, ALLOCATION_COUNTS),
         ]
         if plan.reference is not None:
-            groups.append(("role_plan.reference", plan.reference, AUX_COUNTS))
+            groups.append(("role_plan.reference", plan.reference, REFERENCE_COUNTS))
         if plan.critic is not None:
             groups.append(("role_plan.critic", plan.critic, AUX_COUNTS))
         for prefix, section, names in groups:
@@ -135,49 +136,59 @@ class Check:
 
     # -- data parallel sizes ----------------------------------------------------------------------
 
-    def _dp_divisor(self) -> int:
-        plan = self.spec.role_plan
-        if plan.strategy == "megatron":
-            return plan.policy.model_parallel_size
-        return plan.policy.sequence_parallel_size
+    def parallel_sizes(self, role: str) -> PolicyRole | ReferenceRole:
+        """Whose TP x PP x CP (Megatron) or SP (FSDP) divide a role's world into DP ranks: the
+        reference's own sizes (trainer.ref), the policy's for the policy and the critic (the
+        critic is FSDP only, and its SP is rendered from the policy's)."""
+        reference = self.spec.role_plan.reference
+        if role == "reference" and reference is not None:
+            return reference
+        return self.spec.role_plan.policy
+
+    def _dp_divisor(self, role: str) -> int:
+        sizes = self.parallel_sizes(role)
+        if self.spec.role_plan.strategy == "megatron":
+            return sizes.model_parallel_size
+        return sizes.sequence_parallel_size
 
     def dp_equation(self, role: str, world: int) -> str:
         """`policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)`: how a role's DP is derived."""
-        policy = self.spec.role_plan.policy
-        divisor = self._dp_divisor()
+        sizes = self.parallel_sizes(role)
+        divisor = self._dp_divisor(role)
         if self.spec.role_plan.strategy == "megatron":
             how = (
-                f"(TP {policy.tensor_parallel_size} x PP {policy.pipeline_parallel_size}"
-                f" x CP {policy.context_parallel_size})"
+                f"(TP {sizes.tensor_parallel_size} x PP {sizes.pipeline_parallel_size}"
+                f" x CP {sizes.context_parallel_size})"
             )
         else:
-            how = f"SP {policy.sequence_parallel_size}"
+            how = f"SP {sizes.sequence_parallel_size}"
         return f"{role} DP {world // divisor} = world {world} / {how}"
 
-    def _dp_of(self, world: int) -> int | None:
+    def _dp_of(self, role: str, world: int) -> int | None:
         if not self.roles_ok:
             return None
-        divisor = self._dp_divisor()
+        divisor = self._dp_divisor(role)
         return world // divisor if world % divisor == 0 else None
 
     @cached_property
     def policy_dp(self) -> int | None:
         """Policy DP when the policy world divides into whole replicas, else None."""
-        return self._dp_of(self.spec.role_plan.policy.world_size)
+        return self._dp_of("policy", self.spec.role_plan.policy.world_size)
 
-    def _aux_dp(self, role: AuxRole | None) -> int | None:
-        return None if role is None else self._dp_of(role.world_size)
+    def _aux_dp(self, role: str, aux: AuxRole | None) -> int | None:
+        return None if aux is None else self._dp_of(role, aux.world_size)
 
     @cached_property
     def reference_dp(self) -> int | None:
-        """Reference DP when the reference is used (KL) and its world divides, else None.
-
-        The reference runs the policy's model parallelism (TP x PP x CP, or SP)."""
-        return self._aux_dp(self.spec.role_plan.reference) if self.use_kl else None
+        """Reference DP when the reference is used (KL) and its world divides into whole
+        replicas of its own parallel sizes, else None."""
+        if not self.use_kl:
+            return None
+        return self._aux_dp("reference", self.spec.role_plan.reference)
 
     @cached_property
     def critic_dp(self) -> int | None:
-        return self._aux_dp(self.spec.role_plan.critic)
+        return self._aux_dp("critic", self.spec.role_plan.critic)
 
     def lcm_terms(self, *, with_critic: bool) -> list[tuple[str, int]]:
         """`(name, DP)` of the enabled trainer roles, for SkyRL's lcm of DP sizes."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
+from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
 from rlaunch.spec.roleplan import PolicyRole, RolloutRole
 
@@ -34,13 +34,6 @@ def rollout_gpus(rollout: RolloutRole) -> str:
     )
 
 
-def engine_gpus(rollout: RolloutRole) -> str:
-    return (
-        f"TP {rollout.tensor_parallel_size} x PP {rollout.pipeline_parallel_size}"
-        f" x DP {rollout.data_parallel_size} = {rollout.gpus_per_engine}"
-    )
-
-
 @rule(
     "GEO001",
     "Every count in the role plan and the allocation is at least 1.",
@@ -58,22 +51,26 @@ def positive_counts(check: Check) -> Iterator[Finding]:
 
 @rule(
     "GEO002",
-    "With strategy fsdp the Megatron sizes (TP, PP, CP, EP, ETP) are 1.",
+    "With strategy fsdp the Megatron sizes (TP, PP, CP, EP, ETP) of the policy and the reference"
+    " are 1.",
     example=Example(edits={"role_plan.policy.tensor_parallel_size": 2}),
 )
 def fsdp_has_no_megatron_sizes(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "fsdp":
         return
-    for field, short in MEGATRON_ONLY:
-        value = getattr(plan.policy, field)
-        if value > 1:
-            yield error(
-                "GEO002", (f"role_plan.policy.{field}", "role_plan.strategy"),
-                f"strategy fsdp has no Megatron {short}, but role_plan.policy.{field} is"
-                f" {value}",
-                f"Set role_plan.policy.{field} to 1, or use strategy megatron for {short}.",
-            )
+    for name, role in (("policy", plan.policy), ("reference", plan.reference)):
+        if role is None:
+            continue
+        for field, short in MEGATRON_ONLY:
+            value = getattr(role, field)
+            if value > 1:
+                yield error(
+                    "GEO002", (f"role_plan.{name}.{field}", "role_plan.strategy"),
+                    f"strategy fsdp has no Megatron {short}, but role_plan.{name}.{field} is"
+                    f" {value}",
+                    f"Set role_plan.{name}.{field} to 1, or use strategy megatron for {short}.",
+                )
 
 
 @rule(
@@ -213,54 +210,43 @@ def colocated_gpus_match(check: Check) -> Iterator[Finding]:
 
 @rule(
     "GEO008",
-    "colocate_all: each engine's TP x PP divides the GPUs per node.",
+    "A rollout engine's TP group within one node (warning: across nodes it runs, slowly).",
     example=Example(
-        edits={"role_plan.rollout.tensor_parallel_size": 16, "role_plan.rollout.num_engines": 1}
+        edits={
+            "role_plan.rollout.tensor_parallel_size": 16,
+            "role_plan.rollout.num_engines": 1,
+            "role_plan.policy.num_nodes": 2,
+            "role_plan.reference.num_nodes": 2,
+            "execution.allocation.num_nodes": 2,
+        }
     ),
 )
-def colocated_engine_fits_node(check: Check) -> Iterator[Finding]:
-    plan = check.spec.role_plan
-    if not plan.placement.colocate_all or not check.roles_ok:
+def engine_tp_within_node(check: Check) -> Iterator[Finding]:
+    # SkyRL 0.3.0 puts every engine's GPUs in 1-GPU bundles of one PACK placement group
+    # (main_base.get_colocate_pg; inference_servers/setup.create_inference_servers) and starts
+    # vLLM with its `ray` executor (config default), which runs a TP or PP group across nodes.
+    # Only the `mp` executor under colocate_all needs TP x PP on one node
+    # (utils.validate_inference_engine_cfg); rlaunch never selects it. Engine DP ranks are
+    # separate servers and a pipeline stage boundary sends one activation per step, so only TP,
+    # which all-reduces in every layer, pays for crossing nodes.
+    if not check.roles_ok:
         return
-    rollout, width = plan.rollout, plan.policy.num_gpus_per_node
-    tp_pp = rollout.tensor_parallel_size * rollout.pipeline_parallel_size
-    if width % tp_pp:
-        yield error(
-            "GEO008",
-            (
-                "role_plan.rollout.tensor_parallel_size",
-                "role_plan.rollout.pipeline_parallel_size",
-                "role_plan.policy.num_gpus_per_node",
-            ),
-            f"a colocated engine's TP {rollout.tensor_parallel_size} x PP"
-            f" {rollout.pipeline_parallel_size} = {tp_pp} does not divide"
-            f" policy.num_gpus_per_node {width}, so engines would straddle nodes",
-            f"Make rollout TP x PP a divisor of {width} ({divisors(width)}).",
-        )
-
-
-@rule(
-    "GEO009",
-    "Disaggregated: each engine's TP x PP x DP fits in one node.",
-    example=Example(
-        base="disaggregated-8x8-tp8", edits={"role_plan.rollout.pipeline_parallel_size": 2}
-    ),
-)
-def engine_fits_node(check: Check) -> Iterator[Finding]:
-    plan = check.spec.role_plan
-    if plan.placement.colocate_all or not check.roles_ok:
+    rollout, width = check.spec.role_plan.rollout, check.spec.execution.allocation.gpus_per_node
+    tp = rollout.tensor_parallel_size
+    if tp <= width and width % tp == 0:
         return
-    rollout, width = plan.rollout, check.spec.execution.allocation.gpus_per_node
-    if rollout.gpus_per_engine > width:
-        yield error(
-            "GEO009",
-            (
-                "role_plan.rollout.tensor_parallel_size",
-                "role_plan.rollout.pipeline_parallel_size",
-                "role_plan.rollout.data_parallel_size", "execution.allocation.gpus_per_node",
-            ),
-            f"a rollout engine uses {engine_gpus(rollout)} GPUs but a node has"
-            f" execution.allocation.gpus_per_node {width}; an engine may not straddle nodes",
-            f"Make rollout TP x PP x DP at most {width} (add engines instead).",
+    if tp > width:
+        how = f"is wider than a node of execution.allocation.gpus_per_node {width}"
+    else:
+        how = (
+            f"does not divide execution.allocation.gpus_per_node {width} ({width} % {tp} ="
+            f" {width % tp}), so engines packed node by node put some TP groups across two nodes"
         )
-
+    yield warning(
+        "GEO008",
+        ("role_plan.rollout.tensor_parallel_size", "execution.allocation.gpus_per_node"),
+        f"rollout TP {tp} {how}: such an engine all-reduces over the network in every layer."
+        " SkyRL runs it (vLLM's ray executor spans nodes), but generation is slow",
+        f"Prefer rollout TP a divisor of {width} ({divisors(width)}), with more engines, DP or"
+        " PP for the rest.",
+    )

@@ -7,8 +7,10 @@ from typing import Any
 
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.geometry import divisors
 from rlaunch.preflight.registry import Example, rule
 from rlaunch.spec.examples import QWEN25_1_5B
+from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
 
 
 def _kl_fields(check: Check) -> str:
@@ -137,26 +139,106 @@ def critic_placement(check: Check) -> Iterator[Finding]:
         )
 
 
+def _shape(name: str, role: AuxRole | PolicyRole) -> str:
+    return (
+        f"{name}.num_nodes {role.num_nodes} x {name}.num_gpus_per_node {role.num_gpus_per_node}"
+        f" = {role.world_size}"
+    )
+
+
 @rule(
     "GEO014",
-    "A colocated reference or critic has the policy's footprint (nodes and GPUs per node).",
+    "A colocated reference or critic uses the policy's GPU count (colocate_all) or its nodes and"
+    " GPUs per node (colocate_policy_ref).",
     example=Example(edits={"role_plan.reference.num_nodes": 2}),
 )
 def colocated_footprint(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
+    if not check.roles_ok:
+        return
     policy = plan.policy
     for name, role in (("reference", plan.reference), ("critic", plan.critic)):
         if role is None or not role.colocated_with_policy:
             continue
-        if (role.num_nodes, role.num_gpus_per_node) != (policy.num_nodes,
-                                                         policy.num_gpus_per_node):
+        paths = (f"role_plan.{name}.num_nodes", f"role_plan.{name}.num_gpus_per_node")
+        if plan.placement.colocate_all:
+            # trainer.build_models asserts num_policy_gpus == num_ref_gpus (and the critic's)
+            # after main_base has reserved the shared placement group: a start-up crash.
+            if role.world_size != policy.world_size:
+                yield error(
+                    "GEO014", paths,
+                    f"role_plan.{name} shares the policy's GPUs under placement.colocate_all but"
+                    f" uses {_shape(name, role)} GPUs, the policy {_shape('policy', policy)};"
+                    " SkyRL's trainer.build_models asserts they are equal at start-up",
+                    f"Give role_plan.{name} {policy.world_size} GPUs (num_nodes x"
+                    " num_gpus_per_node), or set placement.colocate_all to false.",
+                )
+        elif name == "reference" and check.use_kl and (
+            (role.num_nodes, role.num_gpus_per_node) != (policy.num_nodes,
+                                                         policy.num_gpus_per_node)
+        ):
+            # utils.validate_cfg: colocate_policy_ref asserts equal nodes and GPUs per node,
+            # since the pair shares one placement group of whole-node bundles.
             yield error(
-                "GEO014",
-                (f"role_plan.{name}.num_nodes", f"role_plan.{name}.num_gpus_per_node"),
-                f"role_plan.{name} is colocated with the policy but uses {name}.num_nodes"
-                f" {role.num_nodes} x {name}.num_gpus_per_node {role.num_gpus_per_node}, the"
-                f" policy policy.num_nodes {policy.num_nodes} x policy.num_gpus_per_node"
-                f" {policy.num_gpus_per_node}",
-                f"Set role_plan.{name}.num_nodes to {policy.num_nodes} and num_gpus_per_node to"
-                f" {policy.num_gpus_per_node}, or give it GPUs of its own.",
+                "GEO014", paths,
+                f"role_plan.reference shares the policy's GPUs under"
+                f" placement.colocate_policy_ref but uses {_shape(name, role)}, the policy"
+                f" {_shape('policy', policy)}; SkyRL's validate_cfg needs the same nodes and"
+                " GPUs per node",
+                f"Set role_plan.reference.num_nodes to {policy.num_nodes} and num_gpus_per_node"
+                f" to {policy.num_gpus_per_node}, or give it GPUs of its own.",
             )
+
+
+def _reference_sizes(reference: ReferenceRole, strategy: str) -> tuple[int, str]:
+    if strategy == "megatron":
+        return reference.model_parallel_size, (
+            f"TP {reference.tensor_parallel_size} x PP {reference.pipeline_parallel_size}"
+            f" x CP {reference.context_parallel_size} = {reference.model_parallel_size}"
+        )
+    return reference.sequence_parallel_size, f"SP {reference.sequence_parallel_size}"
+
+
+@rule(
+    "GEO019",
+    "The reference's world is a whole number (at least 1) of its own TP x PP x CP (Megatron) or"
+    " SP (FSDP) replicas.",
+    example=Example(
+        base="megatron-moe-5x8",
+        edits={
+            "role_plan.placement.colocate_policy_ref": False,
+            "role_plan.reference.colocated_with_policy": False,
+            "role_plan.reference.num_nodes": 1,
+            "role_plan.reference.num_gpus_per_node": 2,
+        },
+    ),
+)
+def reference_world_divisible(check: Check) -> Iterator[Finding]:
+    # Megatron: utils.validate_batch_sizes asserts ref_world_size % (pp * cp * tp) == 0.
+    # FSDP: validate_batch_sizes floors ref_world // SP; workers/worker.py
+    # Worker.init_worker_process_group then builds a (world // SP, SP) device mesh, which fails
+    # at worker start-up unless SP divides the world (0 DP ranks when SP exceeds it).
+    plan = check.spec.role_plan
+    reference = plan.reference
+    if reference is None or not check.use_kl or not check.roles_ok:
+        return
+    divisor, sizes = _reference_sizes(reference, plan.strategy)
+    world = reference.world_size
+    if world % divisor == 0:
+        return
+    fields = (
+        ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size")
+        if plan.strategy == "megatron" else ("sequence_parallel_size",)
+    )
+    yield error(
+        "GEO019",
+        ("role_plan.reference.num_nodes", "role_plan.reference.num_gpus_per_node",
+         *(f"role_plan.reference.{field}" for field in fields)),
+        f"reference world {_shape('reference', reference)} is not divisible by its {sizes}"
+        + (f" (reference DP {world // divisor})" if world < divisor else
+           f" ({world} % {divisor} = {world % divisor})"),
+        f"Make the reference's {'TP x PP x CP' if plan.strategy == 'megatron' else 'SP'}"
+        f" (now {divisor}) a divisor of {world}"
+        f" ({divisors(world)}), or give the"
+        f" reference a multiple of {divisor} GPUs.",
+    )

@@ -12,6 +12,7 @@ from rlaunch.preflight import (  # noqa: F401
     artifacts,
     artifacts_ambient,
     batch,
+    batch_tail,
     context,
     execution,
     geometry,

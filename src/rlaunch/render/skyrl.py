@@ -6,9 +6,11 @@ Field names are exactly those of SkyRL 0.3.0's `SkyRLTrainConfig` (shared refere
 else keeps SkyRL's default, so the subtree says exactly what the spec says.
 
 Roles the plan leaves out, and roles colocated with the policy, mirror the policy's footprint
-(nodes, GPUs per node, parallel sizes): that is what colocation means to SkyRL, and for an absent
-role it keeps SkyRL's arithmetic on integers it never acts upon (no reference when neither KL
-flag is set; no critic while `critic.model.path` is null).
+(nodes, GPUs per node): that is what colocation means to SkyRL, and for an absent role it keeps
+SkyRL's arithmetic on integers it never acts upon (no reference when neither KL flag is set; no
+critic while `critic.model.path` is null). A reference writes its own parallel sizes into
+`trainer.ref` (SkyRL builds the reference's workers from them, colocated or not); only an absent
+reference mirrors the policy's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from rlaunch.spec import AuxRole, PolicyRole, RunSpec
+from rlaunch.spec import AuxRole, PolicyRole, ReferenceRole, RunSpec
 
 
 def _footprint(role: AuxRole | None, policy: PolicyRole) -> tuple[int, int]:
@@ -43,13 +45,13 @@ def _placement(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def _megatron(policy: PolicyRole) -> dict[str, Any]:
+def _megatron(role: PolicyRole | ReferenceRole) -> dict[str, Any]:
     return {
-        "tensor_model_parallel_size": policy.tensor_parallel_size,
-        "pipeline_model_parallel_size": policy.pipeline_parallel_size,
-        "context_parallel_size": policy.context_parallel_size,
-        "expert_model_parallel_size": policy.expert_parallel_size,
-        "expert_tensor_parallel_size": policy.expert_tensor_parallel_size,
+        "tensor_model_parallel_size": role.tensor_parallel_size,
+        "pipeline_model_parallel_size": role.pipeline_parallel_size,
+        "context_parallel_size": role.context_parallel_size,
+        "expert_model_parallel_size": role.expert_parallel_size,
+        "expert_tensor_parallel_size": role.expert_tensor_parallel_size,
     }
 
 
@@ -73,6 +75,7 @@ def _trainer(spec: RunSpec, inputs: dict[str, Any], artifacts: dict[str, Any]) -
     ref_path = inputs["reference_model"]["uri"] if "reference_model" in inputs else policy_path
     critic_path = inputs["critic_model"]["uri"] if "critic_model" in inputs else None
     wandb = spec.execution.wandb
+    ref_sizes = plan.reference if plan.reference is not None else plan.policy
     return {
         "placement": _placement(spec),
         "strategy": plan.strategy,
@@ -84,8 +87,8 @@ def _trainer(spec: RunSpec, inputs: dict[str, Any], artifacts: dict[str, Any]) -
         },
         "ref": {
             "model": {"path": ref_path},
-            "sequence_parallel_size": plan.policy.sequence_parallel_size,
-            "megatron_config": _megatron(plan.policy),
+            "sequence_parallel_size": ref_sizes.sequence_parallel_size,
+            "megatron_config": _megatron(ref_sizes),
         },
         "critic": {
             "model": {"path": critic_path},

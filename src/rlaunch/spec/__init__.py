@@ -14,7 +14,9 @@ from rlaunch.spec.artifacts import (
 from rlaunch.spec.base import canonical_json, fingerprint_of
 from rlaunch.spec.execution import Allocation, Execution, WandbIdentity
 from rlaunch.spec.io import SpecError, dump_spec, dumps_spec, load_spec, loads_spec, parse_spec
-from rlaunch.spec.roleplan import AuxRole, BatchPlan, Placement, PolicyRole, RolePlan, RolloutRole
+from rlaunch.spec.roleplan import (
+    AuxRole, BatchPlan, Placement, PolicyRole, ReferenceRole, RolePlan, RolloutRole,
+)
 from rlaunch.spec.run import (
     SCHEMA_VERSION,
     Algorithm,
@@ -31,7 +33,7 @@ __all__ = [
     "AdoptedArtifact", "Algorithm", "Allocation", "Artifact", "ArtifactKind", "AuxRole",
     "BatchPlan", "BuiltArtifact", "CheckpointPolicy", "Execution", "GitPin", "HFDataset",
     "HFModel", "KLSettings", "Lengths", "ModelFacts", "Placement", "PolicyRole", "ResumePolicy",
-    "RolePlan", "RolloutRole", "RunSpec", "RuntimePin", "SCHEMA_VERSION", "SmokeOf",
+    "ReferenceRole", "RolePlan", "RolloutRole", "RunSpec", "RuntimePin", "SCHEMA_VERSION", "SmokeOf",
     "SpecError", "WandbIdentity", "canonical_json", "dump_spec", "dumps_spec", "fingerprint",
     "fingerprint_of", "identity", "load_spec", "loads_spec", "parse_spec",
     "runtime_fingerprint",

@@ -42,15 +42,11 @@ class PolicyRole(SpecModel):
 
     def data_parallel_size(self, strategy: Strategy) -> int:
         """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
-        if strategy == "megatron":
-            divisor = self.model_parallel_size
-        else:
-            divisor = self.sequence_parallel_size
-        return self.world_size // divisor if divisor > 0 else 0
+        return data_parallel_size(self, strategy)
 
 
 class AuxRole(SpecModel):
-    """A reference or critic role: its own GPUs, or colocated with the policy."""
+    """A critic role: its own GPUs, or colocated with the policy."""
 
     colocated_with_policy: bool
     """True: shares the policy's GPUs."""
@@ -62,6 +58,40 @@ class AuxRole(SpecModel):
     @property
     def world_size(self) -> int:
         return self.num_nodes * self.num_gpus_per_node
+
+
+class ReferenceRole(AuxRole):
+    """The KL reference: its own GPUs or the policy's, and always its own parallelism (SkyRL
+    builds the reference's workers from `trainer.ref`, not from the policy's sizes)."""
+
+    tensor_parallel_size: int
+    """Megatron TP of the reference; 1 for FSDP."""
+    pipeline_parallel_size: int
+    """Megatron PP of the reference; 1 for FSDP."""
+    context_parallel_size: int
+    """Megatron CP of the reference; 1 for FSDP."""
+    expert_parallel_size: int
+    """Megatron EP of the reference (MoE); 1 for dense models and FSDP."""
+    expert_tensor_parallel_size: int
+    """Megatron ETP of the reference (MoE); 1 for dense models and FSDP."""
+    sequence_parallel_size: int
+    """FSDP (Ulysses) sequence parallel size of the reference; 1 for Megatron."""
+
+    @property
+    def model_parallel_size(self) -> int:
+        """TP x PP x CP: the GPUs holding one Megatron replica of the reference."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.context_parallel_size
+
+    def data_parallel_size(self, strategy: Strategy) -> int:
+        """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
+        return data_parallel_size(self, strategy)
+
+
+def data_parallel_size(role: PolicyRole | ReferenceRole, strategy: Strategy) -> int:
+    """A trainer role's DP as SkyRL derives it (utils.validate_batch_sizes): world over TP x PP x
+    CP for Megatron, over SP for FSDP; the integer part, 0 for a non-positive divisor."""
+    divisor = role.model_parallel_size if strategy == "megatron" else role.sequence_parallel_size
+    return role.world_size // divisor if divisor > 0 else 0
 
 
 class RolloutRole(SpecModel):
@@ -119,7 +149,7 @@ class RolePlan(SpecModel):
     FSDP DP = world / SP, where world = num_nodes x num_gpus_per_node."""
     policy: PolicyRole
     """Where and how the policy trains."""
-    reference: AuxRole | None
+    reference: ReferenceRole | None
     """Null when no KL is used (no reference model needed)."""
     critic: AuxRole | None
     """Null unless the advantage estimator needs a value model (GAE)."""

@@ -92,19 +92,20 @@ def smoke_spec(
     model = _built(f"{name}-sft", "model", "sft_model",
                    {**MODEL_DIMS, "steps": sft_steps, "seed": seed}, facts=facts)
     model["deps"] = {"data": data, "tokenizer": tokenizer}
+    policy = {"num_nodes": policy_nodes, "num_gpus_per_node": policy_gpus,
+              "tensor_parallel_size": policy_tp if strategy == "megatron" else 1,
+              "pipeline_parallel_size": 1, "context_parallel_size": 1,
+              "expert_parallel_size": 1, "expert_tensor_parallel_size": 1,
+              "sequence_parallel_size": 1}
     return {
         "schema_version": 1, "name": name, "version": version, "seed": seed,
         "model": model, "tokenizer": tokenizer, "reference_model": None, "critic_model": None,
         "train_data": data, "eval_data": data, "runtime": SMOKE_RUNTIME,
         "role_plan": {
             "strategy": strategy,
-            "policy": {"num_nodes": policy_nodes, "num_gpus_per_node": policy_gpus,
-                       "tensor_parallel_size": policy_tp if strategy == "megatron" else 1,
-                       "pipeline_parallel_size": 1, "context_parallel_size": 1,
-                       "expert_parallel_size": 1, "expert_tensor_parallel_size": 1,
-                       "sequence_parallel_size": 1},
-            "reference": ({"colocated_with_policy": True, "num_nodes": policy_nodes,
-                           "num_gpus_per_node": policy_gpus}
+            "policy": policy,
+            # The reference shares the policy's GPUs and runs its parallel sizes.
+            "reference": ({"colocated_with_policy": True, **policy}
                           if use_kl_loss or use_kl_in_reward else None),
             "critic": None,
             "rollout": {"num_engines": engines, "tensor_parallel_size": engine_tp,

@@ -1,0 +1,225 @@
+"""The train batch against the trainers' DP sizes and the dataset, as SkyRL 0.3.0 checks and
+trims it: utils.validate_batch_sizes (the lcm of DP sizes), RayPPOTrainer._remove_tail_data and
+preprocess.compute_prompt_mini_batch_boundaries (the step's prompt count), and
+trainer_utils.build_dataloader (whole train batches per epoch)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from rlaunch.preflight.batch import BATCH, mini_batches
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.registry import Example, rule
+
+
+def dp_terms(check: Check, *, with_critic: bool) -> list[tuple[str, int]] | None:
+    """`(name, DP)` of the enabled trainer roles, None when one of them has no defined DP."""
+    if not check.batch_ok:
+        return None
+    terms = check.lcm_terms(with_critic=with_critic)
+    return None if any(dp == 0 for _, dp in terms) else terms
+
+
+def prompt_stride(lcm: int, samples: int) -> int:
+    """The prompt count SkyRL's _remove_tail_data keeps a multiple of: the smallest m with
+    m x n_samples_per_prompt divisible by lcm, i.e. lcm / gcd(lcm, n_samples_per_prompt)."""
+    return lcm // math.gcd(lcm, samples)
+
+
+@rule(
+    "BATCH008",
+    "The train batch's sequences (train x n) are at least lcm(policy DP, reference DP).",
+    example=Example(
+        edits={
+            "role_plan.batch.train_batch_size": 1,
+            "role_plan.batch.policy_mini_batch_size": 1,
+            "role_plan.batch.n_samples_per_prompt": 4,
+        }
+    ),
+)
+def train_at_least_lcm(check: Check) -> Iterator[Finding]:
+    # utils.validate_batch_sizes: train_batch_size * n_samples_per_prompt >= lcm_dp_size, with
+    # the policy's and (when KL is on) the reference's DP; the critic is not in its lcm.
+    terms = dp_terms(check, with_critic=False)
+    if terms is None:
+        return
+    lcm = math.lcm(*(dp for _, dp in terms))
+    batch = check.spec.role_plan.batch
+    sequences = batch.train_batch_size * batch.n_samples_per_prompt
+    if sequences < lcm:
+        roles = tuple(f"role_plan.{name.split()[0]}" for name, _ in terms)
+        yield error(
+            "BATCH008", (f"{BATCH}.train_batch_size", f"{BATCH}.n_samples_per_prompt", *roles),
+            f"train_batch_size {batch.train_batch_size} x n_samples_per_prompt"
+            f" {batch.n_samples_per_prompt} = {sequences} sequences, fewer than"
+            f" {check.lcm_equation(terms)}",
+            f"Make train_batch_size x n_samples_per_prompt at least {lcm}.",
+        )
+
+
+@rule(
+    "BATCH009",
+    "The train batch is a multiple of SkyRL's tail-drop stride lcm(DP sizes) / gcd(lcm, n):"
+    " otherwise the step crashes.",
+    example=Example(
+        edits={
+            "role_plan.batch.train_batch_size": 12,
+            "role_plan.batch.policy_mini_batch_size": 12,
+            "role_plan.batch.n_samples_per_prompt": 1,
+        }
+    ),
+)
+def no_prompts_dropped_per_step(check: Check) -> Iterator[Finding]:
+    # RayPPOTrainer._remove_tail_data keeps the largest multiple of the stride of the step's
+    # prompts (lcm over the policy's, critic's and reference's DP, as WorkerDispatch.
+    # get_lcm_dp_size); then preprocess.compute_prompt_mini_batch_boundaries asserts the prompt
+    # count equals train_batch_size. A trimmed step is therefore not a silent loss but an
+    # AssertionError in the first training step.
+    terms = dp_terms(check, with_critic=True)
+    if terms is None:
+        return
+    batch = check.spec.role_plan.batch
+    lcm = math.lcm(*(dp for _, dp in terms))
+    samples = batch.n_samples_per_prompt
+    stride = prompt_stride(lcm, samples)
+    train = batch.train_batch_size
+    if train % stride:
+        kept = train // stride * stride
+        yield error(
+            "BATCH009", (f"{BATCH}.train_batch_size", f"{BATCH}.n_samples_per_prompt"),
+            f"train_batch_size {train} is not a multiple of {stride} prompts ="
+            f" {check.lcm_equation(terms)} / gcd({lcm}, n_samples_per_prompt {samples}):"
+            f" SkyRL's _remove_tail_data trims each step to {kept} prompts, and the step then"
+            f" fails its assert that the prompt count equals train_batch_size {train}",
+            f"Make train_batch_size a multiple of {stride}.",
+        )
+
+
+def _divisors(number: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(number) + 1) if number % d == 0]
+    return sorted(set(small + [number // d for d in small]))
+
+
+def _policy_mini_for(check: Check, train: int) -> int | None:
+    """The policy mini batch closest to the current one that divides `train` and keeps the
+    per-GPU mini batch whole and a multiple of the micro batch (BATCH003 to BATCH005)."""
+    batch = check.spec.role_plan.batch
+    dp = check.policy_dp
+
+    def fits(mini: int) -> bool:
+        if dp is None:
+            return True
+        sequences = mini * batch.n_samples_per_prompt
+        return sequences % dp == 0 and (sequences // dp) % batch.micro_train_batch_size_per_gpu == 0
+
+    options = [mini for mini in _divisors(train) if fits(mini)]
+    if not options:
+        return None
+    return min(options, key=lambda mini: (abs(mini - batch.policy_mini_batch_size), mini))
+
+
+def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[int, int, int]]:
+    """Up to `limit` `(train_batch_size, policy_mini_batch_size, rows left out per epoch)`
+    between half and twice the current train batch that leave out fewer rows and keep every
+    batch rule: fewest left out first, then nearest the current size."""
+    batch = check.spec.role_plan.batch
+    train, samples = batch.train_batch_size, batch.n_samples_per_prompt
+    terms = dp_terms(check, with_critic=True)
+    lcm = math.lcm(*(dp for _, dp in terms)) if terms is not None else 1
+    stride = prompt_stride(lcm, samples)
+    critic = batch.critic_mini_batch_size if check.spec.role_plan.critic is not None else None
+    found = []
+    for size in range(max(1, train // 2), min(2 * train, rows) + 1):
+        left = rows % size
+        if left >= rows % train or size % stride or size * samples < lcm:
+            continue
+        if critic is not None and size % critic:
+            continue
+        mini = _policy_mini_for(check, size)
+        if mini is not None:
+            found.append((left, abs(size - train), size, mini))
+    return [(size, mini, left) for left, _, size, mini in sorted(found)[:limit]]
+
+
+@rule(
+    "BATCH010",
+    "The training data holds at least one train batch; the rows each epoch leaves out are"
+    " reported (warning).",
+    example=Example(edits={"train_data.rows": 100}),
+)
+def dataset_covers_batches(check: Check) -> Iterator[Finding]:
+    data = check.spec.train_data
+    rows = getattr(data, "rows", None)  # a model in the data slot (ART003) has no rows
+    train = check.spec.role_plan.batch.train_batch_size
+    if rows is None or train < 1:
+        return
+    name = f"train_data {data.name}@{data.version}"
+    paths = ("train_data.rows", f"{BATCH}.train_batch_size")
+    if rows < train:
+        yield error(
+            "BATCH010", paths,
+            f"{name} has {rows} rows, fewer than train_batch_size {train}: not one training step",
+            f"Use a larger split, or make train_batch_size at most {rows}.",
+        )
+        return
+    rest = rows % train
+    if rest == 0:
+        return
+    # trainer_utils.build_dataloader: shuffle=True, drop_last=True for the train split.
+    choices = usable_train_sizes(check, rows) if check.batch_ok else []
+    offer = "; ".join(
+        f"train_batch_size {size} with policy_mini_batch_size {mini} leaves out {left}"
+        for size, mini, left in choices
+    )
+    yield warning(
+        "BATCH010", paths,
+        f"{name} has {rows} rows = {rows // train} batches of train_batch_size {train} + {rest}:"
+        f" each epoch trains on {rows - rest} prompts and leaves out {rest}"
+        f" ({100 * rest / rows:.1f}%), a fresh random draw every epoch (SkyRL's train"
+        " dataloader shuffles and drops the last partial batch)",
+        "No row is lost for good, so this is usually fine"
+        + (f". To leave out fewer, within the batch rules: {offer}." if offer else
+           f"; no train_batch_size from {max(1, train // 2)} to {min(2 * train, rows)} that"
+           " keeps the batch rules leaves out fewer."),
+    )
+
+
+@rule(
+    "BATCH011",
+    "The eval batch is no larger than the eval data (warning).",
+    example=Example(edits={"role_plan.batch.eval_batch_size": 2048}),
+)
+def eval_batch_fits(check: Check) -> Iterator[Finding]:
+    data = check.spec.eval_data
+    size = check.spec.role_plan.batch.eval_batch_size
+    rows = getattr(data, "rows", None)
+    if rows is None or size < 1:
+        return
+    if size > rows:
+        yield warning(
+            "BATCH011", ("role_plan.batch.eval_batch_size", "eval_data.rows"),
+            f"eval_batch_size {size} exceeds the {rows} rows of eval_data"
+            f" {data.name}@{data.version}: evaluation runs one partial batch",
+            f"Set role_plan.batch.eval_batch_size to at most {rows}.",
+        )
+
+
+@rule(
+    "BATCH012",
+    "Fully asynchronous training needs train batch == policy mini batch.",
+    example=Example(edits={"algorithm.fully_async": True}),
+)
+def fully_async_one_mini_batch(check: Check) -> Iterator[Finding]:
+    batch = check.spec.role_plan.batch
+    if check.spec.algorithm.fully_async and batch.train_batch_size != batch.policy_mini_batch_size:
+        yield error(
+            "BATCH012",
+            ("algorithm.fully_async", f"{BATCH}.train_batch_size",
+             f"{BATCH}.policy_mini_batch_size"),
+            f"algorithm.fully_async needs train_batch_size == policy_mini_batch_size, but"
+            f" train_batch_size {batch.train_batch_size} != policy_mini_batch_size"
+            f" {batch.policy_mini_batch_size}",
+            "Set policy_mini_batch_size equal to train_batch_size, or turn fully_async off.",
+        )

@@ -1,0 +1,90 @@
+"""Where Ray puts a plan's GPUs: SkyRL 0.3.0's placement groups in the order it creates them,
+packed onto the allocation's nodes.
+
+SkyRL creates, in this order: under colocate_all one placement group of 1-GPU bundles for
+everything (entrypoints/main_base.py get_colocate_pg); otherwise the rollout engines' 1-GPU
+bundles (inference_servers/setup.py create_inference_servers), then in trainer.build_models the
+policy (with the reference when colocate_policy_ref: one bundle of policy.num_gpus_per_node per
+policy node), the reference and the critic. A trainer role with more than 1 GPU per node gets a
+group of num_nodes bundles of num_gpus_per_node GPUs (workers/worker.py
+PPORayActorGroup._initiate_actors); with 1 GPU per node its actors take 1 GPU each, anywhere.
+All groups use strategy PACK, which Ray serves by preferring the nodes already most used: each
+bundle goes to the fullest node it still fits on. Ray never moves a placed group, so a bundle
+that fits no node's free GPUs leaves its group pending until SkyRL's
+get_ray_pg_ready_with_timeout gives up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlaunch.preflight.check import Check
+from rlaunch.spec.roleplan import AuxRole, PolicyRole
+
+
+@dataclass(frozen=True)
+class Group:
+    """One placement group (or a set of free 1-GPU actors) that SkyRL asks Ray for."""
+
+    role: str
+    bundle: int
+    """GPUs per bundle; a bundle lives on one node."""
+    count: int
+    why: str
+
+
+def _trainer_group(name: str, role: AuxRole | PolicyRole, shared: bool = False) -> Group:
+    owner = "policy and reference" if shared else name
+    if role.num_gpus_per_node > 1 or shared:
+        why = (
+            f"{owner}: {role.num_nodes} bundle(s) of {name}.num_gpus_per_node"
+            f" {role.num_gpus_per_node}"
+        )
+        return Group(name, role.num_gpus_per_node, role.num_nodes, why)
+    return Group(name, 1, role.num_nodes, f"{name}: {role.num_nodes} actor(s) of 1 GPU")
+
+
+def placement_groups(check: Check) -> list[Group]:
+    """The plan's placement groups in SkyRL's creation order."""
+    plan = check.spec.role_plan
+    rollout = plan.rollout
+    engines = Group(
+        "rollout", 1, rollout.total_gpus,
+        f"rollout: {rollout.total_gpus} bundle(s) of 1 GPU",
+    )
+    if plan.placement.colocate_all:
+        return [engines]
+    groups = [engines]
+    shared = plan.placement.colocate_policy_ref and check.use_kl
+    groups.append(_trainer_group("policy", plan.policy, shared=shared))
+    if check.use_kl and plan.reference is not None and not plan.reference.colocated_with_policy:
+        groups.append(_trainer_group("reference", plan.reference))
+    if plan.critic is not None and not plan.critic.colocated_with_policy:
+        groups.append(_trainer_group("critic", plan.critic))
+    return groups
+
+
+def bundles_fit_nodes(check: Check) -> bool:
+    width = check.spec.execution.allocation.gpus_per_node
+    return all(group.bundle <= width for group in placement_groups(check))
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    """The first group Ray cannot place, with what the groups before it left free."""
+
+    group: Group
+    before: list[Group]
+    free: list[int]
+
+
+def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | None:
+    free = [width] * nodes
+    for index, group in enumerate(groups):
+        for _ in range(group.count):
+            fits = [node for node in range(nodes) if free[node] >= group.bundle]
+            if not fits:
+                return Unplaced(group, groups[:index], sorted(free, reverse=True))
+            fullest = min(fits, key=lambda node: (free[node], node))
+            free[fullest] -= group.bundle
+    return None
