@@ -104,7 +104,11 @@ ROLE_PLAN_HELP = help_text(
                         pipeline_parallel_size=1, context_parallel_size=1,
                         expert_parallel_size=1, expert_tensor_parallel_size=1,
                         sequence_parallel_size=1),
-            reference=dict(colocated_with_policy=True, num_nodes=1, num_gpus_per_node=8),
+            reference=dict(
+                colocated_with_policy=True, num_nodes=1, num_gpus_per_node=8,
+                tensor_parallel_size=1, pipeline_parallel_size=1, context_parallel_size=1,
+                expert_parallel_size=1, expert_tensor_parallel_size=1, sequence_parallel_size=1,
+            ),
             critic=None,
             rollout=dict(num_engines=8, tensor_parallel_size=1, pipeline_parallel_size=1,
                          data_parallel_size=1, expert_parallel_size=1, backend="vllm",

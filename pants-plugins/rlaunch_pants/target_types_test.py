@@ -232,8 +232,9 @@ def test_wandb_identity_comes_together(rule_runner: RuleRunner) -> None:
         'store_prefix="gs://rlaunch-example/store",',
         'store_prefix="gs://rlaunch-example/store", wandb=dict(entity="team"),',
     )
+    line = build[: build.index('name="cluster"')].count("\n")  # the line of `rl_execution(`
     assert _target_error(rule_runner, build, "cluster") == (
-        "experiments/x/BUILD:60: The 'wandb' field in target experiments/x:cluster is missing the "
+        f"experiments/x/BUILD:{line}: The 'wandb' field in target experiments/x:cluster is missing the "
         "key 'project' (The W&B project); every key must be set: there are no silent defaults."
     )
 

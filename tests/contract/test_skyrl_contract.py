@@ -36,7 +36,7 @@ import yaml
 from rlaunch.preflight import run_preflight
 from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.spec import RunSpec, parse_spec
-from rlaunch.spec.examples import QWEN25_1_5B, worked_example
+from rlaunch.spec.examples import QWEN25_1_5B, reference_role, worked_example
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(__file__).with_name("skyrl_harness.py")
@@ -87,8 +87,7 @@ def _sequence_parallel_2(data: dict[str, Any]) -> None:
 
 
 def _separate_reference(data: dict[str, Any]) -> None:
-    data["role_plan"]["reference"] = {"colocated_with_policy": False, "num_nodes": 4,
-                                      "num_gpus_per_node": 8}
+    data["role_plan"]["reference"] = reference_role(False, 4, 8)
     data["role_plan"]["placement"]["colocate_policy_ref"] = False
     data["execution"]["allocation"]["num_nodes"] = 12
 

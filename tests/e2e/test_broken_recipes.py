@@ -11,8 +11,10 @@ PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 # tests/fixtures/broken/BUILD: run -> the error codes preflight reports, each once per finding.
 EXPECTED = {
     "tests/fixtures/broken:tp8-on-12-heads": ["GEO016"],
-    "tests/fixtures/broken:half-node-engines": ["ALLOC001", "ALLOC002"],
-    "tests/fixtures/broken:batch-100-by-64": ["BATCH003", "BATCH006", "BATCH009"],
+    "tests/fixtures/broken:engines-beyond-allocation": ["ALLOC001"],
+    "tests/fixtures/broken:unplaceable-bundle": ["ALLOC002"],
+    # 100 x 8 samples = 800 sequences shard over DP 8: no BATCH009 (stride 8 / gcd(8, 8) = 1).
+    "tests/fixtures/broken:batch-100-by-64": ["BATCH003", "BATCH006"],
     "tests/fixtures/broken:context-overflow": ["CTX002"],
     "tests/fixtures/broken:kl-twice-keep-none": ["ALGO001", "ALGO004"],
     "tests/fixtures/broken:wandb-anonymous": ["EXEC005", "EXEC005"],

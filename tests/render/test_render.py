@@ -16,7 +16,7 @@ from rlaunch.render import (
     render_launch,
 )
 from rlaunch.spec import parse_spec
-from rlaunch.spec.examples import QWEN25_1_5B, worked_example
+from rlaunch.spec.examples import QWEN25_1_5B, reference_role, worked_example
 
 PREFIX = "/srv/rlaunch-store"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -267,8 +267,8 @@ def test_disaggregated_8x8_tp8_geometry():
 
 def test_a_separately_placed_reference_keeps_its_own_footprint():
     def separate(data):
-        data["role_plan"]["reference"] = {"colocated_with_policy": False, "num_nodes": 2,
-                                          "num_gpus_per_node": 4}
+        data["role_plan"]["reference"] = reference_role(False, 2, 4)
+        data["role_plan"]["reference"]["sequence_parallel_size"] = 2
         data["role_plan"]["placement"]["colocate_policy_ref"] = False
 
     _, doc = document("disaggregated-8x8-tp8", separate)
@@ -276,6 +276,24 @@ def test_a_separately_placed_reference_keeps_its_own_footprint():
     assert (placement["ref_num_nodes"], placement["ref_num_gpus_per_node"]) == (2, 4)
     assert (placement["critic_num_nodes"], placement["critic_num_gpus_per_node"]) == (4, 8)
     assert placement["colocate_policy_ref"] is False
+    # The reference's own parallelism, not the policy's SP 1 (issue 12, defect 3).
+    assert doc["skyrl"]["trainer"]["ref"]["sequence_parallel_size"] == 2
+    assert doc["skyrl"]["trainer"]["policy"]["sequence_parallel_size"] == 1
+
+
+def test_the_reference_renders_its_own_megatron_sizes():
+    def alone(data):
+        data["role_plan"]["policy"]["tensor_parallel_size"] = 2
+        data["role_plan"]["reference"] = reference_role(False, 1, 1, ep=8)
+        data["role_plan"]["placement"]["colocate_policy_ref"] = False
+
+    _, doc = document("megatron-moe-5x8", alone)
+    assert doc["skyrl"]["trainer"]["ref"]["megatron_config"] == {
+        "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1,
+        "context_parallel_size": 1, "expert_model_parallel_size": 8,
+        "expert_tensor_parallel_size": 1,
+    }
+    assert doc["skyrl"]["trainer"]["policy"]["megatron_config"]["tensor_model_parallel_size"] == 2
 
 
 def test_reference_and_critic_models_and_the_critic_batch():
