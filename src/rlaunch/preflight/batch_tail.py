@@ -103,8 +103,9 @@ def _divisors(number: int) -> list[int]:
 
 
 def _policy_mini_for(check: Check, train: int) -> int | None:
-    """The policy mini batch closest to the current one that divides `train` and keeps the
-    per-GPU mini batch whole and a multiple of the micro batch (BATCH003 to BATCH005)."""
+    """The policy mini batch closest to the current one (within half to twice it) that divides
+    `train` and keeps the per-GPU mini batch whole and a multiple of the micro batch (BATCH003
+    to BATCH005)."""
     batch = check.spec.role_plan.batch
     dp = check.policy_dp
 
@@ -114,10 +115,12 @@ def _policy_mini_for(check: Check, train: int) -> int | None:
         sequences = mini * batch.n_samples_per_prompt
         return sequences % dp == 0 and (sequences // dp) % batch.micro_train_batch_size_per_gpu == 0
 
-    options = [mini for mini in _divisors(train) if fits(mini)]
+    current = batch.policy_mini_batch_size
+    options = [mini for mini in _divisors(train)
+               if current // 2 <= mini <= 2 * current and fits(mini)]
     if not options:
         return None
-    return min(options, key=lambda mini: (abs(mini - batch.policy_mini_batch_size), mini))
+    return min(options, key=lambda mini: (abs(mini - current), mini))
 
 
 def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[int, int, int]]:
