@@ -1,23 +1,15 @@
-"""hf_snapshot against a local Hub: the real huggingface_hub client talks HTTP to 127.0.0.1.
-
-The server answers what snapshot_download (huggingface_hub 2.4) asks for a pinned commit: the
-tree listing `/api/{models|datasets}/{repo}/tree/{rev}?recursive=True`, then per file a HEAD and
-a GET of `/{[datasets/]repo}/resolve/{rev}/{path}` with X-Repo-Commit, ETag and Content-Length.
-"""
+"""hf_snapshot against a local Hub (tests/hubserver.py): the real huggingface_hub client talks
+HTTP to 127.0.0.1."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
-from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from hubserver import hub_environment, serve_hub
 from rlaunch.builders import BuildError, build_artifact
 from rlaunch.spec.artifacts import HFDataset, HFModel
 
@@ -66,90 +58,12 @@ REPOS: dict[tuple[str, str, str], dict[str, bytes]] = {
 }
 
 
-class HubHandler(BaseHTTPRequestHandler):
-    requests_seen: ClassVar[list[tuple[str, str, str | None]]] = []
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_HEAD(self) -> None:
-        self._answer(body=False)
-
-    def do_GET(self) -> None:
-        self._answer(body=True)
-
-    def _answer(self, *, body: bool) -> None:
-        path = unquote(urlsplit(self.path).path)
-        self.requests_seen.append((self.command, path, self.headers.get("authorization")))
-        parts = path.strip("/").split("/")
-        if parts[0] == "api" and len(parts) >= 6 and parts[4] == "tree":
-            self._tree(parts[1], f"{parts[2]}/{parts[3]}", parts[5], body)
-            return
-        kind = "models"
-        if parts[0] == "datasets":
-            kind, parts = "datasets", parts[1:]
-        if len(parts) >= 5 and parts[2] == "resolve":
-            self._file(kind, f"{parts[0]}/{parts[1]}", parts[3], "/".join(parts[4:]), body)
-            return
-        self._error(404, "RepoNotFound", "not a route of this hub", body)
-
-    def _tree(self, kind: str, repo: str, revision: str, body: bool) -> None:
-        files = REPOS.get((kind, repo, revision))
-        if files is None:
-            known = any(key[:2] == (kind, repo) for key in REPOS)
-            code = "RevisionNotFound" if known else "RepoNotFound"
-            self._error(404, code, f"Invalid rev id: {revision}", body)
-            return
-        listing = []
-        folders = sorted({name.rsplit("/", 1)[0] for name in files if "/" in name})
-        for folder in folders:
-            listing.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": folder})
-        for name, content in sorted(files.items()):
-            listing.append({"type": "file", "oid": hashlib.sha1(content).hexdigest(),
-                            "size": len(content), "path": name})
-        self._send(200, json.dumps(listing).encode(), {"Content-Type": "application/json"}, body)
-
-    def _file(self, kind: str, repo: str, revision: str, name: str, body: bool) -> None:
-        content = REPOS.get((kind, repo, revision), {}).get(name)
-        if content is None:
-            self._error(404, "EntryNotFound", f"{name} not found", body)
-            return
-        headers = {"X-Repo-Commit": revision,
-                   "ETag": f'"{hashlib.sha1(content).hexdigest()}"',
-                   "Content-Type": "application/octet-stream"}
-        self._send(200, content, headers, body)
-
-    def _error(self, status: int, code: str, message: str, body: bool) -> None:
-        payload = json.dumps({"error": message}).encode()
-        self._send(status, payload, {"X-Error-Code": code, "X-Error-Message": message,
-                                     "Content-Type": "application/json"}, body)
-
-    def _send(self, status: int, payload: bytes, headers: dict[str, str], body: bool) -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if body:
-            self.wfile.write(payload)
-
-
 @pytest.fixture
 def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, str | None]]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HubHandler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    HubHandler.requests_seen = []
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
-    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        yield HubHandler.requests_seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_hub(REPOS) as (url, requests_seen):
+        for key, value in hub_environment(url).items():
+            monkeypatch.setenv(key, value)
+        yield requests_seen
 
 
 def quiet(message: str) -> None:

@@ -46,8 +46,8 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
     result = pants("dependencies", "experiments/qwen2.5-1.5b-gsm8k:grpo")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
-        "experiments/datasets:gsm8k-test",
-        "experiments/datasets:gsm8k-train",
+        "experiments/datasets:gsm8k-test-prompts",
+        "experiments/datasets:gsm8k-train-prompts",
         "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
         "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8",
         "experiments/qwen2.5-1.5b-gsm8k:h100-1x8",
@@ -69,8 +69,8 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
     result = pants("dependencies", run)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
-        "experiments/datasets:gsm8k-test",
-        "experiments/datasets:gsm8k-train",
+        "experiments/datasets:gsm8k-test-prompts",
+        "experiments/datasets:gsm8k-train-prompts",
         "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
         "experiments/models/qwen2.5-1.5b:qwen2.5-1.5b",
         "experiments/qwen2.5-1.5b-instruct-ref-2x8:colocated-2x8",
@@ -85,8 +85,10 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
         "model  qwen2.5-1.5b@2026.11.01\n"
         "tokenizer  qwen2.5-1.5b@2026.11.01\n"
         "reference_model  qwen2.5-1.5b-instruct@2026.11.01\n"
-        "train_data  gsm8k-train@2026.11.01\n"
-        "eval_data  gsm8k-test@2026.11.01\n"
+        "train_data  gsm8k-train-prompts@2026.11.30\n"
+        "train_data.deps.source  gsm8k-train@2026.11.01\n"
+        "eval_data  gsm8k-test-prompts@2026.11.30\n"
+        "eval_data.deps.source  gsm8k-test@2026.11.01\n"
     )
     spec = json.loads((folder / "spec.json").read_text())
     assert spec["model"]["repo_id"] == "Qwen/Qwen2.5-1.5B"
@@ -99,6 +101,11 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
         yaml_text
     )
     assert f"      model:\n        path: {store}/qwen2.5-1.5b/2026.11.01\n" in yaml_text
+    # SkyRL's PromptDataset reads the runtime-format file inside the prompt artifact.
+    assert (
+        f"  data:\n    train_data:\n    - {store}/gsm8k-train-prompts/2026.11.30/prompts.parquet\n"
+        f"    val_data:\n    - {store}/gsm8k-test-prompts/2026.11.30/prompts.parquet\n"
+    ) in yaml_text
 
 
 def test_peek_shows_the_fields_as_written(pants: PantsRunner) -> None:
@@ -154,8 +161,10 @@ def test_packaging_twice_gives_identical_bytes(
         "run  gsm8k-grpo-qwen3-30b-a3b@2026.11.29\n"
         "model  qwen3-30b-a3b@2026.11.01\n"
         "tokenizer  qwen3-30b-a3b@2026.11.01\n"
-        "train_data  gsm8k-train@2026.11.01\n"
-        "eval_data  gsm8k-test@2026.11.01\n"
+        "train_data  gsm8k-train-prompts@2026.11.30\n"
+        "train_data.deps.source  gsm8k-train@2026.11.01\n"
+        "eval_data  gsm8k-test-prompts@2026.11.30\n"
+        "eval_data.deps.source  gsm8k-test@2026.11.01\n"
     )
 
 

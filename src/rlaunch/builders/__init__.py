@@ -5,7 +5,15 @@ identity once, reusing what is up to date; `materialize(spec, store)` does it fo
 a run reads. Builders are entry points of the group `rlaunch.builders`. See docs/artifacts.md.
 """
 
-from rlaunch.builders.base import AnyArtifact, Builder, BuildError, Log, builder_name, load_builder
+from rlaunch.builders.base import (
+    AnyArtifact,
+    Builder,
+    BuildError,
+    Built,
+    Log,
+    builder_name,
+    load_builder,
+)
 from rlaunch.builders.graph import (
     BuildResult,
     BuildSession,
@@ -17,7 +25,7 @@ from rlaunch.builders.graph import (
 )
 
 __all__ = [
-    "AnyArtifact", "BuildError", "BuildResult", "BuildSession", "Builder", "Log", "NodeResult",
+    "AnyArtifact", "BuildError", "BuildResult", "Built", "BuildSession", "Builder", "Log", "NodeResult",
     "build_artifact", "builder_name", "load_builder", "materialize", "materialize_artifacts",
     "plan",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -38,11 +39,12 @@ class Builder(Protocol):
 
     def build(
         self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log
-    ) -> None:
+    ) -> "Built | None":
         """Write the payload of `artifact` into `out_dir` (empty, local, already created).
 
         `deps` maps each dependency slot to the local folder of its built payload. Raise
-        BuildError for a problem the user can fix (a wrong fact, a missing revision)."""
+        BuildError for a problem the user can fix (a wrong fact, a missing revision). Return
+        `Built(rows=...)` to put measured facts into the record, or None."""
 
 
 def builder_name(artifact: AnyArtifact) -> str:
@@ -90,3 +92,11 @@ def expect_type(builder: str, artifact: AnyArtifact, *types: type) -> None:
             f"{artifact.name}@{artifact.version}: builder {builder!r} builds {wanted} "
             f"artifacts, not {artifact.type!r}"
         )
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a builder may return about the payload it wrote; the store's record carries it."""
+
+    rows: int | None = None
+    """Rows of a dataset, as counted in the written files (lets BATCH010 know the true rows)."""

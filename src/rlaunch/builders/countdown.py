@@ -16,23 +16,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
+from rlaunch.builders.config import BuilderConfig, parse_config
 from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact, identity
 from rlaunch.tasks.countdown import make_problems
 
 TRAIN_FILE = "train.jsonl"
 EVAL_FILE = "eval.jsonl"
-
-_Config = TypeVar("_Config", bound=BaseModel)
-
-
-class BuilderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class DataConfig(BuilderConfig):
@@ -44,23 +39,6 @@ class DataConfig(BuilderConfig):
 class TokenizerConfig(BuilderConfig):
     characters: str | None = None
     """The vocabulary after the specials; null: rlaunch.models.tokenizer.CHARACTERS."""
-
-
-def parse_config(model: type[_Config], artifact: BuiltArtifact) -> _Config:
-    """The builder config, or a BuildError naming every bad field of `config`."""
-    try:
-        return model.model_validate(artifact.config)
-    except ValidationError as err:
-        problems = []
-        for error in err.errors():
-            field = ".".join(["config", *(str(part) for part in error["loc"])])
-            shown = "" if error["type"] == "missing" else f" (got {error.get('input')!r})"
-            problems.append(f"{field}: {error['msg']}{shown}")
-        fields = ", ".join(model.model_fields)
-        raise BuildError(
-            f"{identity(artifact)}: invalid config for builder {artifact.builder!r}: "
-            f"{'; '.join(problems)}. Its fields: {fields}"
-        ) from None
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -15,13 +15,8 @@ import torch
 from pydantic import Field
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
-from rlaunch.builders.countdown import (
-    EVAL_FILE,
-    TRAIN_FILE,
-    BuilderConfig,
-    parse_config,
-    read_jsonl,
-)
+from rlaunch.builders.config import BuilderConfig, parse_config
+from rlaunch.builders.countdown import EVAL_FILE, TRAIN_FILE, read_jsonl
 from rlaunch.builders.facts import facts_problems, verify_model_facts
 from rlaunch.models.sft import mean_reward, sft_train
 from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained

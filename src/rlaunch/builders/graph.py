@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Literal
 
 from rlaunch import __version__
-from rlaunch.builders.base import AnyArtifact, BuildError, Log, builder_name, load_builder
+from rlaunch.builders.base import (
+    AnyArtifact,
+    BuildError,
+    Built,
+    Log,
+    builder_name,
+    load_builder,
+)
 from rlaunch.builders.rules import graph_order, graph_problems, is_dev, short, version_class
 from rlaunch.clock import utc_now
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
@@ -183,7 +190,7 @@ class BuildSession:
         staging = self.store.new_staging(artifact.name, artifact.version)
         try:
             try:
-                builder.build(
+                outcome = builder.build(
                     artifact, {slot: dep.local_path for slot, dep in deps.items()}, staging,
                     self.log,
                 )
@@ -193,7 +200,10 @@ class BuildSession:
                 raise BuildError(
                     f"building {ident} with {name} failed: {type(err).__name__}: {err}"
                 ) from err
-            record = self._record(artifact, content_fp, name, target, deps, staging, started)
+            rows = outcome.rows if isinstance(outcome, Built) else None
+            record = self._record(
+                artifact, content_fp, name, target, deps, staging, started, rows
+            )
             self.store.publish(staging, record, log=self.log)
         finally:
             if staging.exists():
@@ -223,6 +233,7 @@ class BuildSession:
         deps: dict[str, NodeResult],
         staging: Path,
         started: float,
+        rows: int | None,
     ) -> ArtifactRecord:
         ident = identity(artifact)
         if (staging / RECORD_FILE).exists():
@@ -257,6 +268,7 @@ class BuildSession:
                 build_seconds=round(time.perf_counter() - started, 3),
             ),
             files=files,
+            rows=rows,
         )
 
 

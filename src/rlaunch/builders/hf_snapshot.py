@@ -61,12 +61,11 @@ class HFSnapshotBuilder:
                 )
 
 
-def card_configs(readme: Path) -> list[str] | None:
-    """The `config_name`s of a dataset card's YAML header `configs:`, or None if it lists none.
+def card_header(readme: Path) -> dict | None:
+    """The YAML header of a dataset card (README.md), or None when it has none that parses.
 
-    A card that cannot be read as such says nothing about configs: the check is then skipped
-    rather than failing a build on a malformed README.
-    """
+    A card that cannot be read as such says nothing: checks that need it are skipped rather
+    than failing a build on a malformed README."""
     if not readme.is_file():
         return None
     text = readme.read_text(encoding="utf-8", errors="replace")
@@ -79,15 +78,42 @@ def card_configs(readme: Path) -> list[str] | None:
         data = yaml.safe_load(header)
     except yaml.YAMLError:
         return None
-    configs = data.get("configs") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _card_config_entries(readme: Path) -> list[dict]:
+    header = card_header(readme)
+    configs = header.get("configs") if header is not None else None
     if not isinstance(configs, list):
-        return None
+        return []
+    return [entry for entry in configs if isinstance(entry, dict)]
+
+
+def card_configs(readme: Path) -> list[str] | None:
+    """The `config_name`s of a dataset card's YAML header `configs:`, or None if it lists none."""
     names = [
         str(entry["config_name"])
-        for entry in configs
-        if isinstance(entry, dict) and entry.get("config_name") is not None
+        for entry in _card_config_entries(readme)
+        if entry.get("config_name") is not None
     ]
     return names or None
+
+
+def card_split_patterns(readme: Path, config: str | None, split: str) -> list[str] | None:
+    """The `data_files` path patterns a dataset card gives one split of one configuration
+    (`configs: - config_name: main, data_files: - {split: train, path: main/train-*}`); None
+    when the card does not say."""
+    for entry in _card_config_entries(readme):
+        if config is not None and entry.get("config_name") != config:
+            continue
+        files = entry.get("data_files")
+        if not isinstance(files, list):
+            continue
+        for item in files:
+            if isinstance(item, dict) and item.get("split") == split:
+                paths = item.get("path")
+                return [paths] if isinstance(paths, str) else [str(path) for path in paths or []]
+    return None
 
 
 def _check_dataset_config(artifact: HFDataset, out_dir: Path) -> None:

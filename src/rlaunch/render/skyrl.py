@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from rlaunch.spec import AuxRole, PolicyRole, ReferenceRole, RunSpec
+from rlaunch.tasks.prompts import data_file
 
 
 def _footprint(role: AuxRole | None, policy: PolicyRole) -> tuple[int, int]:
@@ -147,16 +148,24 @@ def _generator(spec: RunSpec) -> dict[str, Any]:
     }
 
 
+def _data_path(entry: dict[str, Any], slot: str) -> str:
+    """The prompt file of a dataset input, for SkyRL's PromptDataset (which reads a path ending
+    .parquet/.json/.jsonl and takes anything else for a Hub dataset name); the artifact's folder
+    when its builder writes no runtime-format file."""
+    name = data_file(entry["source"].get("builder"), slot)
+    return entry["uri"] if name is None else f"{entry['uri']}/{name}"
+
+
 def skyrl_subtree(
     spec: RunSpec, *, inputs: dict[str, Any], artifacts: dict[str, Any]
 ) -> dict[str, Any]:
     """The SkyRL config subtree; `inputs` and `artifacts` are the document's own sections, so
     every path in it is the one written there."""
-    eval_uri = inputs["eval_data"]["uri"] if "eval_data" in inputs else None
+    eval_path = _data_path(inputs["eval_data"], "eval_data") if "eval_data" in inputs else None
     return {
         "data": {
-            "train_data": [inputs["train_data"]["uri"]],
-            "val_data": [] if eval_uri is None else [eval_uri],
+            "train_data": [_data_path(inputs["train_data"], "train_data")],
+            "val_data": [] if eval_path is None else [eval_path],
         },
         "trainer": _trainer(spec, inputs, artifacts),
         "generator": _generator(spec),

@@ -65,6 +65,8 @@ class ArtifactRecord(_RecordModel):
     """The artifact's content as fingerprinted: its spec without name, version and deps."""
     provenance: Provenance
     files: list[FileEntry]
+    rows: int | None = None
+    """Rows of a dataset as its builder counted them in the payload; null when not counted."""
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
