@@ -144,12 +144,15 @@ def test_a_truncated_file_and_a_replaced_file_are_caught(tmp_path: Path) -> None
     assert "weights.bin: 10 bytes, the record says 16384" in str(raised.value)
 
 
-def tamper(root: Path, change: dict[str, object]) -> None:
+def tamper(root: Path, change: dict[str, int]) -> None:
+    """Edit every entry of the cache file of `root` and keep its MAC line as it was."""
     path = cache_file(root.resolve(), digests.cache_home())
-    document = json.loads(path.read_text())
-    for entry in document["entries"].values():
-        entry.update(change)
-    path.write_text(json.dumps(document))
+    mac, _, body = path.read_text().partition("\n")
+    document = json.loads(body)
+    for item in document["entries"].values():
+        for index, value in change.items():
+            item[index] = value
+    path.write_text(f"{mac}\n{json.dumps(document)}")
 
 
 def test_a_forged_entry_without_the_key_cannot_make_a_changed_file_look_intact(
@@ -158,10 +161,10 @@ def test_a_forged_entry_without_the_key_cannot_make_a_changed_file_look_intact(
     root, record = verified_payload(tmp_path / "m")
     flip_one_byte_keeping_size_and_mtime(root / "weights.bin")
     # The entries now name the changed file's identity, read well after its last change, and
-    # keep the old digest, as a bit flip or a hand edit might: their MAC no longer checks out,
-    # so the file is read.
-    changed = FileIdentity.of((root / "weights.bin").stat())
-    tamper(root, {"identity": changed.as_list(), "read_at_ns": changed.ctime_ns + 10**9})
+    # keep the old digest, as a bit flip or a hand edit might: the file's MAC no longer checks
+    # out, so the files are read.
+    changed = FileIdentity.of((root / "weights.bin").stat()).as_list()
+    tamper(root, {**dict(enumerate(changed)), 5: changed[4] + 10**9})
     with pytest.raises(StoreError, match=r"\(weights.bin: sha256 [0-9a-f]{16}\.\.\., the record"):
         verify_local(root, record)
 
@@ -216,7 +219,7 @@ def test_a_published_build_keeps_the_digests_of_its_staging_folder(tmp_path: Pat
     }
     staging_caches = [
         path for path in digests.cache_home().glob("*.json")
-        if json.loads(path.read_text())["root"] != str(root)
+        if json.loads(path.read_text().partition("\n")[2])["root"] != str(root)
     ]
     assert staging_caches == []
 

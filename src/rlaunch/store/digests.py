@@ -16,10 +16,11 @@ users):
   `RACY_SECONDS` older than the moment the cache started reading it ("racily clean" in git's
   words); a younger entry is hashed again on the next read. 2 s covers filesystems with 1 s
   timestamps (Lustre, some NFS servers) and clocks that disagree by a little.
-- Every entry carries an HMAC-SHA256 over the directory, path, identity and digest, keyed by
-  a random per-user key (`{cache}/key`, mode 0600). An entry that does not check out (a bit
-  flip, a truncated or hand-edited file, an entry copied from another directory or machine)
-  is dropped and the file is hashed. A cache file that cannot be read counts as empty.
+- The cache file carries an HMAC-SHA256 of its content (the directory, and each path,
+  identity and digest), keyed by a random per-user key (`{cache}/key`, mode 0600). A file
+  that does not check out (a bit flip, a truncated or hand-edited file, one copied from
+  another directory, user or machine) or cannot be read counts as empty: its files are
+  hashed again.
 
 `--verify` (`rlaunch build`, `rlaunch launch`) ignores the cache, hashes every file and
 refreshes the entries.
@@ -108,7 +109,11 @@ class DigestCache:
     """The sha256 of the files under one local directory, remembered by file identity.
 
     `racy_seconds` (default `RACY_SECONDS`) is how much older than its hashing a file must be
-    for its entry to be trusted. `state_dir` defaults to `cache_home()`."""
+    for its entry to be trusted. `state_dir` defaults to `cache_home()`.
+
+    The cache file is one line with the HMAC of the rest, then the entries as JSON
+    (`relative path -> [device, inode, size, mtime_ns, ctime_ns, read_at_ns, sha256]`); a
+    file whose HMAC does not check out is ignored as a whole."""
 
     def __init__(
         self,
@@ -118,10 +123,11 @@ class DigestCache:
         state_dir: Path | None = None,
     ) -> None:
         self.root = Path(root).resolve()
+        self._root_text = str(self.root)
         self._state_dir = state_dir or cache_home()
         self._racy_ns = int((RACY_SECONDS if racy_seconds is None else racy_seconds) * 1e9)
         self._key = _user_key(self._state_dir)
-        self._entries: dict[str, _Entry] = self._load() if self._key else {}
+        self._entries: dict[str, _Entry] = self._load()
         self._dirty = False
         self.hashed: list[str] = []
         """Relative paths this instance read in full (the rest came from the cache)."""
@@ -135,15 +141,18 @@ class DigestCache:
         """`relative path -> sha256` of every entry held (trusted or not yet)."""
         return {relative: entry.sha256 for relative, entry in sorted(self._entries.items())}
 
-    def sha256(self, relative: str, *, full: bool = False) -> str:
+    def sha256(
+        self, relative: str, *, full: bool = False, stat: os.stat_result | None = None
+    ) -> str:
         """The hex sha256 of `root/relative`; read only when its identity is not remembered
-        (or is too recent to trust), or always with `full`. Raises OSError like `open`."""
-        path = self.root / relative
+        (or is too recent to trust), or always with `full`. `stat`: the file's `os.stat`,
+        when the caller has it already. Raises OSError like `open`."""
+        path = os.path.join(self._root_text, relative)
         entry = self._entries.get(relative)
         if entry is not None and not full and entry.trusted(self._racy_ns):
-            if FileIdentity.of(os.stat(path)) == entry.identity:
+            if FileIdentity.of(stat or os.stat(path)) == entry.identity:
                 return entry.sha256
-        digest, identity, read_at = sha256_of(path)
+        digest, identity, read_at = sha256_of(Path(path))
         self.hashed.append(relative)
         if identity is not None:
             self._entries[relative] = _Entry(identity, digest, read_at)
@@ -155,20 +164,16 @@ class DigestCache:
     def save(self) -> None:
         """Write the cache file if anything changed. A failure to write only costs a re-hash
         later, so it is ignored."""
-        if not self._dirty or not self._key:
+        if not self._dirty or self._key is None:
             return
         entries = {
-            relative: {
-                "identity": entry.identity.as_list(),
-                "sha256": entry.sha256,
-                "read_at_ns": entry.read_at_ns,
-                "mac": self._mac(relative, entry),
-            }
+            relative: [*entry.identity.as_list(), entry.read_at_ns, entry.sha256]
             for relative, entry in sorted(self._entries.items())
         }
-        document = {"schema": _SCHEMA, "root": str(self.root), "entries": entries}
+        body = json.dumps({"schema": _SCHEMA, "root": self._root_text, "entries": entries},
+                          separators=(",", ":"))
         try:
-            write_text_atomically(self.path, json.dumps(document, sort_keys=True), mode=0o600)
+            write_text_atomically(self.path, f"{_mac(self._key, body)}\n{body}", mode=0o600)
         except OSError:
             return
         self._dirty = False
@@ -183,41 +188,26 @@ class DigestCache:
         new.save()
         old.path.unlink(missing_ok=True)
 
-    def _mac(self, relative: str, entry: _Entry) -> str:
-        fields = [str(self.root), relative, *map(str, entry.identity.as_list()), entry.sha256,
-                  str(entry.read_at_ns)]
-        return hmac.new(self._key, "\0".join(fields).encode(), hashlib.sha256).hexdigest()
-
     def _load(self) -> dict[str, _Entry]:
+        if self._key is None:
+            return {}
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            mac, _, body = self.path.read_text(encoding="utf-8").partition("\n")
+            if not hmac.compare_digest(mac, _mac(self._key, body)):
+                return {}
+            document = json.loads(body)
+            if document["schema"] != _SCHEMA or document["root"] != self._root_text:
+                return {}
+            return {
+                relative: _Entry(FileIdentity(*item[:5]), item[6], item[5])
+                for relative, item in document["entries"].items()
+            }
+        except (OSError, ValueError, LookupError, TypeError, AttributeError):
             return {}
-        if not isinstance(document, dict) or document.get("schema") != _SCHEMA:
-            return {}
-        if document.get("root") != str(self.root):
-            return {}
-        raw = document.get("entries")
-        loaded: dict[str, _Entry] = {}
-        for relative, item in (raw.items() if isinstance(raw, dict) else []):
-            entry = _parse_entry(item)
-            if entry is None:
-                continue
-            if hmac.compare_digest(str(item.get("mac")), self._mac(relative, entry)):
-                loaded[relative] = entry
-        return loaded
 
 
-def _parse_entry(item: object) -> _Entry | None:
-    if not isinstance(item, dict):
-        return None
-    identity, digest, read_at = item.get("identity"), item.get("sha256"), item.get("read_at_ns")
-    if not (isinstance(identity, list) and len(identity) == 5
-            and all(type(value) is int for value in identity)):
-        return None
-    if not isinstance(digest, str) or type(read_at) is not int:
-        return None
-    return _Entry(FileIdentity(*identity), digest, read_at)
+def _mac(key: bytes, body: str) -> str:
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
 
 
 def cache_file(root: Path, state_dir: Path | None = None) -> Path:

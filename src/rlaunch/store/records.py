@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -106,9 +107,10 @@ def scan_payload(root: Path) -> list[FileEntry]:
             relative = path.relative_to(root).as_posix()
             if relative == RECORD_FILE:
                 continue
-            entries.append(
-                FileEntry(path=relative, size=path.stat().st_size, sha256=cache.sha256(relative))
-            )
+            stat = path.stat()
+            entries.append(FileEntry(
+                path=relative, size=stat.st_size, sha256=cache.sha256(relative, stat=stat)
+            ))
     cache.save()
     return sorted(entries, key=lambda entry: entry.path.encode())
 
@@ -138,14 +140,16 @@ def verify_local(
     cache = DigestCache(root)
     problems: list[str] = []
     for entry in record.files:
-        path = root / entry.path
-        if not path.is_file():
+        try:
+            stat = os.stat(os.path.join(root, entry.path))
+        except (FileNotFoundError, NotADirectoryError):
+            stat = None
+        if stat is None or not S_ISREG(stat.st_mode):
             problems.append(f"{entry.path}: missing")
             continue
-        size = path.stat().st_size
-        if size != entry.size:
-            problems.append(f"{entry.path}: {size} bytes, the record says {entry.size}")
-        elif (actual := cache.sha256(entry.path, full=full)) != entry.sha256:
+        if stat.st_size != entry.size:
+            problems.append(f"{entry.path}: {stat.st_size} bytes, the record says {entry.size}")
+        elif (actual := cache.sha256(entry.path, full=full, stat=stat)) != entry.sha256:
             problems.append(f"{entry.path}: sha256 {actual[:16]}..., the record says "
                             f"{entry.sha256[:16]}...")
     cache.save()
