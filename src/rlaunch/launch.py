@@ -47,7 +47,7 @@ from rlaunch.paths import default_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.world import World, current_world
-from rlaunch.render import loads_launch, render_launch, write_atomically
+from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
 from rlaunch.spec import RunSpec
 from rlaunch.store import StoreError
 
@@ -196,7 +196,7 @@ def default_out_path(spec: RunSpec) -> Path:
     return Path("dist") / spec.name / "launch.yaml"
 
 
-def render(plan: Plan, out: Path | None) -> tuple[Path, str, dict[str, Any]]:
+def render(plan: Plan, out: Path | None) -> tuple[Path, str, LaunchDocument]:
     """Write the launch YAML; returns its path, sha256 digest and parsed document."""
     text = render_launch(
         plan.spec, store_prefix=plan.store_prefix, launcher_commit=plan.launcher_commit
@@ -299,7 +299,7 @@ def _submit_and_follow(
     ledger: Ledger,
     yaml_path: Path,
     digest: str,
-    document: dict[str, Any],
+    document: LaunchDocument,
     *,
     env: dict[str, str],
     follow: bool,

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from executors.support import echo_spec, install_echo_profile
-from rlaunch.render import loads_launch, render_launch, write_atomically
+from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
+from rlaunch.render.launchdoc import AllocationSection
 from rlaunch.spec import parse_spec
 
 
-def rendered(tmp: Path, **spec_options: Any) -> tuple[Path, dict[str, Any]]:
+def rendered(tmp: Path, **spec_options: Any) -> tuple[Path, LaunchDocument]:
     """Write the echo spec's launch YAML under `tmp`; returns its path and document."""
     install_echo_profile()
     store = tmp / "store"
@@ -18,6 +19,20 @@ def rendered(tmp: Path, **spec_options: Any) -> tuple[Path, dict[str, Any]]:
     text = render_launch(spec, store_prefix=str(store), launcher_commit=None)
     path = write_atomically(tmp / "dist" / spec.name / "launch.yaml", text)
     return path, loads_launch(text, str(path))
+
+
+def edited(launch: LaunchDocument, **allocation: int) -> LaunchDocument:
+    """The same document with `execution.allocation` fields changed (checked again)."""
+    data = launch.to_dict()
+    data["execution"]["allocation"].update(allocation)
+    return LaunchDocument.parse(data, launch.source)
+
+
+def allocation(num_nodes: int = 1, gpus_per_node: int = 1, cpus_per_node: int = 2
+               ) -> AllocationSection:
+    return AllocationSection(num_nodes=num_nodes, gpus_per_node=gpus_per_node, accelerator="sim",
+                             cpus_per_node=cpus_per_node, memory_gb_per_node=1,
+                             disk_gb_per_node=1)
 
 
 def release(store: Path, name: str, version: str = "dev") -> None:

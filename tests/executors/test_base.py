@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
+from executors.helpers import rendered
 from rlaunch.executors import ExecutorError, JobStatus, Submission, load_executor
 from rlaunch.executors.base import entrypoint_argv, shell_command
 from rlaunch.executors.dry_run import DryRunExecutor
 from rlaunch.executors.iris import IrisExecutor
 from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.ray_cluster import RayClusterExecutor
+from rlaunch.render import LaunchDocument, LaunchError
 
 
 def test_terminal_statuses_are_exactly_succeeded_failed_stopped() -> None:
@@ -38,16 +41,24 @@ def test_a_submission_record_without_fields_is_refused_by_name() -> None:
         Submission.from_dict({"executor": "local"})
 
 
-def test_the_entrypoint_is_python_dash_m_runtime_yaml() -> None:
-    launch = {"runtime": {"entrypoint": "rlaunch.runtimes.smoke"}}
+def test_the_entrypoint_is_python_dash_m_runtime_yaml(tmp_path: Path) -> None:
+    _, launch = rendered(tmp_path)
     argv = entrypoint_argv(launch, "/dist/run/launch.yaml")
-    assert argv == (sys.executable, "-m", "rlaunch.runtimes.smoke", "/dist/run/launch.yaml")
+    assert argv == (sys.executable, "-m", "rlaunch_echo_runtime", "/dist/run/launch.yaml")
     assert shell_command(("python", "-m", "m", "a b.yaml")) == "python -m m 'a b.yaml'"
 
 
-def test_a_launch_without_entrypoint_is_refused() -> None:
-    with pytest.raises(ExecutorError, match="the launch YAML has no runtime.entrypoint"):
-        entrypoint_argv({"runtime": {}}, "x.yaml")
+def test_a_launch_without_entrypoint_is_refused(tmp_path: Path) -> None:
+    _, launch = rendered(tmp_path)
+    data = launch.to_dict()
+    del data["runtime"]["entrypoint"]
+    with pytest.raises(LaunchError) as caught:
+        LaunchDocument.parse(data, "x.yaml")
+    assert str(caught.value) == (
+        "x.yaml: not a launch YAML (schema_version 1) this rlaunch reads: runtime.entrypoint: "
+        "Field required; render it again with `rlaunch render SPEC -o FILE` (docs/launch-yaml.md "
+        "lists every field)"
+    )
 
 
 def test_builtin_executors_load_by_name() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from executors.helpers import allocation
 from executors.support import HeadWatch
 from rlaunch.executors import ExecutorError, head_ready
 from rlaunch.executors.head_ready import (
@@ -122,8 +123,7 @@ def test_a_real_head_not_ready_in_time_is_stopped_and_its_logs_kept(
     said: list[str] = []
     try:
         with pytest.raises(ExecutorError) as caught:
-            start_head({"num_nodes": 1, "gpus_per_node": 1, "cpus_per_node": 2},
-                       watch.state_dir, said.append)
+            start_head(allocation(), watch.state_dir, said.append)
     finally:
         # The record is gone with the head: its processes are found by its temp dir.
         temp_dir = said[0].rsplit("temp dir ", 1)[1].rstrip(")")

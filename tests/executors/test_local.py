@@ -3,7 +3,6 @@ stopped exactly. One head per allocation for the whole module (a head takes 10-3
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from executors.helpers import release, rendered
+from executors.helpers import edited, release, rendered
 from executors.support import (
     ECHO_DIR,
     SRC,
@@ -113,8 +112,7 @@ def test_a_head_with_a_running_job_is_not_replaced(heads: HeadWatch, tmp_path: P
     path, launch = rendered(tmp_path, name="echo-wait")
     local = executor(heads)
     submission = local.submit(path, launch, env={}, attempt_id="a4")
-    wider = copy.deepcopy(launch)
-    wider["execution"]["allocation"]["gpus_per_node"] = 2
+    wider = edited(launch, gpus_per_node=2)
     with pytest.raises(ExecutorError) as caught:
         executor(heads).head(wider)
     record = read_record(heads.state_dir)
@@ -144,7 +142,7 @@ def test_another_allocation_replaces_the_head_and_close_stops_exactly_it(
     old = read_record(heads.state_dir)
     old_processes = process_tree({old.session_id})
     path, launch = rendered(tmp_path)
-    launch["execution"]["allocation"]["gpus_per_node"] = 2
+    launch = edited(launch, gpus_per_node=2)
     local = executor(heads, keep_head=False)
     submission = local.submit(path, launch, env={}, attempt_id="a6")
     new = read_record(heads.state_dir)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from executors.helpers import rendered
+from executors.helpers import allocation, edited, rendered
 from executors.support import ECHO_DIR, SRC, HeadWatch
 from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local_head import start_head
 from rlaunch.executors.ray_cluster import RayClusterExecutor
 
-ALLOCATION = {"num_nodes": 1, "gpus_per_node": 1, "cpus_per_node": 2}
+ALLOCATION = allocation()
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_a_cluster_without_the_planned_gpus_is_refused_before_submitting(
     cluster: str, tmp_path: Path
 ) -> None:
     path, launch = rendered(tmp_path, executor="ray", address=cluster)
-    launch["execution"]["allocation"].update(num_nodes=2, gpus_per_node=8)
+    launch = edited(launch, num_nodes=2, gpus_per_node=8)
     with pytest.raises(ExecutorError) as caught:
         ray_executor().submit(path, launch, env={}, attempt_id="r2")
     assert str(caught.value) == (

@@ -38,14 +38,17 @@ def test_render_to_file_replaces_an_existing_file_whole(spec, tmp_path):
     path.write_text("stale: true\n" * 10_000)
     render_to_file(spec, path, store_prefix=PREFIX, launcher_commit=None)
     assert "stale" not in path.read_text()
-    assert load_launch(path)["run"]["id"] == "disaggregated-8x8-tp8@2026.11.29"
+    assert load_launch(path).run.id == "disaggregated-8x8-tp8@2026.11.29"
 
 
 def test_load_launch_gives_back_the_document(spec, tmp_path):
     path = render_to_file(spec, tmp_path / "launch.yaml", store_prefix=PREFIX,
                           launcher_commit="a" * 40)
-    assert load_launch(path) == launch_document(spec, store_prefix=PREFIX,
-                                                launcher_commit="a" * 40)
+    loaded = load_launch(path)
+    assert loaded.to_dict() == launch_document(spec, store_prefix=PREFIX,
+                                               launcher_commit="a" * 40)
+    assert loaded.runtime.launcher_commit == "a" * 40
+    assert loaded.source == str(path)
 
 
 def test_a_newer_schema_version_is_refused_with_what_to_do(spec):

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from rlaunch.executors.base import entrypoint_argv
-from rlaunch.render import render_launch
+from rlaunch.render import LaunchDocument, render_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
@@ -35,7 +35,7 @@ def test_execs_the_pinned_entrypoint_with_the_subtree_as_overrides(tmp_path):
     done = _run([str(path)])
     assert done.returncode == 0, done.stderr
     overrides = json.loads(done.stdout)
-    assert overrides == skyrl_cli_args(launch["skyrl"])
+    assert overrides == skyrl_cli_args(LaunchDocument.parse(launch).skyrl_tree())
     assert "trainer.placement.policy_num_nodes=4" in overrides
     assert "generator.inference_engine.data_parallel_size=8" in overrides
     assert "rlaunch: starting SkyRL: -m echo_argv" in done.stderr
@@ -51,8 +51,8 @@ def test_bad_input_is_a_clear_error(tmp_path):
 def test_executors_start_skyrl_through_the_adapter_and_smoke_directly():
     launch = yaml.safe_load(render_launch(parse_spec(worked_example("colocated-1x8")),
                                           store_prefix="/store", launcher_commit=None))
-    assert entrypoint_argv(launch, "l.yaml", python="py") == (
+    assert entrypoint_argv(LaunchDocument.parse(launch), "l.yaml", python="py") == (
         "py", "-m", "rlaunch.runtimes.skyrl", "l.yaml")
     launch["runtime"].update(profile="smoke", entrypoint="rlaunch.runtimes.smoke")
-    assert entrypoint_argv(launch, "l.yaml", python="py") == (
+    assert entrypoint_argv(LaunchDocument.parse(launch), "l.yaml", python="py") == (
         "py", "-m", "rlaunch.runtimes.smoke", "l.yaml")

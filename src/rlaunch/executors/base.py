@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rlaunch.render.launchdoc import LaunchDocument
 from rlaunch.spec.catalog import profile
 
 
@@ -117,7 +118,7 @@ class Executor(abc.ABC):
         self.options = options or ExecutorOptions()
 
     @abc.abstractmethod
-    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+    def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         """Human-readable lines saying exactly what `submit` would run, with credential names
         (never values). `--dry-run` prints these."""
 
@@ -125,7 +126,7 @@ class Executor(abc.ABC):
     def submit(
         self,
         launch_yaml_path: Path,
-        launch: Mapping[str, Any],
+        launch: LaunchDocument,
         *,
         env: Mapping[str, str],
         attempt_id: str,
@@ -154,37 +155,17 @@ class Executor(abc.ABC):
         self.close()
 
 
-def runtime_entrypoint(launch: Mapping[str, Any]) -> str:
-    try:
-        module = launch["runtime"]["entrypoint"]
-    except (KeyError, TypeError):
-        raise ExecutorError(
-            "the launch YAML has no runtime.entrypoint; render it with rlaunch.render"
-        ) from None
-    if not isinstance(module, str) or not module:
-        raise ExecutorError(f"runtime.entrypoint must be a module name, got {module!r}")
-    return module
-
-
 def entrypoint_argv(
-    launch: Mapping[str, Any], launch_yaml: str, *, python: str | None = None
+    launch: LaunchDocument, launch_yaml: str, *, python: str | None = None
 ) -> tuple[str, ...]:
     """`python -m <module> <launch yaml>`: how every runtime is started. The module is the
     runtime's entrypoint, or its profile's adapter when the entrypoint does not read the YAML
     itself (SkyRL: `rlaunch.runtimes.skyrl` hands it the `skyrl` subtree as overrides)."""
-    entrypoint = runtime_entrypoint(launch)
-    known = profile(str(launch["runtime"].get("profile")))
-    module = known.adapter if known is not None and known.adapter else entrypoint
+    known = profile(launch.runtime.profile)
+    module = known.adapter if known is not None and known.adapter else launch.runtime.entrypoint
     return (python or sys.executable, "-m", module, launch_yaml)
 
 
 def shell_command(argv: tuple[str, ...]) -> str:
     """The argv as one shell string (the Ray Jobs API takes a shell command)."""
     return shlex.join(argv)
-
-
-def credential_names(launch: Mapping[str, Any]) -> list[str]:
-    """The credential names the launch forwards (`execution.env`), in YAML order."""
-    execution = launch.get("execution") or {}
-    names = execution.get("env") or []
-    return [str(name) for name in names]

@@ -9,25 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from rlaunch.clock import utc_now
 from rlaunch.executors.base import (
     Executor,
     JobStatus,
     Submission,
-    credential_names,
     entrypoint_argv,
     shell_command,
 )
+from rlaunch.render.launchdoc import LaunchDocument
 
 
 class DryRunExecutor(Executor):
     name = "dry-run"
 
-    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+    def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
-        names = credential_names(launch)
+        names = launch.execution.env
         return [
             "executor: dry-run (nothing is submitted)",
             f"entrypoint: {shell_command(argv)}",
@@ -37,7 +36,7 @@ class DryRunExecutor(Executor):
     def submit(
         self,
         launch_yaml_path: Path,
-        launch: Mapping[str, Any],
+        launch: LaunchDocument,
         *,
         env: Mapping[str, str],
         attempt_id: str,

@@ -22,7 +22,6 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from rlaunch.clock import utc_now
 from rlaunch.executors.base import (
@@ -30,11 +29,10 @@ from rlaunch.executors.base import (
     ExecutorError,
     JobStatus,
     Submission,
-    credential_names,
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.job import submission_id_for
+from rlaunch.render.launchdoc import LaunchDocument
 
 IRIS = "iris"
 # Iris job states (lower case in its CLI output) to ours.
@@ -51,13 +49,12 @@ _STATES = {
 }
 
 
-def runtime_pin(launch: Mapping[str, Any]) -> str:
-    runtime = launch.get("runtime") or {}
-    if runtime.get("package"):
-        return str(runtime["package"])
-    git = runtime.get("git") or {}
-    if git.get("repo") and git.get("commit"):
-        return f"git+{git['repo']}@{git['commit']}"
+def runtime_pin(launch: LaunchDocument) -> str:
+    runtime = launch.runtime
+    if runtime.package:
+        return runtime.package
+    if runtime.git is not None:
+        return f"git+{runtime.git.repo}@{runtime.git.commit}"
     raise ExecutorError("runtime has neither a package nor a git pin; the Iris job cannot pin it")
 
 
@@ -70,27 +67,27 @@ def _yaml_argument(launch_yaml_path: Path) -> str:
 
 
 def iris_run_command(
-    launch_yaml_path: Path, launch: Mapping[str, Any], *, job_name: str
+    launch_yaml_path: Path, launch: LaunchDocument, *, job_name: str
 ) -> list[str]:
-    execution = launch.get("execution") or {}
-    cluster = execution.get("cluster")
+    execution = launch.execution
+    cluster = execution.cluster
     if not cluster:
         raise ExecutorError(
             "execution.cluster is null but executor `iris` needs the Iris cluster name"
         )
-    allocation = execution["allocation"]
+    allocation = execution.allocation
     command = [
         IRIS, "job", "run",
-        "--cluster", str(cluster),
+        "--cluster", cluster,
         "--job-name", job_name,
-        "--priority", str(execution["priority"]),
-        "--retries", str(execution["max_retries"]),
-        "--timeout", f"{execution['timeout_minutes']}m",
-        "--gpu", f"{allocation['accelerator']}x{allocation['gpus_per_node']}",
-        "--replicas", str(allocation["num_nodes"]),
+        "--priority", execution.priority,
+        "--retries", str(execution.max_retries),
+        "--timeout", f"{execution.timeout_minutes}m",
+        "--gpu", f"{allocation.accelerator}x{allocation.gpus_per_node}",
+        "--replicas", str(allocation.num_nodes),
         "--runtime", runtime_pin(launch),
     ]
-    for name in credential_names(launch):
+    for name in launch.execution.env:
         command += ["--env", name]
     command.append("--")
     command += entrypoint_argv(launch, _yaml_argument(launch_yaml_path), python="python")
@@ -111,20 +108,20 @@ def _iris_executable() -> str:
 class IrisExecutor(Executor):
     name = "iris"
 
-    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+    def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         command = iris_run_command(launch_yaml_path, launch, job_name="<submission id>")
-        return [f"executor: iris (cluster {launch['execution']['cluster']})",
+        return [f"executor: iris (cluster {launch.execution.cluster})",
                 f"command: {shell_command(tuple(command))}"]
 
     def submit(
         self,
         launch_yaml_path: Path,
-        launch: Mapping[str, Any],
+        launch: LaunchDocument,
         *,
         env: Mapping[str, str],
         attempt_id: str,
     ) -> Submission:
-        job_name = submission_id_for(launch, attempt_id)
+        job_name = launch.submission_name(attempt_id)
         command = iris_run_command(launch_yaml_path, launch, job_name=job_name)
         command[0] = _iris_executable()
         done = subprocess.run(
@@ -138,7 +135,7 @@ class IrisExecutor(Executor):
         return Submission(
             executor=self.name,
             submission_id=job_name,
-            address=str(launch["execution"]["cluster"]),
+            address=str(launch.execution.cluster),
             attempt_id=attempt_id,
             submitted_at=utc_now(),
             entrypoint=tuple(command[command.index("--") + 1 :]),

@@ -1,12 +1,10 @@
-"""What every executor gives a job: its submission id and its environment (shared by `local`,
-`ray` and `iris`)."""
+"""What every executor gives a job: its environment (shared by `local` and `ray`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from rlaunch.paths import ATTEMPT_ENV
 
@@ -26,8 +24,3 @@ def job_pythonpath() -> str:
 
 def job_env_vars(env: Mapping[str, str], attempt_id: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": job_pythonpath(), ATTEMPT_ENV: attempt_id}
-
-
-def submission_id_for(launch: Mapping[str, Any], attempt_id: str) -> str:
-    run = launch.get("run") or {}
-    return f"rlaunch-{run.get('name', 'run')}-{run.get('version', 'dev')}-{attempt_id}"

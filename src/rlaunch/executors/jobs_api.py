@@ -21,6 +21,7 @@ from http.client import HTTPException
 from typing import Any
 
 from rlaunch.executors.base import ExecutorError, JobStatus
+from rlaunch.render.launchdoc import AllocationSection
 
 GPU_RESOURCE = "GPU"
 """The Ray resource a plan's GPUs are counted in (simulated GPUs on the local head too)."""
@@ -112,11 +113,11 @@ def alive_nodes(address: str, timeout_s: float) -> list[dict[str, Any]]:
 
 
 def check_resources(
-    address: str, nodes: list[dict[str, Any]], allocation: Mapping[str, Any]
+    address: str, nodes: list[dict[str, Any]], allocation: AllocationSection
 ) -> None:
     """Refuse a plan the cluster cannot hold: too few nodes with `gpus_per_node` GPUs each."""
-    want_nodes = int(allocation["num_nodes"])
-    want_gpus = int(allocation["gpus_per_node"])
+    want_nodes = allocation.num_nodes
+    want_gpus = allocation.gpus_per_node
     fitting = [n for n in nodes if n.get("resources_total", {}).get(GPU_RESOURCE, 0) >= want_gpus]
     if len(fitting) >= want_nodes:
         return

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from rlaunch.clock import utc_now
 from rlaunch.executors import jobs_api
@@ -21,11 +20,10 @@ from rlaunch.executors.base import (
     ExecutorOptions,
     JobStatus,
     Submission,
-    credential_names,
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.job import job_env_vars, job_pythonpath, submission_id_for
+from rlaunch.executors.job import job_env_vars, job_pythonpath
 from rlaunch.executors.local_head import (
     HeadRecord,
     default_state_dir,
@@ -34,6 +32,7 @@ from rlaunch.executors.local_head import (
     stop_head,
 )
 from rlaunch.paths import ATTEMPT_ENV
+from rlaunch.render.launchdoc import LaunchDocument
 
 
 class LocalExecutor(Executor):
@@ -44,11 +43,11 @@ class LocalExecutor(Executor):
         self._state_dir = self.options.head_state_dir or default_state_dir()
         self._started: HeadRecord | None = None
 
-    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
-        allocation = launch["execution"]["allocation"]
-        gpus = int(allocation["num_nodes"]) * int(allocation["gpus_per_node"])
+    def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
+        allocation = launch.execution.allocation
+        gpus = allocation.num_gpus
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
-        names = credential_names(launch)
+        names = launch.execution.env
         return [
             f"executor: local (a Ray head on 127.0.0.1 with {gpus} simulated GPUs and "
             f"{head_cpus(allocation)} CPUs, reused when one is running for this allocation)",
@@ -57,9 +56,9 @@ class LocalExecutor(Executor):
             + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
         ]
 
-    def head(self, launch: Mapping[str, Any]) -> HeadRecord:
+    def head(self, launch: LaunchDocument) -> HeadRecord:
         record, started = ensure_head(
-            launch["execution"]["allocation"], self._state_dir, self.options.say
+            launch.execution.allocation, self._state_dir, self.options.say
         )
         if started:
             self._started = record
@@ -68,20 +67,20 @@ class LocalExecutor(Executor):
     def submit(
         self,
         launch_yaml_path: Path,
-        launch: Mapping[str, Any],
+        launch: LaunchDocument,
         *,
         env: Mapping[str, str],
         attempt_id: str,
     ) -> Submission:
         record = self.head(launch)
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
-        submission_id = submission_id_for(launch, attempt_id)
+        submission_id = launch.submission_name(attempt_id)
         jobs_api.submit(
             record.dashboard_url,
             entrypoint=shell_command(argv),
             submission_id=submission_id,
             env_vars=job_env_vars(env, attempt_id),
-            metadata={"rlaunch_run": str((launch.get("run") or {}).get("id", ""))},
+            metadata={"rlaunch_run": launch.run.id},
         )
         return Submission(
             executor=self.name,

@@ -27,11 +27,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from rlaunch.atomic import write_json_atomically
 from rlaunch.clock import utc_now
@@ -44,6 +43,7 @@ from rlaunch.executors.head_ready import (
     wait_ready,
 )
 from rlaunch.executors.jobs_api import probe
+from rlaunch.render.launchdoc import AllocationSection
 
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
 STATE_FILE = "head.json"
@@ -87,16 +87,16 @@ class HeadRecord:
     started_at: str
     started_by_pid: int
 
-    def fits(self, allocation: Mapping[str, Any]) -> bool:
+    def fits(self, allocation: AllocationSection) -> bool:
         return (
-            self.num_nodes == int(allocation["num_nodes"])
-            and self.gpus_per_node == int(allocation["gpus_per_node"])
+            self.num_nodes == allocation.num_nodes
+            and self.gpus_per_node == allocation.gpus_per_node
             and self.num_cpus == head_cpus(allocation)
         )
 
 
-def head_cpus(allocation: Mapping[str, Any]) -> int:
-    return int(allocation["cpus_per_node"]) * int(allocation["num_nodes"])
+def head_cpus(allocation: AllocationSection) -> int:
+    return allocation.num_cpus
 
 
 def default_state_dir() -> Path:
@@ -255,7 +255,7 @@ def _short_temp_dir() -> str:
 
 
 def head_command(
-    allocation: Mapping[str, Any], ports: dict[str, int], temp_dir: str
+    allocation: AllocationSection, ports: dict[str, int], temp_dir: str
 ) -> list[str]:
     command = [
         sys.executable, "-m", "ray.scripts.scripts", "start", "--head",
@@ -263,7 +263,7 @@ def head_command(
         "--dashboard-host", "127.0.0.1",
         "--include-dashboard", "true",
         "--num-cpus", str(head_cpus(allocation)),
-        "--num-gpus", str(int(allocation["num_nodes"]) * int(allocation["gpus_per_node"])),
+        "--num-gpus", str(allocation.num_gpus),
         "--object-store-memory", str(_OBJECT_STORE_BYTES),
         "--temp-dir", temp_dir,
         "--disable-usage-stats",
@@ -287,13 +287,13 @@ def _head_env() -> dict[str, str]:
 
 
 def start_head(
-    allocation: Mapping[str, Any], state_dir: Path, say: Callable[[str], None]
+    allocation: AllocationSection, state_dir: Path, say: Callable[[str], None]
 ) -> HeadRecord:
     timeout_s = start_timeout_s()
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
     command = head_command(allocation, ports, temp_dir)
-    gpus = int(allocation["num_nodes"]) * int(allocation["gpus_per_node"])
+    gpus = allocation.num_gpus
     say(f"rlaunch: starting a local Ray head on 127.0.0.1 ({gpus} simulated GPUs, "
         f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
     log_path = Path(temp_dir) / "ray-start.log"
@@ -306,8 +306,8 @@ def start_head(
         pid=process.pid, pgid=process.pid, session_id=process.pid,
         gcs_address=f"127.0.0.1:{ports['port']}",
         dashboard_url=f"http://127.0.0.1:{ports['dashboard-port']}",
-        temp_dir=temp_dir, session_name="", num_nodes=int(allocation["num_nodes"]),
-        gpus_per_node=int(allocation["gpus_per_node"]), num_cpus=head_cpus(allocation),
+        temp_dir=temp_dir, session_name="", num_nodes=allocation.num_nodes,
+        gpus_per_node=allocation.gpus_per_node, num_cpus=head_cpus(allocation),
         started_at=utc_now(), started_by_pid=os.getpid(),
     )
     # Written before waiting: if this launcher dies now, the next one finds and cleans it up.
@@ -350,7 +350,7 @@ def _state_lock(state_dir: Path) -> Iterator[None]:
 
 
 def ensure_head(
-    allocation: Mapping[str, Any], state_dir: Path, say: Callable[[str], None]
+    allocation: AllocationSection, state_dir: Path, say: Callable[[str], None]
 ) -> tuple[HeadRecord, bool]:
     """The head to submit to, and whether it was started now (by this call)."""
     with _state_lock(state_dir):
@@ -374,8 +374,8 @@ def ensure_head(
                         f"the local Ray head at {record.dashboard_url} was started for "
                         f"{record.num_nodes} node(s) x {record.gpus_per_node} GPUs and "
                         f"{record.num_cpus} CPUs, and job(s) {', '.join(busy)} still run on it; "
-                        f"this launch needs {allocation['num_nodes']} x "
-                        f"{allocation['gpus_per_node']} GPUs and {head_cpus(allocation)} CPUs. "
+                        f"this launch needs {allocation.num_nodes} x "
+                        f"{allocation.gpus_per_node} GPUs and {head_cpus(allocation)} CPUs. "
                         f"Wait for them or stop them (`rlaunch stop`), then launch again"
                     )
                 say("rlaunch: the local Ray head was started for another allocation; replacing it")

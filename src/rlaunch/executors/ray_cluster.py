@@ -16,7 +16,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 from rlaunch.clock import utc_now
@@ -26,12 +25,12 @@ from rlaunch.executors.base import (
     ExecutorError,
     JobStatus,
     Submission,
-    credential_names,
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.job import job_pythonpath, submission_id_for
+from rlaunch.executors.job import job_pythonpath
 from rlaunch.paths import ATTEMPT_ENV
+from rlaunch.render.launchdoc import LaunchDocument
 
 STAGED_YAML = "launch.yaml"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -45,8 +44,8 @@ class RayClusterExecutor(Executor):
     name = "ray"
 
     @staticmethod
-    def _address(launch: Mapping[str, Any]) -> str:
-        address = (launch.get("execution") or {}).get("address")
+    def _address(launch: LaunchDocument) -> str:
+        address = launch.execution.address
         if not address:
             raise ExecutorError(
                 "execution.address is null but executor `ray` needs the cluster's Jobs API "
@@ -54,7 +53,7 @@ class RayClusterExecutor(Executor):
             )
         return str(address).rstrip("/")
 
-    def _argv(self, launch: Mapping[str, Any], address: str) -> tuple[str, ...]:
+    def _argv(self, launch: LaunchDocument, address: str) -> tuple[str, ...]:
         python = None if is_loopback(address) else "python"
         return entrypoint_argv(launch, STAGED_YAML, python=python)
 
@@ -64,13 +63,13 @@ class RayClusterExecutor(Executor):
             env_vars["PYTHONPATH"] = job_pythonpath()
         return env_vars
 
-    def describe(self, launch_yaml_path: Path, launch: Mapping[str, Any]) -> list[str]:
+    def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         address = self._address(launch)
-        names = credential_names(launch)
+        names = launch.execution.env
         return [
             f"executor: ray (Jobs API at {address}; the cluster must have "
-            f"{launch['execution']['allocation']['num_nodes']} node(s) x "
-            f"{launch['execution']['allocation']['gpus_per_node']} GPUs)",
+            f"{launch.execution.allocation.num_nodes} node(s) x "
+            f"{launch.execution.allocation.gpus_per_node} GPUs)",
             f"working dir: {STAGED_YAML} (a copy of {launch_yaml_path})",
             f"entrypoint: {shell_command(self._argv(launch, address))}",
             f"job env: {ATTEMPT_ENV}=<attempt id>"
@@ -78,25 +77,25 @@ class RayClusterExecutor(Executor):
             + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
         ]
 
-    def preflight_cluster(self, launch: Mapping[str, Any]) -> str:
+    def preflight_cluster(self, launch: LaunchDocument) -> str:
         """Probe the address and check its resources; returns the address."""
         address = self._address(launch)
         jobs_api.probe(address, self.options.connect_timeout_s)
         nodes = jobs_api.alive_nodes(address, self.options.connect_timeout_s)
-        jobs_api.check_resources(address, nodes, launch["execution"]["allocation"])
+        jobs_api.check_resources(address, nodes, launch.execution.allocation)
         return address
 
     def submit(
         self,
         launch_yaml_path: Path,
-        launch: Mapping[str, Any],
+        launch: LaunchDocument,
         *,
         env: Mapping[str, str],
         attempt_id: str,
     ) -> Submission:
         address = self.preflight_cluster(launch)
         argv = self._argv(launch, address)
-        submission_id = submission_id_for(launch, attempt_id)
+        submission_id = launch.submission_name(attempt_id)
         staging = Path(tempfile.mkdtemp(prefix="rlaunch-job-"))
         try:
             shutil.copyfile(launch_yaml_path, staging / STAGED_YAML)
@@ -106,7 +105,7 @@ class RayClusterExecutor(Executor):
                 submission_id=submission_id,
                 env_vars=self._env_vars(env, address, attempt_id),
                 working_dir=str(staging),
-                metadata={"rlaunch_run": str((launch.get("run") or {}).get("id", ""))},
+                metadata={"rlaunch_run": launch.run.id},
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -10,6 +10,7 @@ import yaml
 
 from rlaunch.atomic import write_text_atomically
 from rlaunch.render.document import LAUNCH_SCHEMA_VERSION, SECTIONS, launch_document
+from rlaunch.render.launchdoc import LaunchDocument, LaunchError
 from rlaunch.spec import RunSpec
 
 HEADER = (
@@ -17,10 +18,6 @@ HEADER = (
     "rlaunch.render.\n"
     "# Do not edit: change the spec and render again. Format: docs/launch-yaml.md\n"
 )
-
-
-class LaunchError(ValueError):
-    """A launch YAML that cannot be read, or is not one this rlaunch understands."""
 
 
 class _Dumper(yaml.SafeDumper):
@@ -77,8 +74,8 @@ def render_to_file(
     return write_atomically(path, text)
 
 
-def loads_launch(text: str, source: str = "<launch yaml>") -> dict[str, Any]:
-    """Parse launch YAML text and check that it is a schema this rlaunch reads."""
+def loads_launch(text: str, source: str = "<launch yaml>") -> LaunchDocument:
+    """Parse launch YAML text and check that it is a schema this rlaunch reads, field by field."""
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -102,11 +99,11 @@ def loads_launch(text: str, source: str = "<launch yaml>") -> dict[str, Any]:
             f"{source}: missing section(s) {', '.join(missing)}; a launch YAML has "
             f"{', '.join(SECTIONS)} (docs/launch-yaml.md); render it again instead of editing it"
         )
-    return document
+    return LaunchDocument.parse(document, source)
 
 
-def load_launch(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a launch YAML file (as written by `render_to_file`) back into a dict."""
+def load_launch(path: str | os.PathLike) -> LaunchDocument:
+    """Read a launch YAML file (as written by `render_to_file`) back, typed and checked."""
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")

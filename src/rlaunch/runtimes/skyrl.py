@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import sys
 
-from rlaunch.render import load_launch
-from rlaunch.render.output import LaunchError
+from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 
 
-def command(launch: dict) -> list[str]:
+def command(launch: LaunchDocument) -> list[str]:
     """The argv that runs SkyRL on this launch document."""
-    return [sys.executable, "-m", launch["runtime"]["entrypoint"], *skyrl_cli_args(launch["skyrl"])]
+    return [sys.executable, "-m", launch.runtime.entrypoint, *skyrl_cli_args(launch.skyrl_tree())]
 
 
 def main(argv: list[str] | None = None) -> int:

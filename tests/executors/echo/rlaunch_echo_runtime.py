@@ -1,7 +1,8 @@
 """A tiny runtime for rlaunch's own tests: `python -m rlaunch_echo_runtime LAUNCH_YAML`.
 
-It reads the launch YAML like a real runtime, prints what it found (credentials only as
-presence, length and a short digest, never the value), and then, by the run's name:
+It reads the launch YAML like a real runtime (the typed `LaunchDocument`), prints what it found
+(credentials only as presence, length and a short digest, never the value), and then, by the
+run's name:
 - `*fail*`: exits 1;
 - `*wait*`: waits for `{run_root}/release` to exist (at most 120 s) before succeeding;
 - otherwise succeeds.
@@ -18,41 +19,40 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
+from rlaunch.render import load_launch
 
 
 def main(path: str) -> int:
-    launch = yaml.safe_load(Path(path).read_text())
-    run = launch["run"]
-    allocation = launch["execution"]["allocation"]
-    print(f"echo-runtime: run {run['id']} fingerprint {run['fingerprint']}", flush=True)
-    print(f"echo-runtime: executor {launch['execution']['executor']} allocation "
-          f"{allocation['num_nodes']}x{allocation['gpus_per_node']} {allocation['accelerator']}")
+    launch = load_launch(path)
+    run, execution, artifacts = launch.run, launch.execution, launch.artifacts
+    allocation = execution.allocation
+    print(f"echo-runtime: run {run.id} fingerprint {run.fingerprint}", flush=True)
+    print(f"echo-runtime: executor {execution.executor} allocation "
+          f"{allocation.num_nodes}x{allocation.gpus_per_node} {allocation.accelerator}")
     print(f"echo-runtime: attempt {os.environ.get('RLAUNCH_ATTEMPT_ID')}")
     print(f"echo-runtime: cwd-relative yaml {path}")
-    for name in launch["execution"]["env"]:
+    for name in execution.env:
         value = os.environ.get(name)
         if value is None:
             print(f"echo-runtime: credential {name} missing")
         else:
             digest = hashlib.sha256(value.encode()).hexdigest()[:12]
             print(f"echo-runtime: credential {name} present, {len(value)} chars, sha256 {digest}")
-    artifacts = launch["artifacts"]
-    if "fail" in run["name"]:
+    if "fail" in run.name:
         print("echo-runtime: failing as asked", flush=True)
         return 1
-    if "wait" in run["name"]:
-        release = Path(artifacts["run_root"]) / "release"
+    if "wait" in run.name:
+        release = Path(artifacts.run_root) / "release"
         print(f"echo-runtime: waiting for {release}", flush=True)
         deadline = time.monotonic() + 120
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-    checkpoints = Path(artifacts["checkpoint_root"])
+    checkpoints = Path(artifacts.checkpoint_root)
     checkpoints.mkdir(parents=True, exist_ok=True)
     (checkpoints / "runtime.json").write_text(
-        json.dumps({"runtime_fingerprint": launch["runtime"]["fingerprint"]}) + "\n"
+        json.dumps({"runtime_fingerprint": launch.runtime.fingerprint}) + "\n"
     )
-    Path(artifacts["terminal_manifest"]).write_text(json.dumps({"run": run["id"]}) + "\n")
+    Path(artifacts.terminal_manifest).write_text(json.dumps({"run": run.id}) + "\n")
     print("echo-runtime: done", flush=True)
     return 0
 

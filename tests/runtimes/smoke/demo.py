@@ -1,9 +1,9 @@
 """A countdown smoke run without the build graph: a RunSpec dict, and its inputs made in place.
 
-A test fixture (the smoke runtime's tests and benchmarks/smoke_run.py use it). Real experiments build their inputs
-with the artifact builders (rlaunch.builders.countdown); this module makes the same files
-(train.jsonl/eval.jsonl, tokenizer.json, an SFT'd TinyLM) straight at the paths the rendered
-launch YAML names, so a test can run the runtime in seconds.
+A test fixture (the smoke runtime's tests and benchmarks/smoke_run.py use it). Real experiments
+build their inputs with the artifact builders (rlaunch.builders.countdown); this module makes the
+same files (train.jsonl/eval.jsonl, tokenizer.json, an SFT'd TinyLM) straight at the paths the
+rendered launch YAML names, so a test can run the runtime in seconds.
 """
 
 from __future__ import annotations

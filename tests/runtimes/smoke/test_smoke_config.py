@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rlaunch.render import LaunchDocument, LaunchError
 from rlaunch.runtimes.smoke.config import SmokeConfigError, check_runnable, load_config
 
 from .demo import render_smoke, smoke_spec
@@ -18,7 +19,7 @@ def document() -> dict:
 
 
 def test_reads_geometry_batches_and_paths_from_the_rendered_yaml(document: dict) -> None:
-    config = load_config(document, "launch.yaml")
+    config = _load(document)
     assert (config.run_id, config.seed, config.resume_mode) == ("countdown-smoke@dev", 7, "latest")
     assert config.geometry.policy_world == 2 and config.geometry.rollout_world == 2
     assert config.geometry.colocate_all and config.geometry.use_reference
@@ -28,10 +29,14 @@ def test_reads_geometry_batches_and_paths_from_the_rendered_yaml(document: dict)
     assert config.model_dir == Path("/store/countdown-smoke-sft/dev")
     assert config.reference_dir == config.model_dir  # no reference_model slot: the initial policy
     assert config.train_dir == config.eval_dir == Path("/store/countdown-smoke-data/dev")
-    # Not rendered: SkyRL 0.3.0's defaults.
+    # Not rendered: SkyRL 0.3.0's defaults, from the typed launch document.
     assert config.grpo_norm_by_std is True and config.max_grad_norm == 1.0
     assert config.num_sim_gpus == 2
     check_runnable(config)
+
+
+def _load(document: dict):
+    return load_config(LaunchDocument.parse(document, "launch.yaml"))
 
 
 def _changed(document: dict, path: str, value) -> dict:
@@ -50,11 +55,6 @@ def _changed(document: dict, path: str, value) -> dict:
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        ("skyrl.trainer.train_batch_size", KeyError,
-         "launch YAML field skyrl.trainer.train_batch_size is missing; render the launch YAML "
-         "again with `rlaunch render`"),
-        ("skyrl.trainer.train_batch_size", "16",
-         "launch YAML field skyrl.trainer.train_batch_size must be int, got '16'"),
         ("skyrl.environment.env_class", "gsm8k",
          "skyrl.environment.env_class is 'gsm8k'; the smoke runtime has the task(s) countdown"),
         ("skyrl.trainer.algorithm.advantage_estimator", "gae",
@@ -64,14 +64,24 @@ def _changed(document: dict, path: str, value) -> dict:
         ("artifacts.checkpoint_root", "gs://bucket/ckpt",
          "artifacts.checkpoint_root is 'gs://bucket/ckpt': the smoke runtime reads and writes "
          "local paths only"),
-        ("skyrl.generator.inference_engine.num_engines", 0,
-         "launch YAML field skyrl.generator.inference_engine.num_engines must be >= 1, got 0"),
     ],
 )
-def test_unusable_fields_are_named(document: dict, path: str, value, message: str) -> None:
+def test_what_the_smoke_runtime_cannot_run_is_named(
+    document: dict, path: str, value, message: str
+) -> None:
     with pytest.raises(SmokeConfigError) as caught:
-        load_config(_changed(document, path, value), "launch.yaml")
+        _load(_changed(document, path, value))
     assert message in str(caught.value)
+
+
+def test_a_mistyped_field_is_refused_by_the_document_before_the_runtime_reads_it(
+    document: dict,
+) -> None:
+    with pytest.raises(LaunchError) as caught:
+        _load(_changed(document, "skyrl.trainer.train_batch_size", "16"))
+    assert "skyrl.trainer.train_batch_size: Input should be a valid integer (got '16')" in (
+        str(caught.value)
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,7 +100,7 @@ def test_unusable_fields_are_named(document: dict, path: str, value, message: st
 )
 def test_batch_and_resume_rules_are_checked_again(document: dict, path: str, value,
                                                   message: str) -> None:
-    config = load_config(_changed(document, path, value), "launch.yaml")
+    config = _load(_changed(document, path, value))
     with pytest.raises(SmokeConfigError) as caught:
         check_runnable(config)
     assert message in str(caught.value)
@@ -99,7 +109,7 @@ def test_batch_and_resume_rules_are_checked_again(document: dict, path: str, val
 def test_policy_dp_odd_split_is_refused(document: dict) -> None:
     changed = _changed(document, "skyrl.trainer.policy_mini_batch_size", 1)
     changed = _changed(changed, "skyrl.generator.n_samples_per_prompt", 3)
-    config = load_config(changed, "launch.yaml")
+    config = _load(changed)
     with pytest.raises(SmokeConfigError, match=r"policy mini batch 1 x n_samples_per_prompt 3 = "
                                                r"3 sequences do not split over policy DP 2"):
         check_runnable(config)

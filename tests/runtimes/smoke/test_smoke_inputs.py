@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rlaunch.render import LaunchDocument
 from rlaunch.runtimes.smoke.config import SmokeConfigError, load_config
 from rlaunch.runtimes.smoke.inputs import refuse_finished_calendar, verify_inputs
 from rlaunch.store import RECORD_FILE
@@ -20,7 +21,7 @@ from .smoke_helpers import write_launch
 def launched(tiny_model_dir: Path, tmp_path: Path) -> tuple[dict, object]:
     """(launch document, its SmokeConfig) with every input built and recorded."""
     path, document = write_launch(tmp_path, tiny_model_dir)
-    return document, load_config(document, str(path))
+    return document, load_config(LaunchDocument.parse(document, str(path)))
 
 
 def _refused(config) -> str:
@@ -105,7 +106,7 @@ def _with_manifest(tiny_model_dir: Path, tmp_path: Path, version: str):
     manifest.parent.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps({"final_step": 8, "attempt_id": "a-1",
                                     "weights_sha256": "sha256:abc"}))
-    return load_config(document, str(path)), manifest
+    return load_config(LaunchDocument.parse(document, str(path))), manifest
 
 
 def test_a_finished_calendar_version_is_refused(tiny_model_dir: Path, tmp_path: Path) -> None:

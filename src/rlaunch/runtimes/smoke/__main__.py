@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     source = args[0]
     try:
-        config = load_config(load_launch(source), source)
+        config = load_config(load_launch(source))
         check_runnable(config)
         run = SmokeRun(config, say=say)
         run.resume_source()

@@ -1,55 +1,24 @@
-"""What the smoke runtime reads from a launch YAML, checked once, with field paths in errors.
+"""What the smoke runtime takes from the typed launch document, plus what only it refuses.
 
 The runtime reads the `skyrl` subtree exactly as SkyRL would (role geometry, batch sizes,
-lengths, algorithm), input locations from `inputs`, output roots from `artifacts`. Fields
-the renderer leaves to SkyRL's defaults (grpo_norm_by_std, max_grad_norm, adam betas,
-weight decay) take SkyRL 0.3.0's default values.
+lengths, algorithm), input locations from `inputs`, output roots from `artifacts`, all through
+`rlaunch.render.LaunchDocument` (which checked every field's type and carries SkyRL's defaults
+for the settings the renderer leaves to SkyRL). Here: what the smoke runtime cannot run (another
+task, a critic, multi-turn, a remote store).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from rlaunch.render import LaunchDocument
 
 ENVIRONMENTS = ("countdown",)
 ESTIMATORS = ("grpo", "rloo")
 
-_MISSING = object()
-
-
 class SmokeConfigError(ValueError):
     """The launch YAML asks for something the smoke runtime cannot run."""
-
-
-def _field(document: dict, path: str, kind: type | tuple[type, ...], default: Any = _MISSING):
-    node: Any = document
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            if default is not _MISSING:
-                return default
-            raise SmokeConfigError(
-                f"launch YAML field {path} is missing; render the launch YAML again with "
-                "`rlaunch render` (docs/launch-yaml.md lists every field)"
-            )
-        node = node[part]
-    if node is None and default is None:
-        return None
-    if isinstance(node, bool) and kind in (int, float):
-        raise SmokeConfigError(f"launch YAML field {path} must be a number, got {node!r}")
-    if kind is float and isinstance(node, int):
-        return float(node)
-    if not isinstance(node, kind):
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        expected = " or ".join(k.__name__ for k in kinds)
-        raise SmokeConfigError(f"launch YAML field {path} must be {expected}, got {node!r}")
-    return node
-
-
-def _positive(value: int, path: str) -> int:
-    if value < 1:
-        raise SmokeConfigError(f"launch YAML field {path} must be >= 1, got {value}")
-    return value
 
 
 def _local(uri: str, path: str) -> Path:
@@ -166,53 +135,36 @@ class SmokeConfig:
     """Allocation: nodes x GPUs per node (what a local Ray is started with)."""
 
 
-def _geometry(doc: dict) -> Geometry:
-    trainer = "skyrl.trainer"
-    strategy = _field(doc, f"{trainer}.strategy", str)
-    if strategy not in ("fsdp", "megatron"):
-        raise SmokeConfigError(f"{trainer}.strategy must be fsdp or megatron, got {strategy!r}")
-    megatron = f"{trainer}.policy.megatron_config"
-    if strategy == "megatron":
-        model_parallel = 1
-        for name in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
-                     "context_parallel_size"):
-            path = f"{megatron}.{name}"
-            model_parallel *= _positive(_field(doc, path, int), path)
+def _geometry(launch: LaunchDocument) -> Geometry:
+    trainer = launch.skyrl.trainer
+    if trainer.strategy == "megatron":
+        megatron = trainer.policy.megatron_config
+        model_parallel = (megatron.tensor_model_parallel_size
+                          * megatron.pipeline_model_parallel_size
+                          * megatron.context_parallel_size)
     else:
-        model_parallel = _positive(
-            _field(doc, f"{trainer}.policy.sequence_parallel_size", int),
-            f"{trainer}.policy.sequence_parallel_size",
-        )
-    if _field(doc, f"{trainer}.critic.model.path", str, None) is not None:
+        model_parallel = trainer.policy.sequence_parallel_size
+    if trainer.critic.model.path is not None:
         raise SmokeConfigError(
-            f"{trainer}.critic.model.path is set: the smoke runtime has no critic role "
+            "skyrl.trainer.critic.model.path is set: the smoke runtime has no critic role "
             "(it runs grpo and rloo); drop the critic model from the spec"
         )
-    use_kl_loss = _field(doc, f"{trainer}.algorithm.use_kl_loss", bool)
-    use_kl_in_reward = _field(doc, f"{trainer}.algorithm.use_kl_in_reward", bool)
-    placement = f"{trainer}.placement"
-    engine = "skyrl.generator.inference_engine"
+    placement = trainer.placement
+    engine = launch.skyrl.generator.inference_engine
     geometry = Geometry(
-        strategy=strategy,
-        policy_nodes=_positive(_field(doc, f"{placement}.policy_num_nodes", int),
-                               f"{placement}.policy_num_nodes"),
-        policy_gpus_per_node=_positive(_field(doc, f"{placement}.policy_num_gpus_per_node", int),
-                                       f"{placement}.policy_num_gpus_per_node"),
+        strategy=trainer.strategy,
+        policy_nodes=placement.policy_num_nodes,
+        policy_gpus_per_node=placement.policy_num_gpus_per_node,
         model_parallel_size=model_parallel,
-        use_reference=use_kl_loss or use_kl_in_reward,
-        ref_nodes=_positive(_field(doc, f"{placement}.ref_num_nodes", int),
-                            f"{placement}.ref_num_nodes"),
-        ref_gpus_per_node=_positive(_field(doc, f"{placement}.ref_num_gpus_per_node", int),
-                                    f"{placement}.ref_num_gpus_per_node"),
-        colocate_all=_field(doc, f"{placement}.colocate_all", bool),
-        colocate_policy_ref=_field(doc, f"{placement}.colocate_policy_ref", bool),
-        num_engines=_positive(_field(doc, f"{engine}.num_engines", int), f"{engine}.num_engines"),
-        engine_tp=_positive(_field(doc, f"{engine}.tensor_parallel_size", int),
-                            f"{engine}.tensor_parallel_size"),
-        engine_pp=_positive(_field(doc, f"{engine}.pipeline_parallel_size", int),
-                            f"{engine}.pipeline_parallel_size"),
-        engine_dp=_positive(_field(doc, f"{engine}.data_parallel_size", int),
-                            f"{engine}.data_parallel_size"),
+        use_reference=trainer.algorithm.use_kl_loss or trainer.algorithm.use_kl_in_reward,
+        ref_nodes=placement.ref_num_nodes,
+        ref_gpus_per_node=placement.ref_num_gpus_per_node,
+        colocate_all=placement.colocate_all,
+        colocate_policy_ref=placement.colocate_policy_ref,
+        num_engines=engine.num_engines,
+        engine_tp=engine.tensor_parallel_size,
+        engine_pp=engine.pipeline_parallel_size,
+        engine_dp=engine.data_parallel_size,
     )
     if geometry.policy_world % model_parallel:
         raise SmokeConfigError(
@@ -223,126 +175,109 @@ def _geometry(doc: dict) -> Geometry:
     return geometry
 
 
-def _input_dir(doc: dict, slot: str, required: bool) -> Path | None:
-    uri = _field(doc, f"inputs.{slot}.uri", str, None if not required else _MISSING)
-    return None if uri is None else _local(uri, f"inputs.{slot}.uri")
+def _input_dir(launch: LaunchDocument, slot: str) -> Path | None:
+    entry = launch.inputs.get(slot)
+    return None if entry is None else _local(entry.uri, f"inputs.{slot}.uri")
 
 
-def _inputs(doc: dict) -> tuple[InputRef, ...]:
-    slots = _field(doc, "inputs", dict)
-    return tuple(
-        InputRef(
-            slot=slot,
-            identity=_field(doc, f"inputs.{slot}.identity", str),
-            fingerprint=_field(doc, f"inputs.{slot}.fingerprint", str),
-            directory=_local(_field(doc, f"inputs.{slot}.uri", str), f"inputs.{slot}.uri"),
+def _required_dir(launch: LaunchDocument, slot: str) -> Path:
+    directory = _input_dir(launch, slot)
+    if directory is None:
+        raise SmokeConfigError(
+            f"{launch.source}: inputs.{slot} is missing; the smoke runtime needs a {slot} "
+            f"(set it in the spec and render the launch YAML again)"
         )
-        for slot in slots
+    return directory
+
+
+def _inputs(launch: LaunchDocument) -> tuple[InputRef, ...]:
+    return tuple(
+        InputRef(slot=slot, identity=entry.identity, fingerprint=entry.fingerprint,
+                 directory=_local(entry.uri, f"inputs.{slot}.uri"))
+        for slot, entry in launch.inputs.items()
     )
 
 
-def load_config(document: dict, source: str) -> SmokeConfig:
-    """The runtime's view of a launch document (already schema-checked by `load_launch`)."""
-    trainer = "skyrl.trainer"
-    env_class = _field(document, "skyrl.environment.env_class", str)
+def load_config(launch: LaunchDocument) -> SmokeConfig:
+    """The runtime's view of a launch document (typed and checked by `load_launch`)."""
+    skyrl = launch.skyrl
+    trainer = skyrl.trainer
+    algorithm = trainer.algorithm
+    optimizer = trainer.policy.optimizer_config
+    generator = skyrl.generator
+    env_class = skyrl.environment.env_class
     if env_class not in ENVIRONMENTS:
         raise SmokeConfigError(
             f"skyrl.environment.env_class is {env_class!r}; the smoke runtime has the task(s) "
             f"{', '.join(ENVIRONMENTS)}; set algorithm.environment in the spec"
         )
-    estimator = _field(document, f"{trainer}.algorithm.advantage_estimator", str)
-    if estimator not in ESTIMATORS:
+    if algorithm.advantage_estimator not in ESTIMATORS:
         raise SmokeConfigError(
-            f"{trainer}.algorithm.advantage_estimator is {estimator!r}; the smoke runtime runs "
-            f"{' and '.join(ESTIMATORS)}"
+            f"skyrl.trainer.algorithm.advantage_estimator is {algorithm.advantage_estimator!r}; "
+            f"the smoke runtime runs {' and '.join(ESTIMATORS)}"
         )
-    turns = _field(document, "skyrl.generator.max_turns", int)
-    if turns != 1:
+    if generator.max_turns != 1:
         raise SmokeConfigError(
-            f"skyrl.generator.max_turns is {turns}; the smoke task is single-turn (1)"
+            f"skyrl.generator.max_turns is {generator.max_turns}; the smoke task is single-turn "
+            f"(1)"
         )
-    model_dir = _input_dir(document, "model", True)
-    reference = _input_dir(document, "reference_model", False)
-    allocation = "execution.allocation"
-    wandb = _field(document, "execution.wandb", dict, None)
-    resume_path = _field(document, f"{trainer}.resume_path", str, None)
-    betas = _field(document, f"{trainer}.policy.optimizer_config.adam_betas", list, [0.9, 0.999])
+    model_dir = _required_dir(launch, "model")
+    reference = _input_dir(launch, "reference_model")
+    artifacts = launch.artifacts
+    wandb = launch.execution.wandb
     return SmokeConfig(
-        source=source,
-        run_id=_field(document, "run.id", str),
-        run_name=_field(document, "run.name", str),
-        run_version=_field(document, "run.version", str),
-        seed=_field(document, f"{trainer}.seed", int),
-        fingerprint=_field(document, "run.fingerprint", str),
-        runtime_fingerprint=_field(document, "runtime.fingerprint", str),
-        compatible_runtimes=tuple(_field(document, "resume.compatible_runtimes", list, [])),
-        resume_mode=_field(document, f"{trainer}.resume_mode", str),
-        resume_path=None if resume_path is None else _local(resume_path, f"{trainer}.resume_path"),
-        checkpoint_root=_local(_field(document, "artifacts.checkpoint_root", str),
-                               "artifacts.checkpoint_root"),
-        export_root=_local(_field(document, "artifacts.export_root", str), "artifacts.export_root"),
-        attempts_root=_local(_field(document, "artifacts.attempts_root", str),
-                             "artifacts.attempts_root"),
-        terminal_manifest=_local(_field(document, "artifacts.terminal_manifest", str),
-                                 "artifacts.terminal_manifest"),
-        inputs=_inputs(document),
+        source=launch.source,
+        run_id=launch.run.id,
+        run_name=launch.run.name,
+        run_version=launch.run.version,
+        seed=trainer.seed,
+        fingerprint=launch.run.fingerprint,
+        runtime_fingerprint=launch.runtime.fingerprint,
+        compatible_runtimes=tuple(launch.resume.compatible_runtimes),
+        resume_mode=trainer.resume_mode,
+        resume_path=None if trainer.resume_path is None
+        else _local(trainer.resume_path, "skyrl.trainer.resume_path"),
+        checkpoint_root=_local(artifacts.checkpoint_root, "artifacts.checkpoint_root"),
+        export_root=_local(artifacts.export_root, "artifacts.export_root"),
+        attempts_root=_local(artifacts.attempts_root, "artifacts.attempts_root"),
+        terminal_manifest=_local(artifacts.terminal_manifest, "artifacts.terminal_manifest"),
+        inputs=_inputs(launch),
         model_dir=model_dir,
-        tokenizer_dir=_input_dir(document, "tokenizer", True),
+        tokenizer_dir=_required_dir(launch, "tokenizer"),
         reference_dir=reference if reference is not None else model_dir,
-        train_dir=_input_dir(document, "train_data", True),
-        eval_dir=_input_dir(document, "eval_data", False),
-        geometry=_geometry(document),
-        estimator=estimator,
-        use_kl_loss=_field(document, f"{trainer}.algorithm.use_kl_loss", bool),
-        use_kl_in_reward=_field(document, f"{trainer}.algorithm.use_kl_in_reward", bool),
-        kl_loss_coef=_field(document, f"{trainer}.algorithm.kl_loss_coef", float),
-        kl_estimator=_field(document, f"{trainer}.algorithm.kl_estimator_type", str),
-        eps_clip_low=_field(document, f"{trainer}.algorithm.eps_clip_low", float),
-        eps_clip_high=_field(document, f"{trainer}.algorithm.eps_clip_high", float),
-        grpo_norm_by_std=_field(document, f"{trainer}.algorithm.grpo_norm_by_std", bool, True),
-        learning_rate=_field(document, f"{trainer}.policy.optimizer_config.lr", float),
-        weight_decay=_field(document, f"{trainer}.policy.optimizer_config.weight_decay", float,
-                            0.01),
-        adam_betas=(float(betas[0]), float(betas[1])),
-        max_grad_norm=_field(document, f"{trainer}.policy.optimizer_config.max_grad_norm", float,
-                             1.0),
-        epochs=_positive(_field(document, f"{trainer}.epochs", int), f"{trainer}.epochs"),
-        max_training_steps=_field(document, f"{trainer}.max_training_steps", int, None),
-        train_batch_size=_positive(_field(document, f"{trainer}.train_batch_size", int),
-                                   f"{trainer}.train_batch_size"),
-        policy_mini_batch_size=_positive(_field(document, f"{trainer}.policy_mini_batch_size", int),
-                                         f"{trainer}.policy_mini_batch_size"),
-        micro_train_batch_size_per_gpu=_positive(
-            _field(document, f"{trainer}.micro_train_batch_size_per_gpu", int),
-            f"{trainer}.micro_train_batch_size_per_gpu",
-        ),
-        micro_forward_batch_size_per_gpu=_positive(
-            _field(document, f"{trainer}.micro_forward_batch_size_per_gpu", int),
-            f"{trainer}.micro_forward_batch_size_per_gpu",
-        ),
-        eval_batch_size=_positive(_field(document, f"{trainer}.eval_batch_size", int),
-                                  f"{trainer}.eval_batch_size"),
-        n_samples_per_prompt=_positive(
-            _field(document, "skyrl.generator.n_samples_per_prompt", int),
-            "skyrl.generator.n_samples_per_prompt",
-        ),
-        max_prompt_length=_positive(_field(document, f"{trainer}.max_prompt_length", int),
-                                    f"{trainer}.max_prompt_length"),
-        max_generate_length=_positive(
-            _field(document, "skyrl.generator.sampling_params.max_generate_length", int),
-            "skyrl.generator.sampling_params.max_generate_length",
-        ),
-        temperature=_field(document, "skyrl.generator.sampling_params.temperature", float),
-        ckpt_interval=_field(document, f"{trainer}.ckpt_interval", int),
-        max_ckpts_to_keep=_field(document, f"{trainer}.max_ckpts_to_keep", int),
-        hf_save_interval=_field(document, f"{trainer}.hf_save_interval", int),
-        logger=_field(document, f"{trainer}.logger", str),
-        project_name=_field(document, f"{trainer}.project_name", str),
-        wandb_entity=None if wandb is None else wandb.get("entity"),
-        num_sim_gpus=_positive(_field(document, f"{allocation}.num_nodes", int),
-                               f"{allocation}.num_nodes")
-        * _positive(_field(document, f"{allocation}.gpus_per_node", int),
-                    f"{allocation}.gpus_per_node"),
+        train_dir=_required_dir(launch, "train_data"),
+        eval_dir=_input_dir(launch, "eval_data"),
+        geometry=_geometry(launch),
+        estimator=algorithm.advantage_estimator,
+        use_kl_loss=algorithm.use_kl_loss,
+        use_kl_in_reward=algorithm.use_kl_in_reward,
+        kl_loss_coef=algorithm.kl_loss_coef,
+        kl_estimator=algorithm.kl_estimator_type,
+        eps_clip_low=algorithm.eps_clip_low,
+        eps_clip_high=algorithm.eps_clip_high,
+        grpo_norm_by_std=algorithm.grpo_norm_by_std,
+        learning_rate=optimizer.lr,
+        weight_decay=optimizer.weight_decay,
+        adam_betas=(optimizer.adam_betas[0], optimizer.adam_betas[1]),
+        max_grad_norm=optimizer.max_grad_norm,
+        epochs=trainer.epochs,
+        max_training_steps=trainer.max_training_steps,
+        train_batch_size=trainer.train_batch_size,
+        policy_mini_batch_size=trainer.policy_mini_batch_size,
+        micro_train_batch_size_per_gpu=trainer.micro_train_batch_size_per_gpu,
+        micro_forward_batch_size_per_gpu=trainer.micro_forward_batch_size_per_gpu,
+        eval_batch_size=trainer.eval_batch_size,
+        n_samples_per_prompt=generator.n_samples_per_prompt,
+        max_prompt_length=trainer.max_prompt_length,
+        max_generate_length=generator.sampling_params.max_generate_length,
+        temperature=generator.sampling_params.temperature,
+        ckpt_interval=trainer.ckpt_interval,
+        max_ckpts_to_keep=trainer.max_ckpts_to_keep,
+        hf_save_interval=trainer.hf_save_interval,
+        logger=trainer.logger,
+        project_name=trainer.project_name,
+        wandb_entity=None if wandb is None else wandb.entity,
+        num_sim_gpus=launch.execution.allocation.num_gpus,
     )
 
 
