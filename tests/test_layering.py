@@ -30,6 +30,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "render",  # RunSpec -> launch YAML; the typed launch document
         "runtimes",  # read a launch YAML
         "ledger",
+        "view",  # runs as the ledger and their files record them (ls, show, plot)
         "preflight",
         "builders",
         "executors",
@@ -37,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "experiment launch_commands buildschema cli __main__",  # front ends
     )
 )
-HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub"})
+HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub", "matplotlib"})
 """Third-party modules a function may import lazily (start-up time, or optional)."""
 
 

@@ -17,8 +17,10 @@ from rlaunch.executors import ExecutorError, ExecutorOptions, Submission, load_e
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.launch import LaunchRefused, launch, record_status
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
+from rlaunch.ledger.records import TERMINAL
 from rlaunch.paths import default_store_prefix
 from rlaunch.spec import SpecError, load_spec
+from rlaunch.view import RunStore, ViewError
 
 
 def _say(message: str) -> None:
@@ -130,17 +132,38 @@ _STORE = click.option("--store", metavar="PREFIX", help="Artifact store prefix o
 @_TARGET
 @_STORE
 def status_command(target: str, store: str | None) -> None:
-    """Print the status of TARGET's last launch (a spec file or name@version) and record it."""
+    """Print the status of TARGET's last launch (a spec file or name@version) and record it.
+
+    A finished launch answers from the ledger (its head may be long gone); a live one asks its
+    executor."""
     ledger, name, version, submission = _find(target, store)
+    recorded = _recorded_status(ledger, name, version)
+    where = f"{submission.executor} job {submission.submission_id} at {submission.address}"
+    if recorded in TERMINAL:
+        click.echo(f"{name}@{version} attempt {submission.attempt_id}: {recorded} ({where}; "
+                   f"from the ledger)")
+        return
     try:
         with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
             status = executor.status(submission)
     except ExecutorError as err:
-        raise click.ClickException(str(err)) from None
-    click.echo(f"{name}@{version} attempt {submission.attempt_id}: {status} "
-               f"({submission.executor} job {submission.submission_id} at {submission.address})")
+        raise click.ClickException(
+            f"{err}\nThe ledger last recorded {name}@{version} attempt {submission.attempt_id} "
+            f"as {recorded}.") from None
+    click.echo(f"{name}@{version} attempt {submission.attempt_id}: {status} ({where})")
     if status.is_terminal():
         record_status(ledger, name, version, submission.attempt_id, status, _say)
+
+
+def _recorded_status(ledger: Ledger, name: str, version: str) -> str:
+    return str((last_attempt(ledger.read(name, version)) or {}).get("status"))
+
+
+def _stored_log(ledger: Ledger, name: str, version: str, attempt_id: str) -> str | None:
+    try:
+        return RunStore(ledger.prefix).job_log(name, version, attempt_id)
+    except ViewError as err:
+        raise click.ClickException(str(err)) from None
 
 
 @click.command("logs")
@@ -148,14 +171,26 @@ def status_command(target: str, store: str | None) -> None:
 @_STORE
 @click.option("--follow", is_flag=True, help="Keep streaming until the job ends.")
 def logs_command(target: str, store: str | None, follow: bool) -> None:
-    """Print the output of TARGET's last launch (a spec file or name@version)."""
-    _, _, _, submission = _find(target, store)
+    """Print the output of TARGET's last launch (a spec file or name@version).
+
+    A finished launch prints the copy kept in the store (`attempts/<id>/job.log`); a live one
+    streams from its executor."""
+    ledger, name, version, submission = _find(target, store)
+    if _recorded_status(ledger, name, version) in TERMINAL:
+        stored = _stored_log(ledger, name, version, submission.attempt_id)
+        if stored is not None:
+            click.echo(stored, nl=False)
+            return
     try:
         with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
             for chunk in executor.logs(submission, follow):
                 click.echo(chunk, nl=False)
     except ExecutorError as err:
-        raise click.ClickException(str(err)) from None
+        stored = _stored_log(ledger, name, version, submission.attempt_id)
+        if stored is None:
+            raise click.ClickException(str(err)) from None
+        _say(f"rlaunch: {err}\nrlaunch: printing the copy kept in the store instead")
+        click.echo(stored, nl=False)
 
 
 @click.command("stop")
