@@ -14,7 +14,6 @@ Lifecycle (docs/launching.md, "The local Ray head"):
 
 from __future__ import annotations
 
-import fcntl
 import http.client
 import json
 import os
@@ -27,8 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -43,6 +41,7 @@ from rlaunch.executors.head_ready import (
     wait_ready,
 )
 from rlaunch.executors.jobs_api import probe
+from rlaunch.locks import exclusive
 from rlaunch.render.launchdoc import AllocationSection
 
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
@@ -337,23 +336,12 @@ def start_head(
     return record
 
 
-@contextmanager
-def _state_lock(state_dir: Path) -> Iterator[None]:
-    """Launches that start at once share one head: the check-and-start is serialized."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with open(state_dir / "head.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure_head(
     allocation: AllocationSection, state_dir: Path, say: Callable[[str], None]
 ) -> tuple[HeadRecord, bool]:
     """The head to submit to, and whether it was started now (by this call)."""
-    with _state_lock(state_dir):
+    # Launches that start at once share one head: the check-and-start is serialized.
+    with exclusive(state_dir / "head.lock"):
         record = read_record(state_dir)
         if record is not None:
             if is_alive(record):

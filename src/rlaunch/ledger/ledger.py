@@ -8,16 +8,15 @@ record on a local filesystem, a single object put on an object store.
 
 from __future__ import annotations
 
-import fcntl
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from rlaunch.atomic import write_text_atomically
 from rlaunch.ledger.errors import LedgerError
 from rlaunch.ledger.lock import LaunchLock, lock_path_for
 from rlaunch.ledger.records import latest_smoke_result, launched, new_record
+from rlaunch.locks import exclusive
 from rlaunch.paths import join, run_paths
 from rlaunch.store.fs import StoreError, open_location
 
@@ -78,22 +77,11 @@ class Ledger:
         else:
             self._location.fs.pipe_file(self._fs_path(path), text.encode())
 
-    @contextmanager
-    def _record_lock(self, name: str, version: str) -> Iterator[None]:
-        lock_path = lock_path_for(self.prefix, name, version).with_suffix(".json.lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock_path, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
     def update(
         self, name: str, version: str, change: Callable[[dict[str, Any]], None]
     ) -> dict[str, Any]:
         """Apply `change` to the record (a new one if none exists) and write it back."""
-        with self._record_lock(name, version):
+        with exclusive(lock_path_for(self.prefix, name, version).with_suffix(".json.lock")):
             record = self.read(name, version) or new_record(name, version)
             change(record)
             self._write(name, version, record)

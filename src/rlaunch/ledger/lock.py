@@ -1,16 +1,15 @@
 """The launch lock: at most one launch of a `name@version` at a time, per store.
 
-A kernel file lock (`flock`, non-blocking) on `{prefix}/_ledger/{name}/{version}.lock` for a local
-prefix; for an object-store prefix, which has no locks, on a file of the same name under this
-machine's cache (launches from one machine still exclude each other; docs/launching.md says what
-this does not cover). The holder writes its pid and host into the file so that the loser can say
-who holds it. The kernel drops the lock when the holder dies, so a crash never leaves it stuck.
+A file lock (`rlaunch.locks.try_exclusive`, non-blocking) on
+`{prefix}/_ledger/{name}/{version}.lock` for a local prefix; for an object-store prefix, which has
+no locks, on a file of the same name under this machine's cache (launches from one machine still
+exclude each other; docs/launching.md says what this does not cover). The holder writes its pid
+and host into the file so that the loser can say who holds it. The kernel drops the lock when the
+holder dies, so a crash never leaves it stuck.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import socket
 import time
@@ -18,9 +17,8 @@ from pathlib import Path
 from types import TracebackType
 
 from rlaunch.ledger.errors import LedgerError
+from rlaunch.locks import HeldLock, read_holder, try_exclusive
 from rlaunch.store.fs import lock_dir_for_remote, open_location
-
-_HOLDER_READ_S = 1.0
 
 
 class LaunchLocked(LedgerError):
@@ -53,49 +51,24 @@ class LaunchLock:
     def __init__(self, prefix: str, name: str, version: str) -> None:
         self.identity = f"{name}@{version}"
         self.path = lock_path_for(prefix, name, version)
-        self._fd: int | None = None
+        self._held: HeldLock | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LaunchLocked(self.identity, self._read_holder(), self.path) from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(),
                   "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(holder).encode(), 0)
-        self._fd = fd
-
-    def _read_holder(self) -> dict[str, object] | None:
-        # The winner writes its pid right after taking the lock: give it a moment.
-        deadline = time.monotonic() + _HOLDER_READ_S
-        while True:
-            try:
-                text = self.path.read_text()
-                if text.strip():
-                    return json.loads(text)
-            except (OSError, ValueError):
-                pass
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.02)
+        held = try_exclusive(self.path, holder)
+        if held is None:
+            raise LaunchLocked(self.identity, read_holder(self.path), self.path)
+        self._held = held
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        try:
-            os.ftruncate(self._fd, 0)
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        if self._held is not None:
+            self._held.release()
+            self._held = None
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._held is not None
 
     def __enter__(self) -> LaunchLock:
         self.acquire()

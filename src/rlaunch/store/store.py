@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from rlaunch.atomic import write_text_atomically
+from rlaunch.locks import exclusive
 from rlaunch.paths import artifact_root, default_store_prefix, join
 from rlaunch.store.digests import DigestCache
 from rlaunch.store.fs import StoreError, local_cache_dir, lock_dir_for_remote, open_location
@@ -35,7 +34,6 @@ from rlaunch.store.transfer import FileCopy, Log, download, upload
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 # `.staging-{version}-{pid}-{rand}` and `.trash-{version}-{pid}-{rand}` beside the versions.
 _LEFTOVER = re.compile(r"^\.(?P<what>staging|trash)-(?P<version>.+)-(?P<pid>\d+)-[0-9a-f]{8}$")
-_LOCK_POLL_SECONDS = 0.2
 
 
 def _check_segment(what: str, value: str) -> None:
@@ -167,18 +165,8 @@ class ArtifactStore:
             lock_path = Path(self._location.root, name, f".{version}.lock")
         else:
             lock_path = lock_dir_for_remote(self.prefix) / name / f"{version}.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(lock_path))
-        try:
-            lock.acquire(timeout=_LOCK_POLL_SECONDS)
-        except Timeout:
-            if on_wait is not None:
-                on_wait()
-            lock.acquire()
-        try:
+        with exclusive(lock_path, on_wait=on_wait):
             yield
-        finally:
-            lock.release()
 
     def new_staging(self, name: str, version: str) -> Path:
         """A fresh local folder for a build to write its payload into. Call under the lock."""
