@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 import yaml
 
+from contract.skyrl_env import contract_python
 from rlaunch.preflight import run_preflight
 from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.spec import RunSpec, parse_spec
@@ -40,7 +41,6 @@ from rlaunch.spec.examples import QWEN25_1_5B, reference_role, worked_example
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(__file__).with_name("skyrl_harness.py")
-ENV_SCRIPT = REPO_ROOT / "scripts" / "skyrl-contract-env"
 
 DOCUMENTED_EXAMPLES = ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8")
 
@@ -216,23 +216,6 @@ def broken_batch_subtree() -> dict[str, Any]:
 
 
 NEGATIVE_ID = "negative-train-batch-not-divisible"
-
-
-def contract_python() -> str:
-    """The contract env's interpreter, built on first use (about 30 s, 210 MB); skips when the
-    machine has no CPython 3.12."""
-    done = subprocess.run(
-        [str(ENV_SCRIPT)], capture_output=True, text=True, timeout=900, check=False
-    )
-    if done.returncode == 3:
-        pytest.skip(
-            "SkyRL contract not checked: no CPython 3.12 on this machine (skyrl-gym 0.4.0, "
-            "which SkyRL 0.3.0's config imports, requires it). scripts/skyrl-contract-env said:\n"
-            + done.stderr
-        )
-    if done.returncode != 0:
-        pytest.fail(f"scripts/skyrl-contract-env failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,47 @@
+"""Run inside the SkyRL contract env (CPython 3.12), not under pytest.
+
+    python make_tokenizer.py OUT_DIR [--no-chat-template]
+
+Trains a small word-level tokenizer with `tokenizers` on GSM8K-shaped text and saves it in
+Hugging Face format (tokenizer.json, tokenizer_config.json with a ChatML-style chat template)
+with transformers' PreTrainedTokenizerFast, the way a model folder carries its tokenizer. Only
+the 3.12 env has tokenizers and transformers, so the tests make the tokenizer here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+SPECIALS = ["<unk>", "<pad>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+CORPUS = [
+    "Ann has 3 apples and buys 1000 more. How many apples has she?",
+    "Let's think step by step and output the final answer after \"####\".",
+    "user assistant system #### 0 1 2 3 4 5 6 7 8 9 + = .",
+]
+
+
+def main(out_dir: str, *flags: str) -> int:
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=SPECIALS))
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>",
+        eos_token="<|im_end|>", bos_token=None,
+    )
+    if "--no-chat-template" not in flags:
+        fast.chat_template = CHAT_TEMPLATE
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

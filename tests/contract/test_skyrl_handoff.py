@@ -1,0 +1,225 @@
+"""SkyRL's own handoff check (rlaunch.runtimes.skyrl_handoff), run for real in the SkyRL 0.3.0
+contract env (CPython 3.12), on inputs the tests make:
+
+- a small word-level tokenizer trained with `tokenizers` and saved in Hugging Face format with a
+  ChatML-style chat template (tests/contract/make_tokenizer.py, run in the 3.12 env), and one
+  saved without a template;
+- GSM8K-shaped splits served by the local Hub (tests/hubserver.py) to the real huggingface_hub
+  client, snapshotted by hf_snapshot and turned into prompts.parquet by prompt_parquet.
+
+The overrides are those rlaunch renders for the documented colocated example
+(`rlaunch.render.skyrl_cli_args`), with the batch sized to the test data and every path pointing
+at the local files. Each bad input fails with the message that names its file and fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gsm8kdata
+from contract.skyrl_env import contract_python
+from contract.test_skyrl_contract import subtree_for_skyrl
+from hubserver import hub_environment, serve_hub
+from rlaunch.builders import build_artifact
+from rlaunch.render import skyrl_cli_args
+from rlaunch.spec import parse_spec
+from rlaunch.spec.examples import worked_example
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[1] / "src"
+MARKER = "SKYRL_HANDOFF "
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Interpreter, tokenizers and prompt files, made once for the module."""
+    python = contract_python()
+    root = tmp_path_factory.mktemp("handoff")
+    made: dict[str, Any] = {"python": python}
+    for name, flags in (("model", []), ("model-no-template", ["--no-chat-template"])):
+        done = subprocess.run(
+            [python, str(HERE / "make_tokenizer.py"), str(root / name), *flags],
+            capture_output=True, text=True, timeout=300, check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        made[name] = str(root / name)
+    store = str(root / "store")
+    artifacts = {
+        "train": gsm8kdata.prompts(rows=12),
+        "test": gsm8kdata.prompts("test", rows=4),
+        "no-truth": gsm8kdata.prompts(name="gsm8k-no-truth", ground_truth=None),
+        "verbatim": gsm8kdata.prompts(
+            name="gsm8k-verbatim", ground_truth={"column": "answer", "extract": "verbatim"}
+        ),
+        "wrong-env": gsm8kdata.prompts(name="gsm8k-wrong-env", env_class="gsm8k_math"),
+    }
+    with pytest.MonkeyPatch.context() as patch, serve_hub(gsm8kdata.repos()) as (url, _):
+        for key, value in hub_environment(url).items():
+            patch.setenv(key, value)
+        for key, artifact in artifacts.items():
+            result = build_artifact(artifact, store, log=quiet)
+            made[key] = str(result.local_path / "prompts.parquet")
+    return made
+
+
+def overrides(inputs: dict[str, Any], **changes: Any) -> list[str]:
+    skyrl = subtree_for_skyrl(parse_spec(worked_example("colocated-1x8")))
+    trainer = skyrl["trainer"]
+    # 12 train rows: one batch of 8 prompts x 8 samples over 8 GPUs, micro batches of 4.
+    trainer.update(train_batch_size=8, policy_mini_batch_size=8, eval_batch_size=4)
+    model = changes.pop("model", inputs["model"])
+    trainer["policy"]["model"]["path"] = model
+    trainer["ref"]["model"]["path"] = model
+    skyrl["data"] = {"train_data": [changes.pop("train", inputs["train"])],
+                     "val_data": [inputs["test"]]}
+    if "max_prompt_length" in changes:
+        # validate_cfg: single-turn generation needs max_input_length == max_prompt_length.
+        skyrl["generator"]["max_input_length"] = changes["max_prompt_length"]
+    for key, value in changes.items():
+        trainer[key] = value
+    return skyrl_cli_args(skyrl)
+
+
+def run_check(inputs: dict[str, Any], argv: list[str]) -> tuple[int, str, dict[str, Any]]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [inputs["python"], str(HERE / "handoff_runner.py"), *argv],
+        capture_output=True, text=True, timeout=600, check=False, env=env, cwd=HERE,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARKER)]
+    assert len(lines) == 1, f"no report line:\n{done.stdout}\n{done.stderr}"
+    return done.returncode, done.stdout, json.loads(lines[0][len(MARKER):])
+
+
+def the_problem(report: dict[str, Any]) -> str:
+    assert report["ok"] is False
+    assert len(report["problems"]) == 1, report["problems"]
+    return report["problems"][0]["message"]
+
+
+def test_good_inputs_pass_with_rows_kept_and_the_ground_truth_s_reward(inputs) -> None:
+    code, out, report = run_check(inputs, overrides(inputs))
+    assert code == 0, out
+    assert report["ok"] is True and report["problems"] == []
+    assert report["config"] == "accepted by from_cli_overrides and validate_cfg"
+    assert [(d["slot"], d["artifact"], d["rows"], d["kept"], d["dropped"])
+            for d in report["data"]] == [
+        ("train_data", "gsm8k-train-prompts@2026.11.02", 12, 12, 0),
+        ("val_data", "gsm8k-test-prompts@2026.11.02", 4, 4, 0),
+    ]
+    assert report["env_class"] == "gsm8k"
+    assert report["ground_truth_rewards"] == [1.0, 1.0, 1.0, 1.0]
+    assert "train_data: " in out and "12 of 12 rows kept, 0 longer than 512 tokens" in out
+    assert "env: gsm8k made on the first rows; reward of the ground truth: 1, 1, 1, 1" in out
+    assert "handoff check: passed" in out
+
+
+def test_a_prompt_length_that_filters_everything_names_the_length_to_use(inputs) -> None:
+    code, _, report = run_check(inputs, overrides(inputs, max_prompt_length=8))
+    assert code == 1
+    message = the_problem(report)
+    assert message.startswith(
+        f"train_data {inputs['train']} (gsm8k-train-prompts@2026.11.02): all 12 rows are longer "
+        f"than trainer.max_prompt_length 8 tokens with the chat template applied (the shortest "
+        f"of the first 12 is "
+    ), message
+    assert message.endswith(
+        "so PromptDataset keeps none; raise max_prompt_length (lengths.max_prompt_length in "
+        "BUILD) to at least 34, or shorten the artifact's template"
+    )
+
+
+def test_fewer_rows_than_one_train_batch_is_refused_before_the_gpus(inputs) -> None:
+    argv = overrides(inputs, train_batch_size=16, policy_mini_batch_size=8)
+    code, _, report = run_check(inputs, argv)
+    assert code == 1
+    assert the_problem(report) == (
+        "train_data keeps 12 rows after the prompt-length filter, fewer than "
+        "trainer.train_batch_size 16: SkyRL would stop in BasePPOExp.get_train_dataset after "
+        "the GPUs are reserved; use more rows, a larger max_prompt_length, or a smaller "
+        "train_batch_size"
+    )
+
+
+def test_a_template_with_no_ground_truth_names_the_artifact_and_the_fix(inputs) -> None:
+    code, _, report = run_check(inputs, overrides(inputs, train=inputs["no-truth"]))
+    assert code == 1
+    assert the_problem(report) == (
+        f"train_data {inputs['no-truth']} (gsm8k-no-truth@2026.11.02): row 0 has no ground "
+        f"truth (reward_spec {{'method': 'rule', 'ground_truth': None}}), and env 'gsm8k' "
+        f"grades every answer against it, so every reward would be 0. Declare how the ground "
+        f"truth is taken from the source in the artifact's BUILD config (ground_truth={{column, "
+        f"extract}})"
+    )
+
+
+def test_a_ground_truth_the_env_does_not_reward_is_refused(inputs) -> None:
+    code, _, report = run_check(inputs, overrides(inputs, train=inputs["verbatim"]))
+    assert code == 1
+    message = the_problem(report)
+    assert message.startswith(
+        f"train_data {inputs['verbatim']} (gsm8k-verbatim@2026.11.02): row 0's own ground "
+        f"truth 'She has 3 + 1000 = 1003 apples.\\n#### 1,003', answered as env 'gsm8k' grades "
+        f"answers, earns reward 0"
+    )
+    assert message.endswith(
+        "not 1.0: the ground truth is not what the env compares against; fix the artifact's "
+        "config.ground_truth (for gsm8k: extract 'final_answer', the number after ####)"
+    )
+
+
+def test_a_wrong_env_class_lists_the_registered_ones(inputs) -> None:
+    code, _, report = run_check(inputs, overrides(inputs, train=inputs["wrong-env"]))
+    assert code == 1
+    message = the_problem(report)
+    assert message.startswith(
+        f"train_data {inputs['wrong-env']} (gsm8k-wrong-env@2026.11.02): row 0 names env_class "
+        f"'gsm8k_math', which skyrl-gym does not register (it has "
+    )
+    assert "gsm8k, gsm8k_multi_turn" in message
+    assert message.endswith(
+        "fix the env_class in the artifact's config (and algorithm.environment) to one of them"
+    )
+
+
+def test_a_tokenizer_without_a_chat_template_is_refused(inputs) -> None:
+    code, _, report = run_check(inputs, overrides(inputs, model=inputs["model-no-template"]))
+    assert code == 1
+    path = inputs["model-no-template"]
+    assert the_problem(report) == (
+        f"the tokenizer of trainer.policy.model.path {path} ({path}/config.json) has no chat "
+        f"template, and PromptDataset applies one to every prompt (apply_chat_template). Use a "
+        f"model whose tokenizer_config.json has a chat_template (an instruct/chat model), or "
+        f"add chat_template.jinja to the model artifact"
+    )
+
+
+def test_a_folder_instead_of_a_prompt_file_is_refused(inputs) -> None:
+    folder = str(Path(inputs["train"]).parent)
+    code, _, report = run_check(inputs, overrides(inputs, train=folder))
+    assert code == 1
+    assert the_problem(report) == (
+        f"train_data {folder} ({folder}): PromptDataset reads files ending .parquet, .json or "
+        f".jsonl and takes anything else for a Hugging Face dataset name; point train_data at "
+        f"the prompt file inside the artifact (a prompt_parquet artifact's prompts.parquet)"
+    )
+
+
+def test_a_config_skyrl_refuses_stops_the_check(inputs) -> None:
+    code, _, report = run_check(inputs, overrides(inputs, train_batch_size=250))
+    assert code == 1
+    assert the_problem(report) == (
+        "SkyRL 0.3.0 refuses the job's overrides: AssertionError: train_batch_size 250 should "
+        "be divisible by policy_mini_batch_size 8. The launch YAML's skyrl section is what to "
+        "fix (SkyRLTrainConfig.from_cli_overrides, validate_cfg)"
+    )
