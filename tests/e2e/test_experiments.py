@@ -8,6 +8,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+import yaml
+
+from rlaunch.render import skyrl_cli_args
+
 PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 RUNS = (
@@ -197,3 +202,42 @@ def test_run_builds_an_artifact_then_reuses_it(pants: PantsRunner, tmp_path: Pat
     assert fingerprint and fingerprint == [
         line for line in again.stdout.splitlines() if "fingerprint:" in line
     ]
+
+
+def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
+    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+) -> None:
+    """Every SkyRL run's packaged launch YAML, as ./pants writes it, through SkyRL 0.3.0's own
+    loader and validate_cfg in the contract env (tests/contract/skyrl_harness.py), in both the
+    YAML and the command-line form; its data are the runtime-format .parquet files."""
+    runs = [run for run in RUNS if not run.startswith("experiments/countdown:")]
+    result = pants(f"--pants-distdir={distdir}", "package", *runs)
+    assert result.returncode == 0, result.stderr
+    cases = {}
+    for run in runs:
+        folder, name = run.split(":")
+        document = yaml.safe_load((repo_root / distdir / folder / name / "launch.yaml").read_text())
+        skyrl = document["skyrl"]
+        data = skyrl["data"]["train_data"] + skyrl["data"]["val_data"]
+        assert data and all(path.endswith("/prompts.parquet") for path in data), (run, data)
+        # With wandb, validate_cfg reads WANDB_API_KEY: a launch-time fact, not a config one.
+        skyrl["trainer"]["logger"] = "console"
+        cases[run] = {"skyrl": skyrl, "cli_args": skyrl_cli_args(skyrl)}
+    env = subprocess.run([str(repo_root / "scripts" / "skyrl-contract-env")],
+                         capture_output=True, text=True, timeout=900, check=False)
+    if env.returncode == 3:
+        pytest.skip(f"no CPython 3.12 for the SkyRL contract env: {env.stderr}")
+    assert env.returncode == 0, env.stderr
+    cases_path, result_path = tmp_path / "cases.yaml", tmp_path / "result.json"
+    cases_path.write_text(yaml.safe_dump(cases, sort_keys=False))
+    done = subprocess.run(
+        [env.stdout.strip(), str(repo_root / "tests/contract/skyrl_harness.py"),
+         str(cases_path), str(result_path)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(result_path.read_text())["results"]
+    refused = {run: outcome["error"] for run, outcome in results.items() if not outcome["accepted"]}
+    assert refused == {}
+    assert all(outcome["cli_equals_yaml"] is True for outcome in results.values())
+    assert sorted(results) == sorted(runs)
