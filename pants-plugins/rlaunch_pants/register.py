@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pants.engine.rules import Rule
 
-from rlaunch_pants import process, references, specs
+from rlaunch_pants import origins, process, references, specs
 from rlaunch_pants import target_types as types
 from rlaunch_pants.goals import check, package, run
 from rlaunch_pants.subsystem import RlaunchSubsystem
@@ -20,6 +20,7 @@ def rules() -> Iterable[Rule]:
     return [
         *RlaunchSubsystem.rules(),
         *references.rules(),
+        *origins.rules(),
         *specs.rules(),
         *process.rules(),
         *check.rules(),

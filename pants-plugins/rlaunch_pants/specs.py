@@ -28,11 +28,22 @@ from rlaunch_pants import run_fields as rf
 from rlaunch_pants import schema
 from rlaunch_pants import target_types as tt
 from rlaunch_pants.fields import TargetReferenceField
+from rlaunch_pants.origins import (
+    ARTIFACT_FIELD_NAMES,
+    RUN_FIELD_NAMES,
+    RUNTIME_FIELD_NAMES,
+    SOURCES_KEY,
+    TargetOrigin,
+    TargetOriginRequest,
+)
 from rlaunch_pants.references import ReferencedTarget, ReferenceRequest
 
 SCHEMA_VERSION = schema.SCHEMA["schema_version"]
 ARTIFACT_SLOTS = schema.ARTIFACT_SLOTS
 SPEC_DIR = "__rlaunch_specs"
+# The sections of `smoke_of` that are a target of the full run (the allocation is one field of
+# its execution target).
+SMOKE_SHARED_SECTIONS = ("role_plan", "runtime")
 
 
 def thaw(value: Any) -> Any:
@@ -251,6 +262,8 @@ class ArtifactSpecRequest:
 class ArtifactSpec:
     address: Address
     json: str
+    # (path under the artifact, target): the artifact itself at "", its deps at "deps.<slot>".
+    origins: tuple[tuple[str, Address], ...]
 
     def data(self) -> dict[str, Any]:
         return json.loads(self.json)
@@ -291,6 +304,7 @@ def _reference(owner: Target, field: type[TargetReferenceField]) -> Optional[Ref
 async def artifact_spec(request: ArtifactSpecRequest) -> ArtifactSpec:
     target = await _target(request.address)
     deps: dict[str, dict[str, Any]] = {}
+    origins = [("", target.address)]
     if isinstance(target, tt.BuiltArtifactTarget):
         declared = target[af.BuiltArtifactDepsField].value or {}
         slots = sorted(declared)
@@ -305,7 +319,9 @@ async def artifact_spec(request: ArtifactSpecRequest) -> ArtifactSpec:
             Get(ArtifactSpec, ArtifactSpecRequest(found.target.address)) for found in referenced
         )
         deps = {slot: spec.data() for slot, spec in zip(slots, specs)}
-    return ArtifactSpec(target.address, canonical(artifact_dict(target, deps)))
+        for slot, spec in zip(slots, specs):
+            origins += [(_join(f"deps.{slot}", sub), address) for sub, address in spec.origins]
+    return ArtifactSpec(target.address, canonical(artifact_dict(target, deps)), tuple(origins))
 
 
 @rule(desc="Assembling a run spec")
@@ -328,6 +344,7 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
     runtime, plan, execution = (found.target for found in resolved[len(set_slots) :])
 
     smoke_of = None
+    full_spec = None
     smoke_ref = _reference(target, rf.RlRunSmokeOfField)
     if smoke_ref is not None:
         full = await Get(ReferencedTarget, ReferenceRequest, smoke_ref)
@@ -346,7 +363,32 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
         execution=execution_dict(execution),
         smoke_of=smoke_of,
     )
-    return RunSpecDocument(target.address, canonical(run_spec_dict(target, parts)))
+    sections = [
+        ("", target.address, RUN_FIELD_NAMES),
+        ("role_plan", plan.address, {}),
+        ("execution", execution.address, {}),
+        ("runtime", runtime.address, RUNTIME_FIELD_NAMES),
+    ]
+    for slot, spec in zip(set_slots, artifact_specs):
+        sections += [
+            (_join(slot, sub), address, ARTIFACT_FIELD_NAMES) for sub, address in spec.origins
+        ]
+    origins = await MultiGet(
+        Get(TargetOrigin, TargetOriginRequest(address)) for _, address, _ in sections
+    )
+    document = run_spec_dict(target, parts)
+    sources = {path: origin.entry(names) for (path, _, names), origin in zip(sections, origins)}
+    if full_spec is not None:
+        # What a smoke shares with its full run is written in the full run's targets.
+        full_sources = full_spec.data()[SOURCES_KEY]
+        for section in SMOKE_SHARED_SECTIONS:
+            sources[f"smoke_of.{section}"] = full_sources[section]
+    document[SOURCES_KEY] = sources
+    return RunSpecDocument(target.address, canonical(document))
+
+
+def _join(path: str, sub: str) -> str:
+    return f"{path}.{sub}" if sub else path
 
 
 def rules():  # type: ignore[no-untyped-def]

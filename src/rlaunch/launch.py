@@ -185,7 +185,7 @@ def preflight(
                 f"{spec.identity}; the reason is recorded anyway")
     errors = [f for f in findings if f.is_error]
     if findings:
-        text = format_text(findings, source, spec.identity)
+        text = format_text(findings, source, spec.identity, spec.build_sources)
         if errors:
             raise LaunchRefused(text)
         say(text)

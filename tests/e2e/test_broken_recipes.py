@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -47,3 +48,52 @@ def test_the_tag_leaves_the_broken_recipes_out_of_a_whole_repo_check(pants: Pant
     assert result.returncode == 0, result.stderr
     assert "tests/fixtures" not in result.stdout
     assert "experiments/countdown:launch" in result.stdout.split()
+
+
+# What every command says of tp8-on-12-heads: the run, and the role plan's key as written.
+TP8_TITLE = "tests/fixtures/broken:tp8-on-12-heads (tests/fixtures/broken/BUILD:{run})"
+TP8_WHERE = [
+    "    in tests/fixtures/broken/BUILD:{plan} (tests/fixtures/broken:engine-tp8): "
+    "rollout.tensor_parallel_size",
+    "    in experiments/models/qwen2.5-1.5b-instruct/BUILD "
+    "(experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct): attention_heads",
+]
+
+
+def _tp8_lines(repo_root: Path) -> tuple[str, list[str]]:
+    lines = (repo_root / "tests/fixtures/broken/BUILD").read_text().splitlines()
+    run = next(n for n, line in enumerate(lines, 1) if '"tp8-on-12-heads"' in line)
+    plan = next(n for n, line in enumerate(lines, 1) if 'name="engine-tp8"' in line)
+    return TP8_TITLE.format(run=run), [line.format(plan=plan) for line in TP8_WHERE]
+
+
+def _finding(output: str, code: str) -> list[str]:
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"error {code} "))
+    return lines[start + 1 : start + 3]
+
+
+def test_check_names_the_build_targets_and_fields_as_written(
+    pants: PantsRunner, repo_root: Path
+) -> None:
+    result = pants("check", "tests/fixtures/broken:tp8-on-12-heads")
+    assert result.returncode == 1, result.stderr
+    title, where = _tp8_lines(repo_root)
+    assert f"\n{title} (tp8-on-12-heads@2026.11.29): refused, " in result.stderr
+    assert _finding(result.stderr, "GEO016") == where
+    assert "__rlaunch_specs" not in result.stderr
+
+
+def test_run_names_the_build_targets_and_fields_as_written(
+    pants: PantsRunner, repo_root: Path, tmp_path: Path
+) -> None:
+    result = pants(
+        f"--rlaunch-store={tmp_path}", "run", "tests/fixtures/broken:tp8-on-12-heads", "--",
+        "--dry-run",
+    )
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    title, where = _tp8_lines(repo_root)
+    assert f"\n{title} (tp8-on-12-heads@2026.11.29): refused, " in output
+    assert _finding(output, "GEO016") == where
+    assert "__rlaunch_specs" not in output

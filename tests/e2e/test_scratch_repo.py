@@ -166,11 +166,15 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
     )
     try:
         regenerate = [scratch.runtime_python(), "-m", "rlaunch.buildschema", "--write"]
-        done = subprocess.run(regenerate, cwd=scratch.root, env={**scratch.env, "PYTHONPATH": "src"},
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            regenerate, cwd=scratch.root, env={**scratch.env, "PYTHONPATH": "src"},
+            capture_output=True, text=True, check=False,
+        )
         assert done.returncode == 0, done.stderr
 
-        result = scratch.pants("help", "role_plan")
+        # Without pantsd: the running one restarts on the schema change (pants.toml), but only
+        # once its file watcher has noticed it, which a test must not race.
+        result = scratch.pants("--no-pantsd", "help", "role_plan")
         assert result.returncode == 0, result.stderr
         assert "        colocate_critic: The critic shares the policy's GPUs\n" in result.stdout
         assert (
@@ -178,7 +182,7 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
             "across the data-parallel ranks.\n"
         ) in result.stdout
 
-        result = scratch.pants("peek", "broken/schema-added:plan")
+        result = scratch.pants("--no-pantsd", "peek", "broken/schema-added:plan")
         assert result.returncode == 0, result.stderr
         (peeked,) = json.loads(result.stdout)
         assert peeked["balance_sequences"] is True
@@ -189,3 +193,24 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
         for path, original in originals.items():
             scratch.write(path, original)
         (scratch.root / "broken/schema-added/BUILD").unlink()
+
+
+def test_package_of_a_broken_field_names_its_build_line_target_and_key(
+    scratch: ScratchRepo,
+) -> None:
+    build = "experiments/qwen2.5-1.5b-gsm8k/BUILD"
+    original = (scratch.root / build).read_text()
+    broken = original.replace("weight_sync_backend=\"nccl\"", "weight_sync_backend=\"nccl2\"", 1)
+    assert broken != original
+    scratch.write(build, broken)
+    try:
+        result = scratch.pants("package", "experiments/qwen2.5-1.5b-gsm8k:grpo")
+        assert result.returncode != 0
+        plan = next(n for n, text in enumerate(broken.splitlines(), 1) if "role_plan(" in text)
+        assert (
+            f"{build}:{plan}: The 'rollout' field in target "
+            "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8 must set 'weight_sync_backend' to one "
+            "of 'nccl', 'gloo', but was 'nccl2'."
+        ) in result.stderr, result.stderr
+    finally:
+        scratch.write(build, original)

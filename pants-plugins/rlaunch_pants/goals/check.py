@@ -62,13 +62,13 @@ class RlaunchPreflightRequest(CheckRequest):
     tool_name = RlaunchPreflightSubsystem.options_scope
 
 
-def format_spec_report(entry: Mapping[str, Any], source: str, title: str) -> str:
-    """One spec's text exactly as the library prints it (`text` in its JSON report), titled
-    by the target address instead of the sandbox path of the spec file."""
+def format_spec_report(entry: Mapping[str, Any], title: str) -> str:
+    """One spec's text exactly as the library prints it (`text` in its JSON report): titled by
+    the run's target and BUILD file, from the spec's `build_sources`."""
     text = entry.get("text")
     if not isinstance(text, str):
         raise ValueError(f"the preflight report for {title} has no text; is the library current?")
-    return title + text[len(source):] if text.startswith(source) else text
+    return text
 
 
 def _exit_code(entry: Mapping[str, Any]) -> int:
@@ -90,7 +90,7 @@ def split_report(stdout: bytes, sources: Mapping[str, str]) -> Optional[dict[str
         if not isinstance(entry, dict) or entry.get("source") not in sources:
             return None
         source = entry["source"]
-        by_source[source] = (_exit_code(entry), format_spec_report(entry, source, sources[source]))
+        by_source[source] = (_exit_code(entry), format_spec_report(entry, sources[source]))
     if set(by_source) != set(sources):
         return None
     return by_source

@@ -58,6 +58,11 @@ def rule_runner(python: str) -> RuleRunner:
     return rule_runner
 
 
+def _line_of(text: str, needle: str) -> int:
+    (line,) = [n for n, found in enumerate(text.splitlines(), 1) if needle in found]
+    return line
+
+
 def check(rule_runner: RuleRunner, *addresses: Address) -> CheckResults:
     field_sets = [
         RlRunPreflightFieldSet.create(rule_runner.get_target(address)) for address in addresses
@@ -72,10 +77,20 @@ def test_a_sound_run_passes(rule_runner: RuleRunner) -> None:
     (result,) = results.results
     assert result.exit_code == 0
     assert result.partition_description == "experiments/x:run"
-    heading, warning, fix = result.stdout.splitlines()
-    assert heading == "experiments/x:run (colocated-1x8@2026.11.29): ok, 0 errors, 1 warning"
+    heading, warning, *where, fix = result.stdout.splitlines()
+    run_line, data_line, plan_line = (
+        _line_of(COLOCATED_BUILD, f'name="{name}"') for name in ("run", "gsm8k-train", "plan")
+    )
+    assert heading == (
+        f"experiments/x:run (experiments/x/BUILD:{run_line}) (colocated-1x8@2026.11.29): ok, "
+        "0 errors, 1 warning"
+    )
     # 7473 GSM8K rows are 29 batches of 256 and 49 more: a dropped tail warns, never refuses.
     assert warning.startswith("warning BATCH010 train_data.rows, role_plan.batch.train_batch_size:")
+    assert where == [
+        f"    in experiments/x/BUILD:{data_line} (experiments/x:gsm8k-train): rows",
+        f"    in experiments/x/BUILD:{plan_line} (experiments/x:plan): batch.train_batch_size",
+    ]
     assert fix.startswith("    fix: ")
 
 
@@ -92,10 +107,20 @@ def test_one_result_per_run_with_the_findings_of_each(rule_runner: RuleRunner) -
     refused = by_address["experiments/x:tp8"]
     assert refused.exit_code == 1
     heading, *lines = refused.stdout.splitlines()
-    assert heading.startswith("experiments/x:tp8 (tp8-on-12-heads@2026.11.29): refused, ")
+    build = COLOCATED_BUILD + TP8_ON_12_HEADS
+    run_line, plan_line = (_line_of(build, f'name="{name}"') for name in ("tp8", "tp8-plan"))
+    assert heading.startswith(
+        f"experiments/x:tp8 (experiments/x/BUILD:{run_line}) (tp8-on-12-heads@2026.11.29): "
+        "refused, "
+    )
     codes = [line.split()[1] for line in lines if line.startswith("error ")]
     # TP 8 does not divide 12 heads; 1 engine x TP 8 = 8 GPUs still matches the policy's 8.
     assert codes == ["GEO016"], refused.stdout
+    # The finding names the role plan's target, its BUILD line and the key as written there.
+    assert lines[1] == (
+        f"    in experiments/x/BUILD:{plan_line} (experiments/x:tp8-plan): "
+        "rollout.tensor_parallel_size"
+    )
     assert results.exit_code == 1
 
 
@@ -118,32 +143,39 @@ def test_no_interpreter_is_a_clear_error(rule_runner: RuleRunner) -> None:
     assert str(wrapped).startswith("[rlaunch].python is empty")
 
 
-def test_the_text_is_the_librarys_own_titled_by_address(python: str) -> None:
-    """The plugin prints the library's `--format text` output, retitled by the address."""
+def test_the_text_is_the_librarys_own_naming_the_build_targets(python: str) -> None:
+    """The plugin prints the library's `--format text` output, which names the run's target
+    and, for every finding, the targets and BUILD fields it is about."""
     # Runs on the project runtime in a subprocess: the plugin's own process never imports the
     # library, so the library is only named here, inside the program text.
     code = """
 import importlib, json
 finding = importlib.import_module("rlaunch.preflight.finding")
 report = importlib.import_module("rlaunch.preflight.report")
-error, warning = finding.error, finding.warning
-format_json, format_text, spec_report = report.format_json, report.format_text, report.spec_report
+sources = importlib.import_module("rlaunch.spec.sources")
+build_sources = sources.BuildSources.from_data({
+    "": {"address": "x:run", "build_file": "x/BUILD", "line": 30, "fields": {}},
+    "role_plan": {"address": "x:plan", "build_file": "x/BUILD", "line": 3, "fields": {}},
+})
 findings = [
-    warning("BATCH010", ("train_data.rows",), "the last 49 prompts are dropped", "Accept it."),
-    error("GEO003", ("role_plan.policy", "role_plan.rollout"), "policy world 12 = 3 x 4", "Fix."),
+    finding.error("GEO003", ("role_plan.policy", "role_plan.rollout"), "world 12", "Fix."),
 ]
-text = format_text(findings, "a/spec.json", "run@dev")
-print(json.dumps({
-    "expected": format_text(findings, "x:run", "run@dev"),
-    "report": json.loads(format_json([spec_report("a/spec.json", "run@dev", findings, text=text)])),
-}))
+text = report.format_text(findings, "a/spec.json", "run@dev", build_sources)
+entry = report.spec_report("a/spec.json", "run@dev", findings, text=text)
+print(json.dumps({"text": text, "report": json.loads(report.format_json([entry]))}))
 """
     data = library_json(python, code)
     assert isinstance(data, dict)
+    assert data["text"] == (
+        "x:run (x/BUILD:30) (run@dev): refused, 1 error, 0 warnings\n"
+        "error GEO003 role_plan.policy, role_plan.rollout: world 12\n"
+        "    in x/BUILD:3 (x:plan): policy, rollout\n"
+        "    fix: Fix.\n"
+    )
     entry = data["report"]["specs"][0]
-    assert format_spec_report(entry, "a/spec.json", "x:run") == data["expected"]
+    assert format_spec_report(entry, "x:run") == data["text"]
     with pytest.raises(ValueError, match="the preflight report for x:run has no text"):
-        format_spec_report({"source": "a/spec.json"}, "a/spec.json", "x:run")
+        format_spec_report({"source": "a/spec.json"}, "x:run")
 
 
 def test_split_report_maps_sources_to_addresses() -> None:
@@ -171,15 +203,8 @@ def test_split_report_maps_sources_to_addresses() -> None:
     }
     split = split_report(json.dumps(report).encode(), sources)
     assert split == {
-        "a.json": (0, "x:a (a@dev): ok, 0 errors, 0 warnings\n"),
-        "b.json": (
-            2,
-            (
-                "x:b: not a valid RunSpec (1 problem(s))\n"
-                "  - seed: required key is missing\n"
-                "  The format is documented in docs/spec-format.md.\n"
-            ),
-        ),
+        "a.json": (0, report["specs"][0]["text"]),
+        "b.json": (2, report["specs"][1]["text"]),
     }
     assert split_report(b"Traceback (most recent call last):", sources) is None
     assert split_report(json.dumps({"specs": report["specs"][:1]}).encode(), sources) is None

@@ -92,7 +92,7 @@ def preflight(specs: tuple[str, ...], output_format: str, scope: str) -> None:
         else:
             findings = run_preflight(spec, scope="all", world=with_ledger(world, spec))
         refused += any(finding.is_error for finding in findings)
-        texts.append(format_text(findings, source, spec.identity))
+        texts.append(format_text(findings, source, spec.identity, spec.build_sources))
         reports.append(spec_report(source, spec.identity, findings, text=texts[-1]))
     if output_format == "json":
         click.echo(format_json(reports), nl=False)

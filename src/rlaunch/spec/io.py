@@ -16,18 +16,21 @@ from pydantic import ValidationError
 
 from rlaunch.atomic import write_text_atomically
 from rlaunch.spec.run import RunSpec
+from rlaunch.spec.sources import SOURCES_KEY, BuildSources
 
 
 class SpecError(Exception):
     """A spec file that cannot be read or does not match the schema."""
 
-    def __init__(self, source: str, problems: list[str]):
+    def __init__(self, source: str, problems: list[str], sources: BuildSources | None = None):
         self.source = source
         self.problems = problems
+        self.sources = sources
         super().__init__(f"{source}: " + "; ".join(problems))
 
     def render(self) -> str:
-        lines = [f"{self.source}: not a valid RunSpec ({len(self.problems)} problem(s))"]
+        title = self.sources.title() if self.sources is not None else self.source
+        lines = [f"{title}: not a valid RunSpec ({len(self.problems)} problem(s))"]
         lines += [f"  - {problem}" for problem in self.problems]
         lines.append("  The format is documented in docs/spec-format.md.")
         return "\n".join(lines)
@@ -37,14 +40,16 @@ class SpecError(Exception):
 _UNION_TAGS = {"hf_model", "hf_dataset", "adopted", "built"}
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _path(error: dict[str, Any]) -> str:
     # Union members show up as path elements named after the model; drop them so the
     # path is the one a person writes in the file.
     parts = [str(part) for part in error["loc"] if str(part) not in _UNION_TAGS]
     path = ".".join(parts) or "<top level>"
+    return path + ".type" if error["type"] == "union_tag_invalid" else path
+
+
+def _describe(error: dict[str, Any], path: str) -> str:
     kind = error["type"]
-    if kind == "union_tag_invalid":
-        path += ".type"
     if kind == "extra_forbidden":
         return f"{path}: unknown key (remove it or check its spelling)"
     if kind == "missing":
@@ -56,19 +61,37 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{path}: {error['msg']} (got {shown})"
 
 
-def validation_problems(err: ValidationError) -> list[str]:
-    """Every problem of a pydantic validation error, as `field.path: what is wrong`."""
-    return [_describe(e) for e in err.errors()]
+def validation_problems(err: ValidationError, sources: BuildSources | None = None) -> list[str]:
+    """Every problem of a pydantic validation error, as `field.path: what is wrong`, followed
+    by the BUILD target and field it was written as when the spec has `build_sources`."""
+    problems = []
+    for error in err.errors():
+        path = _path(error)
+        problem = _describe(error, path)
+        if sources is not None:
+            problem += "".join(f"\n      in {where}" for where in sources.describe([path]))
+        problems.append(problem)
+    return problems
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
-    """Validate plain data (a loaded YAML/JSON document) as a RunSpec."""
+    """Validate plain data (a loaded YAML/JSON document) as a RunSpec. Its `build_sources`
+    (spec files the Pants plugin writes) become the spec's `build_sources`."""
     if not isinstance(data, dict):
         raise SpecError(source, [f"the document must be a mapping, got {type(data).__name__}"])
+    sources = None
+    if SOURCES_KEY in data:
+        data = dict(data)
+        try:
+            sources = BuildSources.from_data(data.pop(SOURCES_KEY))
+        except ValueError as err:
+            raise SpecError(source, [str(err)]) from None
     try:
-        return RunSpec.model_validate(data)
+        spec = RunSpec.model_validate(data)
     except ValidationError as err:
-        raise SpecError(source, validation_problems(err)) from None
+        raise SpecError(source, validation_problems(err, sources), sources) from None
+    spec._build_sources = sources
+    return spec
 
 
 def loads_spec(text: str, source: str = "<spec>") -> RunSpec:

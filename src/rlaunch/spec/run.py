@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import PrivateAttr
+
 from rlaunch.spec.artifacts import Artifact, identity, walk
 from rlaunch.spec.base import SpecModel, fingerprint_of
 from rlaunch.spec.execution import Allocation, Execution
 from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
+from rlaunch.spec.sources import BuildSources
 
 SCHEMA_VERSION = 1
 
@@ -137,6 +140,14 @@ class RunSpec(SpecModel):
     """Where the run executes."""
     smoke_of: SmokeOf | None
     """The full run this run is the smoke test of; null for a full run."""
+
+    _build_sources: BuildSources | None = PrivateAttr(default=None)
+
+    @property
+    def build_sources(self) -> BuildSources | None:
+        """The BUILD targets the spec was written from (spec files the Pants plugin writes);
+        not part of the spec's content."""
+        return self._build_sources
 
     @property
     def identity(self) -> str:
