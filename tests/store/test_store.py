@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import fsspec
@@ -88,22 +89,32 @@ def test_names_that_are_not_path_segments_are_refused(tmp_path: Path) -> None:
 
 
 def test_an_object_store_prefix_publishes_the_record_last_and_copies_locally(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    object_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Against a real server (moto's S3, the GCS emulator) through s3fs / gcsfs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    memory = fsspec.filesystem("memory")
+    remote, root = fsspec.core.url_to_fs(object_store)
     calls = tmp_path / "calls"
     artifact = parse(node("top", calls, deps={"in": node("leaf", calls)}))
-    try:
-        first = build_artifact(artifact, "memory://bucket/store-test", log=quiet)
-        assert first.uri == "memory://bucket/store-test/top/2026.01.01"
-        assert memory.exists("/bucket/store-test/top/2026.01.01/_record.json")
-        assert first.local_path.is_relative_to(tmp_path / "cache" / "rlaunch" / "remote")
-        assert json.loads((first.local_path / "payload.txt").read_text())["in"]
-        second = build_artifact(artifact, "memory://bucket/store-test", log=quiet)
-        assert second.built == [] and len(calls_of(calls)) == 2
-        memory.pipe_file("/bucket/store-test/leaf/2026.01.01/done.txt", b"truncated!")
-        with pytest.raises(StoreError, match=r"done.txt: 10 bytes, the record says 5"):
-            build_artifact(artifact, "memory://bucket/store-test", log=quiet)
-    finally:
-        memory.rm("/bucket/store-test", recursive=True)
+    first = build_artifact(artifact, object_store, log=quiet)
+    assert first.uri == f"{object_store}/top/2026.01.01"
+    assert remote.cat_file(f"{root}/top/2026.01.01/_record.json").decode() == (
+        first.record.to_json()
+    )
+    assert first.local_path.is_relative_to(tmp_path / "cache" / "rlaunch" / "remote")
+    assert json.loads((first.local_path / "payload.txt").read_text())["in"]
+    second = build_artifact(artifact, object_store, log=quiet)
+    assert second.built == [] and len(calls_of(calls)) == 2
+    # A fresh machine: nothing cached, so the payload is downloaded and verified.
+    shutil.rmtree(tmp_path / "cache")
+    store = ArtifactStore(object_store)
+    record = store.read_record("top", "2026.01.01")
+    assert record == first.record
+    downloaded = store.local_path(record)
+    assert downloaded.is_relative_to(tmp_path / "cache" / "rlaunch" / "remote")
+    assert (downloaded / "payload.txt").read_bytes() == remote.cat_file(
+        f"{root}/top/2026.01.01/payload.txt"
+    )
+    remote.pipe_file(f"{root}/leaf/2026.01.01/done.txt", b"truncated!")
+    with pytest.raises(StoreError, match=r"done.txt: 10 bytes, the record says 5"):
+        build_artifact(artifact, object_store, log=quiet)
