@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
 
+import fsspec
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from rlaunch.store import StoreError, transfer
+from rlaunch.builders import build_artifact
+from rlaunch.spec.artifacts import AdoptedArtifact
+from rlaunch.store import ArtifactStore, StoreError, directory_sha256, transfer
 from rlaunch.store.transfer import FileCopy, download, transfer_streams, upload
 
 
@@ -103,3 +107,46 @@ def test_streams_come_from_the_argument_then_the_environment(
     )
     with pytest.raises(StoreError, match=r"^streams must be .* at least 1; got 0$"):
         transfer_streams(0)
+
+
+def test_an_s3_store_moves_many_files_at_once_with_progress_by_bytes(
+    s3_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against moto's S3 server through s3fs: adopt (a parallel local copy), publish (a parallel
+    upload) and a node cache's first read (a parallel download), each logging bytes."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(transfer, "_REPORT_EVERY_SECONDS", 0.0)
+    made = files_in(tmp_path / "source", 12)
+    (tmp_path / "source" / "big.bin").write_bytes(bytes(range(256)) * 24576)  # 6 MiB
+    artifact = AdoptedArtifact.model_validate({
+        "type": "adopted", "name": "shards", "version": "2026.01.01", "kind": "dataset",
+        "uri": str(tmp_path / "source"), "sha256": directory_sha256(tmp_path / "source"),
+        "facts": None, "rows": None,
+    })
+    lines: list[str] = []
+    result = build_artifact(artifact, s3_store, log=lines.append)
+    total = 78000 + 6 * (1 << 20)
+    assert "shards@2026.01.01: copying: 6.4 MB of 6.4 MB (100%), 13 of 13 file(s)" in [
+        line.rsplit(", ", 1)[0] for line in lines
+    ]
+    uploaded = [line for line in lines if line.startswith("uploading shards@2026.01.01: ")]
+    assert uploaded[-1].rsplit(", ", 1)[0] == (
+        "uploading shards@2026.01.01: 6.4 MB of 6.4 MB (100%), 13 of 13 file(s)"
+    )
+    remote, root = fsspec.core.url_to_fs(result.uri)
+    assert {path[len(root) + 1:]: info["size"] for path, info in
+            remote.find(root, detail=True).items()} == {
+        **{entry.path: entry.size for entry in result.record.files}, "_record.json": len(
+            result.record.to_json())
+    }
+    assert result.record.total_bytes == total
+
+    shutil.rmtree(tmp_path / "cache")  # a fresh node: nothing cached
+    lines.clear()
+    copy = ArtifactStore(s3_store).local_path(result.record, log=lines.append)
+    assert lines[-1].rsplit(", ", 1)[0] == (
+        "downloading shards@2026.01.01: 6.4 MB of 6.4 MB (100%), 13 of 13 file(s)"
+    )
+    for relative, data in made:
+        assert (copy / relative).read_bytes() == data
+    assert (copy / "big.bin").read_bytes() == bytes(range(256)) * 24576
