@@ -6,13 +6,13 @@ import traceback
 from pathlib import Path
 
 import click
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from rlaunch.builders.base import AnyArtifact, BuildError
 from rlaunch.builders.graph import build_artifact, plan
 from rlaunch.builders.rules import graph_problems
 from rlaunch.spec.artifacts import Artifact
+from rlaunch.spec.documents import DocumentError, read_document
 from rlaunch.spec.io import validation_problems
 from rlaunch.store import StoreError
 
@@ -41,13 +41,9 @@ def load_artifact(path: str | Path) -> AnyArtifact:
     """Read a YAML/JSON file holding one artifact in the public format."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ArtifactFileError(source, [f"cannot read the file: {err.strerror}"]) from None
-    try:
-        data = yaml.safe_load(text)  # JSON is a subset of YAML 1.2 for our documents
-    except yaml.YAMLError as err:
-        raise ArtifactFileError(source, [f"not valid YAML/JSON: {err}"]) from None
+        data = read_document(path)
+    except DocumentError as err:
+        raise ArtifactFileError(source, [str(err)]) from None
     if not isinstance(data, dict):
         raise ArtifactFileError(
             source, [f"the document must be a mapping, got {type(data).__name__}"]
@@ -112,7 +108,7 @@ def build(
             click.echo(f"{ident} {content_fp}")
         problems = graph_problems([(artifact.name, artifact)])
         if problems:
-            click.echo("error: the artifact graph breaks a rule:", err=True)
+            click.echo(f"error: {file}: the artifact graph breaks a rule:", err=True)
             for problem in problems:
                 click.echo(f"  - {problem}", err=True)
             raise SystemExit(1)

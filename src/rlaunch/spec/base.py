@@ -6,19 +6,34 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+# The largest integer any field takes: JSON's exact integer range. Beyond it a number has been
+# mistyped (or is an attack), and readers in other languages would round it.
+MAX_INT = 2**53
 
 
 class SpecModel(BaseModel):
     """Base for every spec section.
 
     Unknown keys are errors (a typo must never be silently ignored) and instances are
-    immutable, so a spec cannot change under a rule that is reading it.
+    immutable, so a spec cannot change under a rule that is reading it. Types are strict, as in
+    BUILD files: `true` is not 1 and `"2"` is not 2 (an integer is accepted where a float is
+    expected). Floats are finite: `.inf` and `.nan` are refused. Integers lie within
+    +-2**53.
     """
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=False, use_attribute_docstrings=True
+        extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
+        use_attribute_docstrings=True,
     )
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _integers_in_range(cls, value: Any) -> Any:
+        if type(value) is int and not -MAX_INT <= value <= MAX_INT:
+            raise ValueError(f"integers are at most 2**53 in size (got {len(str(value))} digits)")
+        return value
 
 
 def canonical_json(value: Any) -> str:

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from rlaunch.atomic import write_text_atomically
+from rlaunch.spec.documents import DocumentError, parse, read_document
 from rlaunch.spec.run import RunSpec
 from rlaunch.spec.sources import SOURCES_KEY, BuildSources
 
@@ -98,19 +99,18 @@ def loads_spec(text: str, source: str = "<spec>") -> RunSpec:
     """Parse YAML, or JSON when `source` ends in `.json` (PyYAML would split the surrogate
     pairs of JSON escapes for characters beyond the Basic Multilingual Plane)."""
     try:
-        data = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as err:
-        raise SpecError(source, [f"not valid YAML/JSON: {err}"]) from None
+        data = parse(text, as_json=source.endswith(".json"))
+    except DocumentError as err:
+        raise SpecError(source, [str(err)]) from None
     return parse_spec(data, source)
 
 
 def load_spec(path: str | os.PathLike) -> RunSpec:
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise SpecError(str(path), [f"cannot read the file: {err.strerror}"]) from None
-    return loads_spec(text, str(path))
+        data = read_document(path)
+    except DocumentError as err:
+        raise SpecError(str(path), [str(err)]) from None
+    return parse_spec(data, str(path))
 
 
 def dumps_spec(spec: RunSpec, fmt: str = "yaml") -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from pydantic import PrivateAttr
 
@@ -34,8 +36,8 @@ class KLSettings(SpecModel):
     """KL penalty in the loss."""
     use_kl_in_reward: bool
     """KL penalty in the reward (exclusive with the loss)."""
-    kl_loss_coef: float
-    """KL coefficient."""
+    kl_loss_coef: Annotated[float, Field(ge=0)]
+    """KL coefficient, >= 0."""
     kl_estimator_type: Literal["k1", "k2", "k3", "abs"]
     """`k1`, `k2`, `k3` or `abs`."""
 
@@ -46,15 +48,15 @@ class Algorithm(SpecModel):
     kl: KLSettings
     """KL settings."""
     learning_rate: float
-    """Policy learning rate."""
+    """Policy learning rate; finite and positive (ALGO007)."""
     epochs: int
     """Passes over the training data."""
     max_training_steps: int | None
     """Stop after this many steps; null: run all epochs."""
-    temperature: float
-    """Sampling temperature for rollouts."""
-    clip_ratio: float
-    """PPO clip epsilon (low and high)."""
+    temperature: Annotated[float, Field(ge=0)]
+    """Sampling temperature for rollouts, >= 0 (0 samples greedily)."""
+    clip_ratio: Annotated[float, Field(gt=0, lt=1)]
+    """PPO clip epsilon (low and high), in (0, 1)."""
     fully_async: bool
     """Fully asynchronous training (needs train batch == policy mini batch)."""
     environment: str
@@ -107,8 +109,8 @@ class RunSpec(SpecModel):
     version: str
     """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`
     (mutable)."""
-    seed: int
-    """The run's random seed."""
+    seed: Annotated[int, Field(ge=0, lt=2**32)]
+    """The run's random seed, 0 <= seed < 2**32 (the range NumPy seeds with)."""
     model: Artifact
     """The policy's initial model (an artifact of kind model)."""
     tokenizer: Artifact
