@@ -20,6 +20,7 @@ from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import TERMINAL
 from rlaunch.paths import default_store_prefix
 from rlaunch.spec import SpecError, load_spec
+from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
 from rlaunch.view import RunStore, ViewError
 
 
@@ -97,7 +98,7 @@ def launch_command(
 
 def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]:
     """The ledger and the last submission of TARGET (a spec file or name@version)."""
-    if Path(target).is_file():
+    if _is_file(target):
         try:
             spec = load_spec(target)
         except SpecError as err:
@@ -106,6 +107,7 @@ def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]
         prefix = store or spec.execution.store_prefix or default_store_prefix()
     elif "@" in target:
         name, _, version = target.partition("@")
+        _check_identity(target, name, version)
         prefix = store or default_store_prefix()
     else:
         raise click.BadParameter(f"{target!r} is neither a spec file nor name@version",
@@ -117,11 +119,45 @@ def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]
         raise click.ClickException(str(err)) from None
     attempt = last_attempt(record)
     if not attempt or not attempt.get("submission"):
+        given = f" (from {target})" if target != f"{name}@{version}" else ""
         raise click.ClickException(
-            f"no submitted launch of {name}@{version} in the ledger "
+            f"no submitted launch of {name}@{version}{given} in the ledger "
             f"{ledger.record_path(name, version)} (wrong --store?)"
         )
-    return ledger, name, version, Submission.from_dict(attempt["submission"])
+    try:
+        submission = Submission.from_dict(attempt["submission"])
+    except ExecutorError as err:
+        raise click.ClickException(
+            f"the last attempt in the ledger {ledger.record_path(name, version)} is damaged "
+            f"({err}); move the record aside"
+        ) from None
+    return ledger, name, version, submission
+
+
+_MAX_IDENTITY = 200
+
+
+def _is_file(target: str) -> bool:
+    try:
+        return Path(target).is_file()
+    except OSError:  # a name longer than the filesystem allows is no file
+        return False
+
+
+def _check_identity(target: str, name: str, version: str) -> None:
+    """Refuse a name@version no run can have, before it becomes a path in the store."""
+    shown = target if len(target) <= 60 else f"{target[:57]}... ({len(target)} characters)"
+    if len(target) > _MAX_IDENTITY:
+        raise click.BadParameter(
+            f"{shown} is longer than any run identity ({_MAX_IDENTITY} characters at most)",
+            param_hint="TARGET",
+        )
+    if not SAFE_NAME.fullmatch(name) or not (is_calendar(version) or is_dev(version)):
+        raise click.BadParameter(
+            f"{shown} is not name@version (a name of a-z, 0-9, '.', '_', '-' and a version "
+            f"YYYY.MM.DD[.N] or dev / <label>-dev)",
+            param_hint="TARGET",
+        )
 
 
 _TARGET = click.argument("target", metavar="TARGET")

@@ -65,8 +65,12 @@ class Ledger:
                 f"the ledger record {path} is not valid JSON ({err}); it was not written by "
                 f"rlaunch or was damaged: move it aside and launch again"
             ) from None
-        if not isinstance(record, dict):
-            raise LedgerError(f"the ledger record {path} is not a JSON object")
+        problem = _shape_problem(record)
+        if problem:
+            raise LedgerError(
+                f"the ledger record {path} has the wrong shape ({problem}); it was not written by "
+                f"rlaunch or was edited by hand: move it aside and launch again"
+            )
         return record
 
     def _write(self, name: str, version: str, record: dict[str, Any]) -> None:
@@ -123,3 +127,19 @@ class Ledger:
                 f"written by an rlaunch runtime: point resume at a fresh root"
             ) from None
         return str(value) if value else None
+
+
+def _shape_problem(record: Any) -> str | None:
+    """What makes a parsed ledger record unusable, or None: the parts every reader indexes."""
+    if not isinstance(record, dict):
+        return f"a JSON object was expected, got {type(record).__name__}"
+    attempts = record.get("attempts", [])
+    if not isinstance(attempts, list):
+        return f"attempts is a {type(attempts).__name__}, not a list"
+    for index, attempt in enumerate(attempts):
+        if not isinstance(attempt, dict):
+            return f"attempts[{index}] is a {type(attempt).__name__}, not an object"
+        submission = attempt.get("submission")
+        if submission is not None and not isinstance(submission, dict):
+            return f"attempts[{index}].submission is a {type(submission).__name__}, not an object"
+    return None

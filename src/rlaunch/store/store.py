@@ -83,9 +83,21 @@ class ArtifactStore:
         root = self._root(name, version)
         record_path = join(root, RECORD_FILE)
         try:
-            text = self._location.fs.cat_file(record_path).decode()
+            raw = self._location.fs.cat_file(record_path)
         except FileNotFoundError:
             return None
+        except (IsADirectoryError, PermissionError, OSError) as err:
+            raise StoreError(
+                f"{record_path} cannot be read ({err.strerror or err}); the record was damaged "
+                f"by hand: delete {root} and build again"
+            ) from None
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError:
+            raise StoreError(
+                f"{record_path} is not UTF-8 text; the record was damaged: delete {root} and "
+                f"build again"
+            ) from None
         record = parse_record(text, record_path)
         if (record.name, record.version) != (name, version):
             raise StoreError(
