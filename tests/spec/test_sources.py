@@ -64,8 +64,7 @@ def test_a_spec_problem_names_the_build_target_and_field() -> None:
         parse_spec({**data, "build_sources": SOURCES}, "/tmp/sandbox/x.json")
     assert caught.value.render().splitlines()[:3] == [
         "exp/x:grpo (exp/x/BUILD:40): not a valid RunSpec (1 problem(s))",
-        "  - role_plan.policy.num_nodes: Input should be a valid integer, unable to parse string "
-        'as an integer (got "two")',
+        '  - role_plan.policy.num_nodes: Input should be a valid integer (got "two")',
         "      in exp/x/BUILD:10 (exp/x:plan): policy.num_nodes",
     ]
 
