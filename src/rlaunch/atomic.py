@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -36,3 +37,16 @@ def write_json_atomically(path: str | os.PathLike, value: Any, *, mode: int = 0o
     """Pretty, key-sorted JSON with a final newline, written atomically."""
     return write_text_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n",
                                  mode=mode)
+
+
+def replace_folder(staging: Path, target: Path, trash: Path) -> None:
+    """Put a finished `staging` folder at `target` by rename (same filesystem), moving a previous
+    `target` aside to `trash` first and removing it after: `target` is whole at every moment
+    it exists."""
+    moved = False
+    if target.exists():
+        os.rename(target, trash)
+        moved = True
+    os.rename(staging, target)
+    if moved:
+        shutil.rmtree(trash, ignore_errors=True)

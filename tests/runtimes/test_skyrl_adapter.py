@@ -1,51 +1,204 @@
-"""The skyrl runtime adapter hands SkyRL exactly the YAML's `skyrl` subtree as overrides."""
+"""The skyrl runtime adapter: stages the inputs from the store (moto's S3 server), rewrites the
+overrides to the staged folders, runs the handoff check, supervises the entrypoint (signals
+forwarded, exit status kept) and writes the terminal manifest from what it left in the store.
+
+The entrypoint and the handoff module are test programs here (echo_argv, the outputs stand-in):
+SkyRL itself needs GPUs; its handoff check runs for real in tests/contract and tests/e2e."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from builders.helpers import node, parse
+from objectstores import ObjectStoreServer
+from rlaunch.builders import build_artifact
 from rlaunch.executors.base import entrypoint_argv
 from rlaunch.render import LaunchDocument, render_launch
 from rlaunch.render.skyrl import skyrl_cli_args
+from rlaunch.runtimes.staging import local_overrides
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{Path(__file__).parent}"}
-    return subprocess.run([sys.executable, "-m", "rlaunch.runtimes.skyrl", *args],
-                          capture_output=True, text=True, env=env, timeout=60)
+def quiet(message: str) -> None:
+    pass
 
 
-def test_execs_the_pinned_entrypoint_with_the_subtree_as_overrides(tmp_path):
-    text = render_launch(parse_spec(worked_example("megatron-moe-5x8")),
-                         store_prefix="gs://bucket/store", launcher_commit=None)
-    launch = yaml.safe_load(text)
+def launch_in_store(store: str, tmp_path: Path, **spec_changes: Any) -> dict[str, Any]:
+    """The colocated example's launch YAML on `store`, each input built there (a small test
+    artifact under the input's identity) and the YAML naming its fingerprint."""
+    spec = worked_example("colocated-1x8")
+    spec.update(spec_changes)
+    launch = yaml.safe_load(render_launch(parse_spec(spec), store_prefix=store,
+                                          launcher_commit=None))
+    for entry in launch["inputs"].values():
+        name, version = entry["identity"].split("@")
+        result = build_artifact(parse(node(name, tmp_path / "calls", version=version)), store,
+                                log=quiet)
+        assert result.uri == entry["uri"]
+        entry["fingerprint"] = result.fingerprint
     launch["runtime"]["entrypoint"] = "echo_argv"
+    return launch
+
+
+def write(launch: dict[str, Any], tmp_path: Path) -> Path:
     path = tmp_path / "launch.yaml"
     path.write_text(yaml.safe_dump(launch, sort_keys=False))
-    done = _run([str(path)])
-    assert done.returncode == 0, done.stderr
-    overrides = json.loads(done.stdout)
-    assert overrides == skyrl_cli_args(LaunchDocument.parse(launch).skyrl_tree())
-    assert "trainer.placement.policy_num_nodes=4" in overrides
-    assert "generator.inference_engine.data_parallel_size=8" in overrides
-    assert "rlaunch: starting SkyRL: -m echo_argv" in done.stderr
+    return path
 
 
-def test_bad_input_is_a_clear_error(tmp_path):
-    assert "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML" in _run([]).stderr
-    missing = _run([str(tmp_path / "nope.yaml")])
-    assert missing.returncode == 2
-    assert missing.stderr.startswith("error: ")
+def adapter(args: list[str], server: ObjectStoreServer, tmp_path: Path,
+            **env: str) -> subprocess.Popen[str]:
+    environment = {
+        **os.environ, **server.env(),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(HERE)]),
+        "RLAUNCH_NODE_CACHE": str(tmp_path / "node-cache"),
+        "RLAUNCH_SKYRL_HANDOFF_MODULE": "echo_argv",
+        **env,
+    }
+    environment.pop("RAY_ADDRESS", None)
+    return subprocess.Popen([sys.executable, "-m", "rlaunch.runtimes.skyrl", *args],
+                            env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def run(args: list[str], server: ObjectStoreServer, tmp_path: Path,
+        **env: str) -> tuple[int, str, str]:
+    process = adapter(args, server, tmp_path, **env)
+    out, err = process.communicate(timeout=120)
+    return process.returncode, out, err
+
+
+def test_stages_rewrites_checks_then_runs_the_entrypoint_on_the_staged_paths(
+    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    launch = launch_in_store(s3_store, tmp_path)
+    status, out, err = run([str(write(launch, tmp_path))], s3_server, tmp_path)
+    document = LaunchDocument.parse(launch)
+    cache = tmp_path / "node-cache"
+    model_input = launch["inputs"]["model"]
+    model = cache / "qwen2.5-1.5b-instruct" / f"2026.11.01-{model_input['fingerprint'][:16]}"
+    assert (f"rlaunch: staged path trainer.policy.model.path: {model_input['uri']} -> {model}"
+            in out)
+    staged_args = [json.loads(line) for line in out.splitlines() if line.startswith("[")]
+    # The handoff check and SkyRL get the same overrides: the YAML's, with local paths.
+    [checked, started] = staged_args
+    assert checked == started
+    expected = skyrl_cli_args(local_overrides(document.skyrl_tree(), []))
+    assert len(started) == len(expected)
+    assert f"trainer.policy.model.path={json.dumps(str(model))}" in started
+    assert not any("s3://" in arg for arg in started if "model.path" in arg or "_data" in arg)
+    assert f'trainer.ckpt_path="{s3_store}/colocated-1x8/2026.11.29/checkpoints"' in started
+    # echo_argv writes no outputs: SkyRL "succeeded" without a result is an error.
+    assert status == 1
+    assert "SkyRL exited 0 but wrote no checkpoint pointer" in err
+    # A second launch: the cache is warm, nothing is copied.
+    status, out, _ = run([str(write(launch, tmp_path))], s3_server, tmp_path)
+    assert "(0 bytes copied)" in out and " copied 2 files" not in out
+
+
+def test_check_handoffs_stops_before_the_entrypoint(
+    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    launch = launch_in_store(s3_store, tmp_path)
+    status, out, err = run([str(write(launch, tmp_path)), "--check-handoffs"], s3_server,
+                           tmp_path)
+    assert (status, err) == (0, "")
+    assert out.splitlines()[-1] == (
+        "rlaunch: handoff check passed; --check-handoffs: SkyRL not started")
+    assert sum(line.startswith("[") for line in out.splitlines()) == 1
+
+
+def test_a_refused_handoff_check_never_starts_skyrl(
+    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    launch = launch_in_store(s3_store, tmp_path)
+    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
+    status, out, err = run([str(write(launch, tmp_path))], s3_server, tmp_path,
+                           RLAUNCH_SKYRL_HANDOFF_MODULE="skyrl_outputs_stand_in",
+                           STAND_IN_MODE="fail")
+    assert status == 2
+    assert err == ("error: the handoff check refused this launch (exit 3); SkyRL was not "
+                   "started: fix what it names above\n")
+    assert "starting SkyRL" not in out
+
+
+def test_success_writes_the_terminal_manifest_from_the_store(
+    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    launch = launch_in_store(
+        s3_store, tmp_path,
+        execution={**worked_example("colocated-1x8")["execution"],
+                   "wandb": {"entity": "team", "project": "proj"}},
+    )
+    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
+    status, out, err = run([str(write(launch, tmp_path))], s3_server, tmp_path,
+                           RLAUNCH_ATTEMPT_ID="attempt-1")
+    assert (status, err) == (0, ""), out
+    remote = s3_server.filesystem()
+    manifest = json.loads(remote.cat_file(launch["artifacts"]["terminal_manifest"]).decode())
+    export = f"{launch['artifacts']['export_root']}/global_step_2/policy"
+    assert manifest["status"] == "succeeded" and manifest["final_step"] == 2
+    assert manifest["export_path"] == export and manifest["attempt_id"] == "attempt-1"
+    assert manifest["run_id"] == launch["run"]["id"]
+    assert manifest["fingerprint"] == launch["run"]["fingerprint"]
+    assert manifest["wandb_url"] == "https://wandb.ai/team/proj/runs/abc123"
+    weights = hashlib.sha256(b"weights of step 2").hexdigest()
+    assert manifest["export_files"]["model.safetensors"] == weights
+    assert manifest["weights_sha256"] == hashlib.sha256(
+        f"{weights}  model.safetensors\n".encode()).hexdigest()
+    assert out.splitlines()[-1].startswith(f"rlaunch: done: step 2; export {export} ")
+
+
+def test_signals_reach_skyrl_and_its_status_is_kept(
+    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    launch = launch_in_store(s3_store, tmp_path)
+    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
+    ready = tmp_path / "ready"
+    process = adapter([str(write(launch, tmp_path))], s3_server, tmp_path,
+                      STAND_IN_MODE="wait", STAND_IN_READY=str(ready))
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ready.exists()
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert f"stand-in: got signal {int(signal.SIGTERM)}" in out
+    assert f"rlaunch: SkyRL exited with status {128 + signal.SIGTERM}" in out
+
+
+def test_a_store_the_job_cannot_reach_is_refused_before_anything_runs(
+    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    launch = launch_in_store(s3_store, tmp_path)
+    status, out, err = run([str(write(launch, tmp_path))], s3_server, tmp_path,
+                           AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_MAX_ATTEMPTS="1")
+    assert status == 2
+    assert err.startswith("error: staging: inputs.model (qwen2.5-1.5b-instruct@2026.11.01): "
+                          "cannot read ")
+    assert "the store is unreachable from this node" in err
+
+
+def test_bad_input_is_a_clear_error(s3_server: ObjectStoreServer, tmp_path: Path) -> None:
+    assert "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]" in run(
+        [], s3_server, tmp_path)[2]
+    status, _, err = run([str(tmp_path / "nope.yaml")], s3_server, tmp_path)
+    assert status == 2 and err.startswith("error: ")
 
 
 def test_executors_start_skyrl_through_the_adapter_and_smoke_directly():

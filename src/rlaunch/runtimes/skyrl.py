@@ -1,41 +1,172 @@
-"""Adapter for the `skyrl` runtime: `python -m rlaunch.runtimes.skyrl LAUNCH_YAML`.
+"""The `skyrl` runtime adapter: `python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]`.
 
-SkyRL's entrypoint builds its config from `key.path=value` overrides on its command line, not
-from a file. This adapter reads the launch YAML, turns its `skyrl` subtree into exactly those
-overrides (nothing else is added: the YAML stays the only boundary) and replaces itself with
-`python -m <runtime.entrypoint> <overrides...>` in the same process, so signals, exit status
-and logs are SkyRL's own.
+Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md):
+1. stage every input (`inputs.<slot>`) from the store into the node cache, on every alive node of
+   the Ray cluster when the job runs on one (rlaunch.runtimes.staging, staging_ray);
+2. rewrite the `skyrl` subtree's store paths to the staged folders, and print each rewrite;
+3. run SkyRL's own handoff check (`python -m rlaunch.runtimes.skyrl_handoff <overrides>`) on
+   them; with `--check-handoffs` stop there;
+4. run SkyRL's entrypoint as a child with exactly those overrides, forwarding SIGINT, SIGTERM
+   and SIGHUP, and keep its exit status;
+5. after success, write the terminal manifest (rlaunch.runtimes.skyrl_outputs).
+
+W&B: SkyRL 0.3.0's `Tracking` (`skyrl/train/utils/tracking.py`) calls
+`wandb.init(project=trainer.project_name, name=trainer.run_name, tags=trainer.tags)` and passes
+no entity, so the entity reaches wandb as `WANDB_ENTITY` in SkyRL's environment. The run URL
+wandb prints is kept in the manifest.
+
+Exit status: SkyRL's own; 2 when the launch YAML, staging or the handoff check refuse (SkyRL not
+started); 1 when SkyRL exited 0 but its outputs are missing.
+
+Imports only what a SkyRL environment has (pydantic, pyyaml, fsspec, filelock; ray when staging
+on a cluster).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 
+from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
+from rlaunch.runtimes.skyrl_outputs import OutputError, terminal_manifest, write_manifest
+from rlaunch.runtimes.staging import (
+    Staged,
+    StagingError,
+    inputs_of,
+    local_overrides,
+    rewrites,
+    stage_inputs,
+)
+from rlaunch.runtimes.staging_ray import on_a_ray_cluster, stage_on_nodes
+from rlaunch.store import StoreError
+
+USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]"
+CHECK_FLAG = "--check-handoffs"
+HANDOFF_MODULE_ENV = "RLAUNCH_SKYRL_HANDOFF_MODULE"
+"""The module run as the handoff check (default rlaunch.runtimes.skyrl_handoff)."""
+_WANDB_URL = re.compile(r"https://[\w.-]*wandb\.\w+/\S+/runs/\w+")
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def command(launch: LaunchDocument) -> list[str]:
-    """The argv that runs SkyRL on this launch document."""
-    return [sys.executable, "-m", launch.runtime.entrypoint, *skyrl_cli_args(launch.skyrl_tree())]
+def say(message: str) -> None:
+    print(f"rlaunch: {message}", flush=True)
+
+
+def command(launch: LaunchDocument, overrides: list[str] | None = None) -> list[str]:
+    """The argv that runs SkyRL on this launch document (its store paths, unless `overrides`)."""
+    args = skyrl_cli_args(launch.skyrl_tree()) if overrides is None else overrides
+    return [sys.executable, "-m", launch.runtime.entrypoint, *args]
+
+
+def handoff_command(overrides: list[str]) -> list[str]:
+    module = os.environ.get(HANDOFF_MODULE_ENV) or "rlaunch.runtimes.skyrl_handoff"
+    return [sys.executable, "-m", module, *overrides]
+
+
+def stage(launch: LaunchDocument) -> list[Staged]:
+    """On the Ray cluster the job runs in (RAY_ADDRESS set, ray importable): every alive node;
+    otherwise this node."""
+    items = inputs_of(launch.inputs)
+    if on_a_ray_cluster():
+        return stage_on_nodes(items, say=say)
+    return stage_inputs(items, say=say)
+
+
+def child_env(launch: LaunchDocument) -> dict[str, str]:
+    env = dict(os.environ)
+    wandb = launch.execution.wandb
+    if wandb is not None:
+        env["WANDB_ENTITY"] = wandb.entity
+        env["WANDB_PROJECT"] = wandb.project
+    return env
+
+
+def supervise(argv: list[str], env: dict[str, str],
+              on_line: Callable[[str], None] | None = None) -> int:
+    """Run `argv` as a child, its output passed through line by line; SIGINT, SIGTERM and
+    SIGHUP go to the child, and its exit status is returned (-N: killed by signal N)."""
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, bufsize=1)
+    previous = {sig: signal.getsignal(sig) for sig in _FORWARDED}
+
+    def forward(signum: int, frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    for sig in _FORWARDED:
+        signal.signal(sig, forward)
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            if on_line is not None:
+                on_line(line)
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML", file=sys.stderr)
+    check_only = CHECK_FLAG in args
+    rest = [arg for arg in args if arg != CHECK_FLAG]
+    if len(rest) != 1 or rest[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr)
         return 2
     try:
-        launch = load_launch(args[0])
+        launch = load_launch(rest[0])
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    argv_out = command(launch)
-    print(f"rlaunch: starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(argv_out) - 3} overrides)",
-          file=sys.stderr, flush=True)
-    os.execv(argv_out[0], argv_out)
-    return 0  # not reached: execv replaces the process
+    try:
+        staged = stage(launch)
+    except (StagingError, StoreError) as err:
+        print(f"error: staging: {err}", file=sys.stderr)
+        return 2
+    tree = launch.skyrl_tree()
+    local = local_overrides(tree, staged)
+    for line in rewrites(tree, local):
+        say(f"staged path {line}")
+    overrides = skyrl_cli_args(local)
+    env = child_env(launch)
+    say(f"handoff check: {' '.join(handoff_command([])[1:])} ({len(overrides)} overrides)")
+    checked = supervise(handoff_command(overrides), env)
+    if checked != 0:
+        print(f"error: the handoff check refused this launch (exit {checked}); SkyRL was not "
+              "started: fix what it names above", file=sys.stderr)
+        return 2
+    if check_only:
+        say("handoff check passed; --check-handoffs: SkyRL not started")
+        return 0
+    argv_out = command(launch, overrides)
+    say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
+    urls: list[str] = []
+    started = time.monotonic()
+    status = supervise(argv_out, env,
+                       on_line=lambda line: urls.extend(_WANDB_URL.findall(line)))
+    if status != 0:
+        say(f"SkyRL exited with status {status} after {time.monotonic() - started:.0f} s")
+        return status if status > 0 else 128 - status
+    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    try:
+        manifest = terminal_manifest(launch, attempt_id=attempt,
+                                     wandb_url=urls[-1] if urls else None)
+        write_manifest(launch.artifacts.terminal_manifest, manifest)
+    except (OutputError, StoreError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    say(f"done: step {manifest['final_step']}; export {manifest['export_path']} "
+        f"{manifest['export_sha256']}; manifest {launch.artifacts.terminal_manifest}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rlaunch.atomic import write_text_atomically
+from rlaunch.atomic import replace_folder, write_text_atomically
 from rlaunch.locks import exclusive
 from rlaunch.paths import artifact_root, default_store_prefix, join
 from rlaunch.store.digests import DigestCache
@@ -253,11 +253,6 @@ class ArtifactStore:
 
     @staticmethod
     def _swap_into_place(staging: Path, target: Path, version: str) -> None:
-        trash = None
-        if target.exists():
-            trash = target.parent / f".trash-{version}-{os.getpid()}-{secrets.token_hex(4)}"
-            os.rename(target, trash)
-        os.rename(staging, target)
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
+        trash = target.parent / f".trash-{version}-{os.getpid()}-{secrets.token_hex(4)}"
+        replace_folder(staging, target, trash)
 
