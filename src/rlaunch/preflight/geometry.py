@@ -142,24 +142,42 @@ def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
 
 @rule(
     "GEO005",
-    "FSDP: the policy world is divisible by the sequence parallel size.",
+    "FSDP: the policy world, and a critic's, is divisible by the sequence parallel size.",
     example=Example(edits={"role_plan.policy.sequence_parallel_size": 3}),
 )
 def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
+    # workers/worker.py Worker.init_worker_process_group builds a (world // SP, SP) device
+    # mesh: it fails unless SP divides the world, and utils.validate_batch_sizes divides by
+    # world // SP (0 when SP exceeds it). The critic runs the policy's SP (rendered so).
     plan = check.spec.role_plan
     if plan.strategy != "fsdp" or not check.roles_ok:
         return
     policy = plan.policy
-    if policy.world_size % policy.sequence_parallel_size:
+    sp = policy.sequence_parallel_size
+    if policy.world_size % sp:
         yield error(
             "GEO005",
             (
                 "role_plan.policy.num_nodes", "role_plan.policy.num_gpus_per_node",
                 "role_plan.policy.sequence_parallel_size",
             ),
-            f"{policy_world(policy)} is not divisible by SP {policy.sequence_parallel_size}",
+            f"{policy_world(policy)} is not divisible by SP {sp}",
             f"Set role_plan.policy.sequence_parallel_size to a divisor of {policy.world_size}"
             f" ({divisors(policy.world_size)}).",
+        )
+    critic = plan.critic
+    if critic is not None and critic.world_size % sp:
+        yield error(
+            "GEO005",
+            (
+                "role_plan.critic.num_nodes", "role_plan.critic.num_gpus_per_node",
+                "role_plan.policy.sequence_parallel_size",
+            ),
+            f"critic world {critic.world_size} = critic.num_nodes {critic.num_nodes} x"
+            f" critic.num_gpus_per_node {critic.num_gpus_per_node} is not divisible by the SP"
+            f" {sp} it runs (the policy's)",
+            f"Give the critic a multiple of {sp} GPUs, or a policy SP that divides"
+            f" {critic.world_size} ({divisors(critic.world_size)}).",
         )
 
 

@@ -5,12 +5,12 @@ Field names are exactly those of SkyRL 0.3.0's `SkyRLTrainConfig` (shared refere
 `validate_cfg` accept what this writes. Only fields the RunSpec decides are written: everything
 else keeps SkyRL's default, so the subtree says exactly what the spec says.
 
-Roles the plan leaves out, and roles colocated with the policy, mirror the policy's footprint
-(nodes, GPUs per node): that is what colocation means to SkyRL, and for an absent role it keeps
+A role the plan leaves out mirrors the policy's footprint (nodes, GPUs per node), which keeps
 SkyRL's arithmetic on integers it never acts upon (no reference when neither KL flag is set; no
-critic while `critic.model.path` is null). A reference writes its own parallel sizes into
-`trainer.ref` (SkyRL builds the reference's workers from them, colocated or not); only an absent
-reference mirrors the policy's.
+critic while `critic.model.path` is null). A role the plan has writes its own footprint, colocated
+or not: SkyRL sizes its workers from it (preflight GEO014 proves a colocated one matches the
+policy as SkyRL requires). The reference also writes its own parallel sizes into `trainer.ref`;
+only an absent reference mirrors the policy's.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rlaunch.tasks.prompts import data_file
 
 
 def _footprint(role: AuxRole | None, policy: PolicyRole) -> tuple[int, int]:
-    if role is None or role.colocated_with_policy:
+    if role is None:
         return policy.num_nodes, policy.num_gpus_per_node
     return role.num_nodes, role.num_gpus_per_node
 
