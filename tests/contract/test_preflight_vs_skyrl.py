@@ -41,8 +41,8 @@ RUNTIME_ONLY = {
     "_initiate_actors) raises at start-up",
     "ALLOC002": "a placement-group bundle fits no node's free GPUs: its group is never ready,"
     " get_ray_pg_ready_with_timeout raises at start-up",
-    "ALLOC003": "a bundle of more GPUs than a node has is unplaceable: get_ray_pg_ready_with_timeout"
-    " raises at start-up",
+    "ALLOC003": "a bundle of more GPUs than a node has is unplaceable:"
+    " get_ray_pg_ready_with_timeout raises at start-up",
     "GEO005": "FSDP world not divisible by SP: validate_batch_sizes floors world // SP, then"
     " Worker.init_worker_process_group builds a (world // SP, SP) device mesh that does not"
     " match the world size and fails at worker start-up",
@@ -99,7 +99,8 @@ def trainer_sizes(draw: st.DrawFn, strategy: str) -> dict[str, int]:
 
 @st.composite
 def footprint(draw: st.DrawFn) -> dict[str, int]:
-    return {"num_nodes": draw(st.integers(1, 4)), "num_gpus_per_node": draw(st.sampled_from(POWERS))}
+    return {"num_nodes": draw(st.integers(1, 4)),
+            "num_gpus_per_node": draw(st.sampled_from(POWERS))}
 
 
 @st.composite

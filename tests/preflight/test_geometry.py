@@ -127,7 +127,8 @@ def test_geo008_engine_tp_across_nodes_is_a_warning() -> None:
         " spans nodes), but generation is slow",
     )
     odd = example(edits={"role_plan.rollout.tensor_parallel_size": 3,
-                         "role_plan.rollout.num_engines": 1, "role_plan.policy.num_gpus_per_node": 3,
+                         "role_plan.rollout.num_engines": 1,
+                         "role_plan.policy.num_gpus_per_node": 3,
                          "role_plan.reference.num_gpus_per_node": 3})
     assert messages(odd, "GEO008") == [
         "rollout TP 3 does not divide execution.allocation.gpus_per_node 8 (8 % 3 = 2), so"

@@ -19,6 +19,8 @@ FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
     example=Example(edits={"algorithm.kl.use_kl_in_reward": True}),
 )
 def kl_exclusive(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: `use_kl_in_reward` and
+    `use_kl_loss` are mutually exclusive."""
     kl = check.spec.algorithm.kl
     if kl.use_kl_loss and kl.use_kl_in_reward:
         yield error(
@@ -35,6 +37,10 @@ def kl_exclusive(check: Check) -> Iterator[Finding]:
     example=Example(edits={"algorithm.advantage_estimator": "gae"}),
 )
 def critic_model_iff_gae(check: Check) -> Iterator[Finding]:
+    """Error. gae without a critic model mirrors skyrl/train/utils/utils.py `validate_cfg`
+    (`trainer.critic.model.path` required); a critic model without gae would be built and trained
+    for nothing (skyrl/train/trainer.py `build_models` builds a critic whenever its path is set),
+    so it is refused as a plan that does not mean what it says."""
     spec = check.spec
     estimator = spec.algorithm.advantage_estimator
     paths = ("critic_model", "algorithm.advantage_estimator")
@@ -62,6 +68,8 @@ def critic_model_iff_gae(check: Check) -> Iterator[Finding]:
     ),
 )
 def megatron_constraints(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_megatron_cfg`: vLLM, nccl weight sync,
+    no critic, and SP 1 for `trainer.policy` and `trainer.ref`."""
     spec = check.spec
     plan = spec.role_plan
     if plan.strategy != "megatron":
@@ -99,6 +107,8 @@ def megatron_constraints(check: Check) -> Iterator[Finding]:
     example=Example(edits={"checkpoint.max_ckpts_to_keep": 0}),
 )
 def keeps_checkpoints(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (`max_ckpts_to_keep == 0`
+    raises)."""
     if check.spec.checkpoint.max_ckpts_to_keep == 0:
         yield error(
             "ALGO004", ("checkpoint.max_ckpts_to_keep",),
@@ -113,6 +123,8 @@ def keeps_checkpoints(check: Check) -> Iterator[Finding]:
     example=Example(edits={"checkpoint.ckpt_interval": 0}),
 )
 def checkpoints_periodically(check: Check) -> Iterator[Finding]:
+    """Error. Beyond SkyRL: a run that never checkpoints cannot resume, which the ledger's resume
+    rules rely on."""
     interval = check.spec.checkpoint.ckpt_interval
     if interval < 1:
         yield error(
@@ -148,6 +160,8 @@ def _resume_path_problem(check: Check, path: str) -> tuple[str, str] | None:
     example=Example(edits={"resume.mode": "from_path"}),
 )
 def resume_policy(check: Check) -> Iterator[Finding]:
+    """Error. Beyond SkyRL: a resume path outside the store, or a mode and path that disagree,
+    would start from a checkpoint nothing records."""
     resume = check.spec.resume
     paths = ("resume.mode", "resume.path")
     if resume.mode == "from_path" and not resume.path:
@@ -181,6 +195,8 @@ def resume_policy(check: Check) -> Iterator[Finding]:
     example=Example(edits={"algorithm.epochs": 0}),
 )
 def training_length(check: Check) -> Iterator[Finding]:
+    """Error. `max_training_steps` <= 0 mirrors skyrl/train/utils/utils.py `validate_cfg`; epochs <
+    1 and a non-positive learning rate go beyond it (a run that trains nothing)."""
     algorithm = check.spec.algorithm
     if algorithm.epochs < 1:
         yield error(

@@ -63,6 +63,14 @@ def unpackable_plan(data: dict[str, Any]) -> None:
     example=Example(edits={"execution.allocation.num_nodes": 2}),
 )
 def roles_use_allocation(check: Check) -> Iterator[Finding]:
+    """Error when the roles need more GPUs than allocated: Ray never makes the remaining placement
+    groups ready and SkyRL's `get_ray_pg_ready_with_timeout` raises at start-up. Warning when GPUs
+    stay idle: SkyRL places what the roles ask for and leaves the rest alone, so idle GPUs cost
+    money but do not fail. Decision: a warning with the idle count, not an `idle_gpus` field on the
+    allocation. The field would repeat a number the plan already determines (every resize of a role
+    would need a second edit) and, since a role plan has no silent defaults, every execution would
+    have to write it even when 0; the warning carries the same equation and the cheapest allocation
+    that fits, and nothing can run with idle GPUs unseen because every check prints it."""
     if not check.roles_ok:
         return
     allocation = check.spec.execution.allocation
@@ -87,13 +95,14 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
         )
         return
     idle = total - used
+    spare = nodes * allocation.gpus_per_node - used
     yield warning(
         "ALLOC001", paths,
         f"roles use {_roles_sum(roles)} of the allocation's {shape}: {idle} GPUs stay idle"
         " and are paid for",
         f"Give the idle {idle} GPUs to a role, or allocate execution.allocation.num_nodes"
         f" {nodes} ({nodes * allocation.gpus_per_node} GPUs"
-        + (f", {nodes * allocation.gpus_per_node - used} still idle)." if used % allocation.gpus_per_node else ")."),
+        + (f", {spare} still idle)." if spare else ")."),
     )
 
 
@@ -103,6 +112,14 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
     example=Example(base="disaggregated-8x8-tp1", edits=unpackable_plan),
 )
 def bundles_pack(check: Check) -> Iterator[Finding]:
+    """Error. Models the packing Ray does (rlaunch/preflight/placement.py): SkyRL's placement
+    groups in the order it creates them (engines' 1-GPU bundles; then the policy, reference and
+    critic, each num_nodes bundles of num_gpus_per_node GPUs from
+    skyrl/backends/skyrl_train/workers/worker.py `PPORayActorGroup._initiate_actors`, or one shared
+    group under colocate_policy_ref from skyrl/train/trainer.py `build_models`), each bundle on the
+    fullest node it fits (PACK). A bundle that fits no node leaves its group pending until
+    `get_ray_pg_ready_with_timeout` raises. Roles need not use whole nodes: a total that is whole
+    nodes is placed when the bundles pack."""
     if not check.roles_ok or not bundles_fit_nodes(check):
         return
     allocation = check.spec.execution.allocation
@@ -141,6 +158,9 @@ def bundles_pack(check: Check) -> Iterator[Finding]:
     ),
 )
 def bundles_fit_node(check: Check) -> Iterator[Finding]:
+    """Error. A bundle lives on one node: a role that asks Ray for bundles of more GPUs than a node
+    has can never be placed (`get_ray_pg_ready_with_timeout` raises at start-up). Under
+    colocate_all every bundle is 1 GPU, so any per-node width is placed."""
     if not check.roles_ok:
         return
     width = check.spec.execution.allocation.gpus_per_node
@@ -163,6 +183,8 @@ def bundles_fit_node(check: Check) -> Iterator[Finding]:
     example=Example(edits={"execution.allocation.gpus_per_node": 16}),
 )
 def accelerator_has_gpus(check: Check) -> Iterator[Finding]:
+    """Error when a node would have more GPUs than the accelerator's boards carry (no such machine
+    exists); warning for an accelerator preflight does not know. Beyond SkyRL."""
     allocation = check.spec.execution.allocation
     limit = accelerator_limit(allocation.accelerator)
     paths = ("execution.allocation.gpus_per_node", "execution.allocation.accelerator")

@@ -57,6 +57,8 @@ def sharded(check: Check) -> list[MiniBatch]:
     example=Example(edits={"role_plan.batch.train_batch_size": 0}),
 )
 def positive_batch_sizes(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors the `> 0` asserts of skyrl/train/utils/utils.py `validate_batch_sizes` and
+    extends them to every batch size."""
     for path, value in check.nonpositive_batch_counts:
         yield error(
             "BATCH001", (path,),
@@ -71,6 +73,9 @@ def positive_batch_sizes(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.batch.train_batch_size": 32}),
 )
 def train_at_least_mini(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes` (`train_batch_size >=
+    policy_mini_batch_size`, and the critic's). Needs no DP, so it is reported even when a DP size
+    is undefined."""
     train = check.spec.role_plan.batch.train_batch_size
     for mini in mini_batches(check):
         if train < mini.size:
@@ -87,6 +92,9 @@ def train_at_least_mini(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.batch.policy_mini_batch_size": 96}),
 )
 def train_multiple_of_mini(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes` (`train_batch_size %
+    policy_mini_batch_size == 0`, and the critic's). Needs no DP, so it is reported even when a DP
+    size is undefined."""
     train = check.spec.role_plan.batch.train_batch_size
     for mini in mini_batches(check):
         if train % mini.size:
@@ -110,6 +118,11 @@ def train_multiple_of_mini(check: Check) -> Iterator[Finding]:
     ),
 )
 def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
+    """Error below 1 sequence per GPU: mirrors skyrl/train/utils/utils.py `validate_batch_sizes`
+    (`policy_mini_batch_size_per_gpu > 0`, floored). Warning when mini x n does not split evenly
+    over DP: SkyRL accepts it and skyrl/backends/skyrl_train/distributed/dispatch.py
+    `MeshDispatch.stage_chunks` pads each mini batch with loss-masked dummy sequences, computed and
+    thrown away."""
     samples = check.spec.role_plan.batch.n_samples_per_prompt
     for mini in mini_batches(check):
         if mini.dp is None:
@@ -147,6 +160,8 @@ def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.batch.micro_train_batch_size_per_gpu": 6}),
 )
 def mini_multiple_of_micro(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: the floored per-GPU mini
+    batch (mini x n // DP) is a multiple of `micro_train_batch_size_per_gpu`."""
     batch = check.spec.role_plan.batch
     micro = batch.micro_train_batch_size_per_gpu
     for mini in sharded(check):
@@ -169,6 +184,8 @@ def mini_multiple_of_micro(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.batch.train_batch_size": 96}),
 )
 def train_per_gpu_multiple_of_mini(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: the floored per-GPU train
+    batch is a multiple of the floored per-GPU mini batch."""
     batch = check.spec.role_plan.batch
     samples = batch.n_samples_per_prompt
     for mini in sharded(check):
@@ -191,6 +208,8 @@ def train_per_gpu_multiple_of_mini(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.batch.critic_mini_batch_size": 64}),
 )
 def critic_mini_iff_critic(check: Check) -> Iterator[Finding]:
+    """Error. rlaunch renders `critic_mini_batch_size` only for a critic; a size without a critic,
+    or a critic without one, says two things. Goes beyond SkyRL."""
     plan = check.spec.role_plan
     size = plan.batch.critic_mini_batch_size
     paths = (f"{BATCH}.critic_mini_batch_size", "role_plan.critic")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from rlaunch.preflight.batch import BATCH, mini_batches
+from rlaunch.preflight.batch import BATCH
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
@@ -40,8 +40,9 @@ def prompt_stride(lcm: int, samples: int) -> int:
     ),
 )
 def train_at_least_lcm(check: Check) -> Iterator[Finding]:
-    # utils.validate_batch_sizes: train_batch_size * n_samples_per_prompt >= lcm_dp_size, with
-    # the policy's and (when KL is on) the reference's DP; the critic is not in its lcm.
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: `train_batch_size *
+    n_samples_per_prompt >= lcm(policy DP, reference DP)`, counted in sequences; the critic is not
+    in its lcm."""
     terms = dp_terms(check, with_critic=False)
     if terms is None:
         return
@@ -72,11 +73,12 @@ def train_at_least_lcm(check: Check) -> Iterator[Finding]:
     ),
 )
 def no_prompts_dropped_per_step(check: Check) -> Iterator[Finding]:
-    # RayPPOTrainer._remove_tail_data keeps the largest multiple of the stride of the step's
-    # prompts (lcm over the policy's, critic's and reference's DP, as WorkerDispatch.
-    # get_lcm_dp_size); then preprocess.compute_prompt_mini_batch_boundaries asserts the prompt
-    # count equals train_batch_size. A trimmed step is therefore not a silent loss but an
-    # AssertionError in the first training step.
+    """Error. skyrl/train/trainer.py `RayPPOTrainer._remove_tail_data` keeps the largest multiple
+    of lcm / gcd(lcm, n_samples_per_prompt) of a step's prompts (lcm over the policy's, critic's
+    and reference's DP, skyrl/backends/skyrl_train/workers/worker_dispatch.py `get_lcm_dp_size`);
+    skyrl/train/dataset/preprocess.py `compute_prompt_mini_batch_boundaries` then asserts the
+    prompt count equals `train_batch_size`. So a trimmed step is not a silent loss but an
+    AssertionError in the first training step. Beyond `validate_cfg`."""
     terms = dp_terms(check, with_critic=True)
     if terms is None:
         return
@@ -153,6 +155,10 @@ def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[in
     example=Example(edits={"train_data.rows": 100}),
 )
 def dataset_covers_batches(check: Check) -> Iterator[Finding]:
+    """Error when the data holds no whole train batch (skyrl/train/utils/trainer_utils.py
+    `build_dataloader` drops the last partial batch, leaving no step). Warning for the rows each
+    epoch leaves out: the loader shuffles every epoch, so no row is lost for good; the fix offers
+    train and mini batch sizes that leave out fewer and keep every batch rule."""
     data = check.spec.train_data
     rows = getattr(data, "rows", None)  # a model in the data slot (ART003) has no rows
     train = check.spec.role_plan.batch.train_batch_size
@@ -195,6 +201,8 @@ def dataset_covers_batches(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.batch.eval_batch_size": 2048}),
 )
 def eval_batch_fits(check: Check) -> Iterator[Finding]:
+    """Warning. An eval batch larger than the eval data runs as one partial batch (the eval loader
+    keeps it, `drop_last=False`)."""
     data = check.spec.eval_data
     size = check.spec.role_plan.batch.eval_batch_size
     rows = getattr(data, "rows", None)
@@ -215,6 +223,8 @@ def eval_batch_fits(check: Check) -> Iterator[Finding]:
     example=Example(edits={"algorithm.fully_async": True}),
 )
 def fully_async_one_mini_batch(check: Check) -> Iterator[Finding]:
+    """Error. skyrl/train/fully_async_trainer.py `FullyAsyncRayPPOTrainer.__init__` asserts
+    `train_batch_size == policy_mini_batch_size` at start-up."""
     batch = check.spec.role_plan.batch
     if check.spec.algorithm.fully_async and batch.train_batch_size != batch.policy_mini_batch_size:
         yield error(

@@ -17,6 +17,7 @@ LENGTHS = ("max_prompt_length", "max_generate_length", "max_input_length", "max_
     example=Example(edits={"lengths.max_generate_length": 0}),
 )
 def positive_lengths(check: Check) -> Iterator[Finding]:
+    """Error. A length or turn count below 1 leaves nothing to generate. Beyond SkyRL."""
     lengths = check.spec.lengths
     for name in LENGTHS:
         value = getattr(lengths, name)
@@ -34,6 +35,8 @@ def positive_lengths(check: Check) -> Iterator[Finding]:
     example=Example(edits={"lengths.max_generate_length": 32768}),
 )
 def fits_context_window(check: Check) -> Iterator[Finding]:
+    """Error. vLLM refuses a `max_model_len` beyond the model's `max_position_embeddings`, and
+    prompt plus generation must fit in it. Beyond SkyRL's `validate_cfg`."""
     facts = check.facts
     if facts is None:
         return
@@ -60,6 +63,8 @@ def fits_context_window(check: Check) -> Iterator[Finding]:
     example=Example(edits={"lengths.max_input_length": 1024}),
 )
 def input_matches_prompt(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_generator_cfg`: single-turn needs
+    `max_input_length == max_prompt_length`, multi-turn `>=`."""
     lengths = check.spec.lengths
     paths = ("lengths.max_input_length", "lengths.max_prompt_length", "lengths.max_turns")
     if lengths.max_turns == 1 and lengths.max_input_length != lengths.max_prompt_length:

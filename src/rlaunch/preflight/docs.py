@@ -5,6 +5,7 @@ prints for it, so the documentation cannot drift from the rules."""
 
 from __future__ import annotations
 
+import inspect
 import json
 
 from rlaunch.preflight.allocation import ACCELERATOR_GPUS_PER_NODE
@@ -13,21 +14,27 @@ from rlaunch.preflight.runner import INTERNAL_CODE, all_rules, run_preflight
 from rlaunch.spec.catalog import FIXES, PROFILES
 from rlaunch.spec.io import parse_spec
 
+BEYOND_SKYRL = (
+    " rlaunch's own rules, beyond SkyRL (which checks none of this): errors, except where the"
+    " summary says warning."
+)
 FAMILY_TEXT = {
     "geometry": "Counts, parallelism divisibility, colocation, and tensor/expert parallelism"
     " against the model's heads and experts.",
-    "allocation": "The roles use exactly the allocated GPUs, in whole nodes, on real hardware.",
+    "allocation": "The roles fit the allocated GPUs and their placement-group bundles pack onto"
+    " its nodes as Ray places them; idle GPUs are a warning.",
     "batch": "Batch sizes as SkyRL 0.3.0 validates and shards them, and dataset coverage.",
     "context": "Prompt and generation lengths against the model's context window.",
     "algorithm": "Settings SkyRL 0.3.0 rejects at start-up, checkpointing, and resume.",
     "artifacts": "Pins, checksums, typed handoffs, model facts, identities, dev dependencies,"
-    " ambient paths.",
+    " ambient paths." + BEYOND_SKYRL,
     "versions": "Version syntax; immutability, runtime changes under a checkpoint root and a"
-    " clean launcher tree (world).",
-    "paths": "Safe names, unique derived roots, a real store prefix.",
-    "runtime": "The runtime pin against the runtime catalog.",
-    "execution": "Executor, credentials (by name), W&B identity, limits, export policy, host.",
-    "smoke": "A smoke run shares its full run's geometry and pin.",
+    " clean launcher tree (world)." + BEYOND_SKYRL,
+    "paths": "Safe names, unique derived roots, a real store prefix." + BEYOND_SKYRL,
+    "runtime": "The runtime pin against the runtime catalog." + BEYOND_SKYRL,
+    "execution": "Executor, credentials (by name), W&B identity, limits, export policy, host."
+    + BEYOND_SKYRL,
+    "smoke": "A smoke run shares its full run's geometry and pin." + BEYOND_SKYRL,
     LAUNCH_FAMILY: "Checks `rlaunch launch` (and so `./pants run`) makes besides preflight,"
     " because what they read is only at hand there: the launch ledger, under the launch lock."
     " `rlaunch preflight` does not run them; their findings are printed like preflight's.",
@@ -56,9 +63,13 @@ recipe, never weaken the rule.
   smoke run of the same geometry and runtime fingerprint): `rlaunch launch` runs them where the
   ledger is at hand, `rlaunch preflight` does not. The smoke rules prove what a smoke run shares
   with its full run.
-- Deliberate choices: GEO017 is an error, not a warning, because vLLM divides KV heads over TP
-  (or TP over KV heads) exactly and fails at load time otherwise; BATCH008 checks the train batch
-  in *prompts* against the lcm of DP sizes, as SkyRL 0.3.0's `validate_batch_sizes` does.
+- An error is a plan SkyRL 0.3.0 refuses (its `validate_cfg`) or that fails at a named runtime
+  step (a start-up assert, a placement group that never becomes ready, a model that does not
+  load); anything that only wastes (idle GPUs, padded mini batches, rows an epoch leaves out, TP
+  across nodes) is a warning with its equation. Each rule below says which, why, and the SkyRL
+  code it mirrors or goes beyond (paths under `skyrl/` in the 0.3.0 wheel).
+  tests/contract/test_preflight_vs_skyrl.py checks the split on random role plans against
+  SkyRL's own `validate_cfg`.
 """
 
 
@@ -153,8 +164,10 @@ def rules_markdown() -> str:
     for family in FAMILIES:
         lines += [f"## {family}", "", FAMILY_TEXT[family], ""]
         for rule in (r for r in rules if r.family == family):
+            why = " ".join((inspect.getdoc(rule.func) or "").split())
             lines += [
                 f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`.", "",
+                *([why, ""] if why else []),
                 f"Example: {rule.example.describe()}.", "", "```", *example_findings(rule),
                 "```", "",
             ]

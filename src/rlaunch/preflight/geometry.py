@@ -40,6 +40,8 @@ def rollout_gpus(rollout: RolloutRole) -> str:
     example=Example(edits={"role_plan.policy.num_nodes": 0}),
 )
 def positive_counts(check: Check) -> Iterator[Finding]:
+    """Error. A count below 1 has no meaning; SkyRL would divide by it or build empty groups. Goes
+    beyond SkyRL, which does not check most counts."""
     for path, value in check.nonpositive_role_counts:
         yield error(
             "GEO001", (path,),
@@ -56,6 +58,10 @@ def positive_counts(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.policy.tensor_parallel_size": 2}),
 )
 def fsdp_has_no_megatron_sizes(check: Check) -> Iterator[Finding]:
+    """Error. Under strategy fsdp SkyRL never reads `megatron_config`
+    (skyrl/train/entrypoints/main_base.py `_setup_trainer` picks the FSDP workers), so a
+    TP/PP/CP/EP/ETP above 1 would be silently ignored: the plan would not run as written. Goes
+    beyond SkyRL."""
     plan = check.spec.role_plan
     if plan.strategy != "fsdp":
         return
@@ -86,6 +92,8 @@ def fsdp_has_no_megatron_sizes(check: Check) -> Iterator[Finding]:
     ),
 )
 def megatron_world_divisible(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: `policy_world_size % (pp *
+    cp * tp) == 0`."""
     plan = check.spec.role_plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return
@@ -116,6 +124,8 @@ def megatron_world_divisible(check: Check) -> Iterator[Finding]:
     ),
 )
 def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
+    """Error. Megatron-Core builds expert groups of ETP x EP x PP ranks when the policy workers
+    start; a world it does not divide fails there. Goes beyond SkyRL's `validate_cfg`."""
     plan = check.spec.role_plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return
@@ -146,9 +156,10 @@ def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.policy.sequence_parallel_size": 3}),
 )
 def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
-    # workers/worker.py Worker.init_worker_process_group builds a (world // SP, SP) device
-    # mesh: it fails unless SP divides the world, and utils.validate_batch_sizes divides by
-    # world // SP (0 when SP exceeds it). The critic runs the policy's SP (rendered so).
+    """Error. skyrl/backends/skyrl_train/workers/worker.py `Worker.init_worker_process_group`
+    builds a (world // SP, SP) device mesh, which fails at worker start-up unless SP divides the
+    world; skyrl/train/utils/utils.py `validate_batch_sizes` divides by world // SP (a
+    ZeroDivisionError when SP exceeds it). The critic runs the policy's SP."""
     plan = check.spec.role_plan
     if plan.strategy != "fsdp" or not check.roles_ok:
         return
@@ -187,6 +198,8 @@ def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
     example=Example(base="megatron-moe-5x8", edits={"role_plan.rollout.data_parallel_size": 4}),
 )
 def inference_expert_parallel(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_inference_engine_cfg`: with EP > 1, DP x
+    TP == EP."""
     rollout = check.spec.role_plan.rollout
     if not check.roles_ok or rollout.expert_parallel_size <= 1:
         return
@@ -211,6 +224,8 @@ def inference_expert_parallel(check: Check) -> Iterator[Finding]:
     example=Example(edits={"role_plan.rollout.num_engines": 4}),
 )
 def colocated_gpus_match(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (placement): under colocate_all,
+    policy GPUs == rollout GPUs."""
     plan = check.spec.role_plan
     if not plan.placement.colocate_all or not check.roles_ok:
         return
@@ -240,13 +255,14 @@ def colocated_gpus_match(check: Check) -> Iterator[Finding]:
     ),
 )
 def engine_tp_within_node(check: Check) -> Iterator[Finding]:
-    # SkyRL 0.3.0 puts every engine's GPUs in 1-GPU bundles of one PACK placement group
-    # (main_base.get_colocate_pg; inference_servers/setup.create_inference_servers) and starts
-    # vLLM with its `ray` executor (config default), which runs a TP or PP group across nodes.
-    # Only the `mp` executor under colocate_all needs TP x PP on one node
-    # (utils.validate_inference_engine_cfg); rlaunch never selects it. Engine DP ranks are
-    # separate servers and a pipeline stage boundary sends one activation per step, so only TP,
-    # which all-reduces in every layer, pays for crossing nodes.
+    """Warning. SkyRL places every engine in 1-GPU bundles of one PACK placement group
+    (skyrl/train/entrypoints/main_base.py `get_colocate_pg`;
+    skyrl/backends/skyrl_train/inference_servers/setup.py `create_inference_servers`) and starts
+    vLLM with its default `ray` executor, which runs a TP or PP group across nodes. Only the `mp`
+    executor under colocate_all needs TP x PP on one node (utils.py
+    `validate_inference_engine_cfg`), and rlaunch never selects it. Engine DP ranks are separate
+    servers and a pipeline stage boundary sends one activation per step, so only TP, which
+    all-reduces in every layer, pays for crossing nodes: slow, not a failure."""
     if not check.roles_ok:
         return
     rollout, width = check.spec.role_plan.rollout, check.spec.execution.allocation.gpus_per_node

@@ -18,6 +18,8 @@ from rlaunch.preflight.registry import Example, rule
     ),
 )
 def trainer_tp_divides_heads(check: Check) -> Iterator[Finding]:
+    """Error. Megatron-Core splits attention heads over TP when the policy model is built; a TP
+    that does not divide them fails there. Beyond SkyRL's `validate_cfg`."""
     facts = check.facts
     plan = check.spec.role_plan
     if facts is None or plan.strategy != "megatron" or not check.roles_ok:
@@ -39,6 +41,8 @@ def trainer_tp_divides_heads(check: Check) -> Iterator[Finding]:
     example=Example(base="tp8-on-42-heads"),
 )
 def inference_tp_divides_heads(check: Check) -> Iterator[Finding]:
+    """Error. vLLM splits attention heads over TP when an engine loads the model and refuses a TP
+    that does not divide them. Beyond SkyRL's `validate_cfg`."""
     facts = check.facts
     if facts is None or not check.roles_ok:
         return
@@ -61,8 +65,9 @@ def inference_tp_divides_heads(check: Check) -> Iterator[Finding]:
     ),
 )
 def inference_tp_and_kv_heads(check: Check) -> Iterator[Finding]:
-    # vLLM's QKVParallelLinear splits KV heads over TP ranks when TP <= KV heads and
-    # replicates them when TP > KV heads; both are exact divisions that fail at load time.
+    """Error. vLLM's QKVParallelLinear splits KV heads over TP ranks when TP <= KV heads and
+    replicates them when TP > KV heads; both are exact divisions that fail at load time. Beyond
+    SkyRL's `validate_cfg`."""
     facts = check.facts
     if facts is None or not check.roles_ok:
         return
@@ -90,6 +95,8 @@ def inference_tp_and_kv_heads(check: Check) -> Iterator[Finding]:
     example=Example(base="megatron-moe-5x8", edits={"model.facts.num_experts": None}),
 )
 def expert_parallel_needs_experts(check: Check) -> Iterator[Finding]:
+    """Error. Expert parallelism on a dense model, or an EP that does not divide the experts, fails
+    when Megatron-Core or vLLM shards the experts. Beyond SkyRL's `validate_cfg`."""
     facts = check.facts
     if facts is None or not check.roles_ok:
         return

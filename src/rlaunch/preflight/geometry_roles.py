@@ -27,6 +27,10 @@ def _kl_fields(check: Check) -> str:
     example=Example(edits={"role_plan.reference": None}),
 )
 def reference_when_kl(check: Check) -> Iterator[Finding]:
+    """Error without a reference when KL is on (SkyRL would build a reference from a role the plan
+    does not place); warning for a reference or reference model that nothing uses
+    (skyrl/train/trainer.py `build_models` builds the reference only when `use_kl_loss` or
+    `use_kl_in_reward`)."""
     spec = check.spec
     reference = spec.role_plan.reference
     if check.use_kl and reference is None:
@@ -55,6 +59,8 @@ def reference_when_kl(check: Check) -> Iterator[Finding]:
     ),
 )
 def reference_placement(check: Check) -> Iterator[Finding]:
+    """Error. rlaunch renders the reference's placement from `placement`; a `colocated_with_policy`
+    that disagrees means the plan says two things. Goes beyond SkyRL (consistency of the plan)."""
     plan = check.spec.role_plan
     if plan.reference is None:
         return
@@ -99,6 +105,9 @@ def _with_critic(colocated: bool) -> Any:
     example=Example(edits={"algorithm.advantage_estimator": "gae"}),
 )
 def critic_when_gae(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (gae needs `critic.model.path`); a
+    critic without gae is never trained, so it is refused as a plan that does not mean what it
+    says."""
     spec = check.spec
     estimator = spec.algorithm.advantage_estimator
     critic = spec.role_plan.critic
@@ -123,6 +132,8 @@ def critic_when_gae(check: Check) -> Iterator[Finding]:
     example=Example(edits=_with_critic(colocated=False)),
 )
 def critic_placement(check: Check) -> Iterator[Finding]:
+    """Error. skyrl/train/trainer.py `build_models` shares the policy's GPUs with the critic
+    exactly under colocate_all and gives it its own otherwise; the plan must say the same."""
     plan = check.spec.role_plan
     if plan.critic is None:
         return
@@ -153,6 +164,11 @@ def _shape(name: str, role: AuxRole | PolicyRole) -> str:
     example=Example(edits={"role_plan.reference.num_nodes": 2}),
 )
 def colocated_footprint(check: Check) -> Iterator[Finding]:
+    """Error. Under colocate_all skyrl/train/trainer.py `RayPPOTrainer.build_models` asserts
+    num_policy_gpus == num_ref_gpus (and the critic's): totals only, so another shape of the same
+    total passes; a different total crashes at start-up after the placement group is reserved.
+    Under colocate_policy_ref skyrl/train/utils/utils.py `validate_cfg` asserts equal nodes and
+    GPUs per node (the pair shares whole-node bundles)."""
     plan = check.spec.role_plan
     if not check.roles_ok:
         return
@@ -214,10 +230,11 @@ def _reference_sizes(reference: ReferenceRole, strategy: str) -> tuple[int, str]
     ),
 )
 def reference_world_divisible(check: Check) -> Iterator[Finding]:
-    # Megatron: utils.validate_batch_sizes asserts ref_world_size % (pp * cp * tp) == 0.
-    # FSDP: validate_batch_sizes floors ref_world // SP; workers/worker.py
-    # Worker.init_worker_process_group then builds a (world // SP, SP) device mesh, which fails
-    # at worker start-up unless SP divides the world (0 DP ranks when SP exceeds it).
+    """Error. Megatron: mirrors skyrl/train/utils/utils.py `validate_batch_sizes` (`ref_world_size
+    % (pp * cp * tp) == 0`, on `trainer.ref`'s own sizes). FSDP: validate_batch_sizes floors
+    ref_world // SP, then skyrl/backends/skyrl_train/workers/worker.py
+    `Worker.init_worker_process_group` fails to build the (world // SP, SP) mesh at start-up:
+    beyond `validate_cfg`."""
     plan = check.spec.role_plan
     reference = plan.reference
     if reference is None or not check.use_kl or not check.roles_ok:

@@ -32,9 +32,9 @@ from rlaunch.spec.runtime import GitPin, RuntimePin, runtime_fingerprint
 __all__ = [
     "AdoptedArtifact", "Algorithm", "Allocation", "Artifact", "ArtifactKind", "AuxRole",
     "BatchPlan", "BuiltArtifact", "CheckpointPolicy", "Execution", "GitPin", "HFDataset",
-    "HFModel", "KLSettings", "Lengths", "ModelFacts", "Placement", "PolicyRole", "ResumePolicy",
-    "ReferenceRole", "RolePlan", "RolloutRole", "RunSpec", "RuntimePin", "SCHEMA_VERSION", "SmokeOf",
-    "SpecError", "WandbIdentity", "canonical_json", "dump_spec", "dumps_spec", "fingerprint",
-    "fingerprint_of", "identity", "load_spec", "loads_spec", "parse_spec",
+    "HFModel", "KLSettings", "Lengths", "ModelFacts", "Placement", "PolicyRole", "ReferenceRole",
+    "ResumePolicy", "RolePlan", "RolloutRole", "RunSpec", "RuntimePin", "SCHEMA_VERSION",
+    "SmokeOf", "SpecError", "WandbIdentity", "canonical_json", "dump_spec", "dumps_spec",
+    "fingerprint", "fingerprint_of", "identity", "load_spec", "loads_spec", "parse_spec",
     "runtime_fingerprint",
 ]
