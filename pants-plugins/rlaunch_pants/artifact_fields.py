@@ -13,8 +13,11 @@ from rlaunch_pants.fields import (
     CommitField,
     JsonDictField,
     PositiveIntField,
+    SchemaDictField,
     Sha256Field,
     VersionField,
+    dict_help,
+    schema_keys,
 )
 
 ARTIFACT_KINDS = ("model", "tokenizer", "dataset")
@@ -68,64 +71,30 @@ class HFRevisionField(CommitField):
     )
 
 
-class ModelAttentionHeadsField(PositiveIntField):
-    alias = "attention_heads"
-    help = help_text(
-        """
-        `num_attention_heads` of the model's `config.json`. Trainer and inference tensor
-        parallel sizes must divide it (checked by `check`); the builder verifies the number.
+FACTS_KEYS = schema_keys("model_facts")
 
-            attention_heads=12
+
+class ModelFactsField(SchemaDictField):
+    alias = "facts"
+    none_is_valid_value = True
+    schema = FACTS_KEYS
+    help = dict_help(
         """
+        Facts about a model that preflight needs, as the model's `config.json` names them
+        (tensor parallel sizes must divide the heads, lengths must fit the context); the
+        builder verifies them. Unset for an artifact that is not a model. Keys (all required):
+        """,
+        FACTS_KEYS,
+        """
+            facts=dict(num_attention_heads=12, num_key_value_heads=2,
+                       max_position_embeddings=32768, num_experts=None)
+        """,
     )
 
 
-class ModelKVHeadsField(PositiveIntField):
-    alias = "kv_heads"
-    help = help_text(
-        """
-        `num_key_value_heads` of the model's `config.json` (grouped-query attention); the same
-        as `attention_heads` for plain multi-head attention.
-
-            kv_heads=2
-        """
-    )
-
-
-class ModelContextLengthField(PositiveIntField):
-    alias = "context_length"
-    help = help_text(
-        """
-        The model's context window in tokens (`max_position_embeddings`): a run's prompt and
-        generation lengths must fit in it.
-
-            context_length=32768
-        """
-    )
-
-
-class ModelNumExpertsField(PositiveIntField):
-    alias = "num_experts"
-    help = help_text(
-        """
-        Routed experts of a mixture-of-experts model (`num_experts`); leave unset for a dense
-        model.
-
-            num_experts=128
-        """
-    )
-
-
-class HFModelAttentionHeadsField(ModelAttentionHeadsField):
+class HFModelFactsField(ModelFactsField):
     required = True
-
-
-class HFModelKVHeadsField(ModelKVHeadsField):
-    required = True
-
-
-class HFModelContextLengthField(ModelContextLengthField):
-    required = True
+    none_is_valid_value = False
 
 
 class ArtifactRowsField(PositiveIntField):
@@ -148,7 +117,7 @@ class ArtifactKindField(ChoiceField):
         f"""
         What the artifact is: one of {", ".join(repr(kind) for kind in ARTIFACT_KINDS)}. A run's
         slot takes only its kind (`model=` a model, `train_data=` a dataset); a model needs
-        `attention_heads`, `kv_heads` and `context_length`.
+        its `facts`.
 
             kind="model"
         """
@@ -241,12 +210,6 @@ class AdoptedArtifactSha256Field(Sha256Field):
     )
 
 
-OPTIONAL_FACTS = (
-    ModelAttentionHeadsField,
-    ModelKVHeadsField,
-    ModelContextLengthField,
-    ModelNumExpertsField,
-)
 
 
 class BuiltArtifactBuilderField(CheckedStringField):

@@ -22,12 +22,6 @@ SOURCES_KEY = "build_sources"
 # Spec sub-path -> BUILD field, where a target type's fields are not the spec's keys.
 RUN_FIELD_NAMES = {"name": "run_name"}
 RUNTIME_FIELD_NAMES = {"git.repo": "git_repo", "git.commit": "git_commit"}
-ARTIFACT_FIELD_NAMES = {
-    "facts.num_attention_heads": "attention_heads",
-    "facts.num_key_value_heads": "kv_heads",
-    "facts.max_position_embeddings": "context_length",
-    "facts.num_experts": "num_experts",
-}
 
 
 def name_line(build_text: str, target_name: str) -> Optional[int]:

@@ -37,7 +37,7 @@ def test_every_address_field_of_a_run_is_a_dependency(rule_runner: RuleRunner) -
             "models/BUILD": (
                 'hf_model(name="ref", repo_id="Qwen/Qwen2.5-14B-Instruct", revision="'
                 + "c" * 40
-                + '", attention_heads=40, kv_heads=8, context_length=32768, version="dev")'
+                + '", facts=dict(num_attention_heads=40, num_key_value_heads=8, max_position_embeddings=32768, num_experts=None), version="dev")'
             ),
         }
     )

@@ -34,6 +34,9 @@ def entry(path: str) -> dict[str, Any]:
 
 
 def section_keys(path: str) -> dict[str, Any]:
+    """The keys of the RunSpec dict at `path`; `model_facts` is an artifact's `facts`."""
+    if path == "model_facts":
+        return dict(SCHEMA["model_facts"])
     return entry(path)["keys"]
 
 

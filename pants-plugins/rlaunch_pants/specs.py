@@ -29,7 +29,6 @@ from rlaunch_pants import schema
 from rlaunch_pants import target_types as tt
 from rlaunch_pants.fields import TargetReferenceField
 from rlaunch_pants.origins import (
-    ARTIFACT_FIELD_NAMES,
     RUN_FIELD_NAMES,
     RUNTIME_FIELD_NAMES,
     SOURCES_KEY,
@@ -63,22 +62,6 @@ def canonical(document: Mapping[str, Any]) -> str:
 # One target -> its section of the spec.
 
 
-def _facts(target: Target) -> Optional[dict[str, Any]]:
-    heads = target[af.ModelAttentionHeadsField].value
-    kv_heads = target[af.ModelKVHeadsField].value
-    context = target[af.ModelContextLengthField].value
-    experts = target[af.ModelNumExpertsField].value
-    # All three or none: the target's validate() has refused anything in between.
-    if heads is None or kv_heads is None or context is None:
-        return None
-    return {
-        "num_attention_heads": heads,
-        "num_key_value_heads": kv_heads,
-        "max_position_embeddings": context,
-        "num_experts": experts,
-    }
-
-
 def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """An artifact target as a spec artifact; `deps` are a built artifact's resolved deps."""
     name = target.address.target_name
@@ -94,7 +77,7 @@ def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[st
             "revision": revision,
             "tokenizer_repo_id": target[af.HFModelTokenizerRepoIdField].value or repo,
             "tokenizer_revision": target[af.HFModelTokenizerRevisionField].value or revision,
-            "facts": _facts(target),
+            "facts": thaw(target[af.ModelFactsField].value),
         }
     if isinstance(target, tt.HFDatasetTarget):
         return {
@@ -115,7 +98,7 @@ def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[st
             "kind": target[af.ArtifactKindField].value,
             "uri": target[af.AdoptedArtifactUriField].value,
             "sha256": target[af.AdoptedArtifactSha256Field].value,
-            "facts": _facts(target),
+            "facts": thaw(target[af.ModelFactsField].value),
             "rows": target[af.ArtifactRowsField].value,
         }
     if isinstance(target, tt.BuiltArtifactTarget):
@@ -127,7 +110,7 @@ def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[st
             "builder": target[af.BuiltArtifactBuilderField].value,
             "config": thaw(target[af.BuiltArtifactConfigField].value),
             "deps": {slot: deps[slot] for slot in sorted(deps)},
-            "facts": _facts(target),
+            "facts": thaw(target[af.ModelFactsField].value),
             "rows": target[af.ArtifactRowsField].value,
         }
     raise InvalidFieldException(f"{target.address} ({target.alias}) is not an artifact target.")
@@ -371,7 +354,7 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
     ]
     for slot, spec in zip(set_slots, artifact_specs):
         sections += [
-            (_join(slot, sub), address, ARTIFACT_FIELD_NAMES) for sub, address in spec.origins
+            (_join(slot, sub), address, {}) for sub, address in spec.origins
         ]
     origins = await MultiGet(
         Get(TargetOrigin, TargetOriginRequest(address)) for _, address, _ in sections

@@ -75,12 +75,7 @@ def test_the_spec_says_which_target_and_build_line_each_section_came_from(
             "fields": fields,
         }
 
-    facts = {
-        "facts.num_attention_heads": "attention_heads",
-        "facts.num_key_value_heads": "kv_heads",
-        "facts.max_position_embeddings": "context_length",
-        "facts.num_experts": "num_experts",
-    }
+    facts: dict = {}
     assert sources == {
         "": entry("run", {"name": "run_name"}),
         "role_plan": entry("plan", {}),
@@ -145,8 +140,9 @@ def test_a_separate_reference_model_is_its_own_artifact_in_the_spec(
 ) -> None:
     base = (
         'hf_model(name="qwen2.5-1.5b", repo_id="Qwen/Qwen2.5-1.5B",'
-        ' revision="8faed761d45a263340a0528343f099c05c9a4323", attention_heads=12, kv_heads=2,'
-        ' context_length=131072, version="2026.11.01")\n'
+        ' revision="8faed761d45a263340a0528343f099c05c9a4323", facts=dict(num_attention_heads=12,'
+        ' num_key_value_heads=2, max_position_embeddings=131072, num_experts=None),'
+        ' version="2026.11.01")\n'
     )
     build = COLOCATED_BUILD.replace(
         'model=":qwen2.5-1.5b-instruct",\n    tokenizer=":qwen2.5-1.5b-instruct",',
@@ -190,7 +186,7 @@ def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner)
                 'built_artifact(name="sft", builder="sft_model", kind="model",'
                 ' config={"steps": 3, "dims": [64, 2]},'
                 ' deps={"data": "data:problems", "tokenizer": "data:tok"},'
-                ' attention_heads=4, kv_heads=2, context_length=64, version="sft-dev")\n'
+                ' facts=dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, num_experts=None), version="sft-dev")\n'
             ),
         }
     )

@@ -29,10 +29,7 @@ class HFModelTarget(Target):
         af.HFRevisionField,
         af.HFModelTokenizerRepoIdField,
         af.HFModelTokenizerRevisionField,
-        af.HFModelAttentionHeadsField,
-        af.HFModelKVHeadsField,
-        af.HFModelContextLengthField,
-        af.ModelNumExpertsField,
+        af.HFModelFactsField,
         af.ArtifactVersionField,
     )
     help = help_text(
@@ -45,9 +42,8 @@ class HFModelTarget(Target):
                 repo_id="Qwen/Qwen2.5-1.5B-Instruct",
                 # pinned by <where this sha was found>
                 revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
-                attention_heads=12,
-                kv_heads=2,
-                context_length=32768,
+                facts=dict(num_attention_heads=12, num_key_value_heads=2,
+                           max_position_embeddings=32768, num_experts=None),
                 version="2026.11.01",
             )
         """
@@ -96,19 +92,6 @@ class HFDatasetTarget(Target):
     )
 
 
-def _validate_optional_facts(target: Target) -> None:
-    """A model's facts come as a whole: the spec has no place for half of them."""
-    declared = [field.alias for field in af.OPTIONAL_FACTS if target[field].value is not None]
-    required = [field.alias for field in af.OPTIONAL_FACTS[:3]]
-    if declared and not set(required) <= set(declared):
-        missing = [alias for alias in required if alias not in declared]
-        raise InvalidFieldException(
-            f"The {target.alias} target {target.address} declares the model facts "
-            f"{', '.join(declared)} but not {', '.join(missing)}: set attention_heads, kv_heads "
-            f"and context_length together (with num_experts for an MoE model), or none of them."
-        )
-
-
 class AdoptedArtifactTarget(Target):
     alias = "adopted_artifact"
     core_fields = (
@@ -116,7 +99,7 @@ class AdoptedArtifactTarget(Target):
         af.AdoptedArtifactUriField,
         af.AdoptedArtifactSha256Field,
         af.ArtifactKindField,
-        *af.OPTIONAL_FACTS,
+        af.ModelFactsField,
         af.ArtifactRowsField,
         af.ArtifactVersionField,
     )
@@ -129,16 +112,12 @@ class AdoptedArtifactTarget(Target):
                 uri="gs://my-bucket/checkpoints/sft-7b/step-1200",
                 sha256="<64 hex characters>",
                 kind="model",
-                attention_heads=32,
-                kv_heads=8,
-                context_length=32768,
+                facts=dict(num_attention_heads=32, num_key_value_heads=8,
+                           max_position_embeddings=32768, num_experts=None),
                 version="2026.10.14",
             )
         """
     )
-
-    def validate(self) -> None:
-        _validate_optional_facts(self)
 
 
 class BuiltArtifactTarget(Target):
@@ -149,7 +128,7 @@ class BuiltArtifactTarget(Target):
         af.BuiltArtifactConfigField,
         af.ArtifactKindField,
         af.BuiltArtifactDepsField,
-        *af.OPTIONAL_FACTS,
+        af.ModelFactsField,
         af.ArtifactRowsField,
         af.ArtifactVersionField,
         af.BuiltArtifactDependenciesField,
@@ -166,16 +145,12 @@ class BuiltArtifactTarget(Target):
                 kind="model",
                 config={"steps": 300, "d_model": 64},
                 deps={"data": ":countdown_data", "tokenizer": ":char_tokenizer"},
-                attention_heads=4,
-                kv_heads=4,
-                context_length=64,
+                facts=dict(num_attention_heads=4, num_key_value_heads=4,
+                           max_position_embeddings=64, num_experts=None),
                 version="dev",
             )
         """
     )
-
-    def validate(self) -> None:
-        _validate_optional_facts(self)
 
 
 # ---------------------------------------------------------------------------------------------

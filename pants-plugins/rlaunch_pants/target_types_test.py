@@ -53,15 +53,11 @@ def test_version_must_be_a_real_calendar_date_or_dev() -> None:
 
 
 def test_counts_must_be_positive_integers() -> None:
-    assert error_of(af.HFModelAttentionHeadsField, 0) == (
-        "The 'attention_heads' field in target experiments/x:qwen must be a positive integer, "
-        "but was 0."
-    )
     assert error_of(af.ArtifactRowsField, -5) == (
         "The 'rows' field in target experiments/x:qwen must be a positive integer, but was -5."
     )
     # `True` is an int to Python, but never what a count means.
-    assert "positive integer, but was True" in error_of(af.ModelKVHeadsField, True)
+    assert "positive integer, but was True" in error_of(af.ArtifactRowsField, True)
 
 
 def test_sha256_must_be_64_hex() -> None:
@@ -218,12 +214,15 @@ def test_runtime_pins_exactly_one_way(rule_runner: RuleRunner) -> None:
 def test_model_facts_come_together(rule_runner: RuleRunner) -> None:
     build = (
         'adopted_artifact(name="ckpt", uri="gs://b/c", sha256="' + "0" * 64 + '", kind="model",'
-        ' attention_heads=32, version="2026.10.14")'
+        ' facts=dict(num_attention_heads=32, num_key_value_heads=True), version="2026.10.14")'
     )
-    assert _target_error(rule_runner, build, "ckpt").endswith(
-        "The adopted_artifact target experiments/x:ckpt declares the model facts "
-        "attention_heads but not kv_heads, context_length: set attention_heads, kv_heads and "
-        "context_length together (with num_experts for an MoE model), or none of them."
+    assert _target_error(rule_runner, build, "ckpt") == (
+        "experiments/x/BUILD:1: The 'facts' field in target experiments/x:ckpt has 3 problems:\n"
+        "  - must set 'num_key_value_heads' to an integer, but was True\n"
+        "  - is missing the key 'max_position_embeddings' (Context window in tokens: prompt + "
+        "generation must fit in it); every key must be set: there are no silent defaults\n"
+        "  - is missing the key 'num_experts' (Routed experts for an MoE model; null for a dense "
+        "model); every key must be set: there are no silent defaults"
     )
 
 

@@ -19,9 +19,8 @@ hf_model(
     name="qwen2.5-1.5b-instruct",
     repo_id="Qwen/Qwen2.5-1.5B-Instruct",
     revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
-    attention_heads=12,
-    kv_heads=2,
-    context_length=32768,
+    facts=dict(num_attention_heads=12, num_key_value_heads=2,
+               max_position_embeddings=32768, num_experts=None),
     version="2026.11.01",
 )
 hf_dataset(

@@ -2,7 +2,7 @@
 
 The plugin runs on CPython 3.9 and never imports the library, so the library writes what the
 plugin needs into `pants-plugins/rlaunch_pants/schema.json` (`scripts/gen-docs`, or
-`python -m rlaunch.buildschema --write`): every key of every section with its type, choices,
+`python -m rlaunch.buildschema --write`): every key of every section (and of an artifact's model facts) with its type, choices,
 whether it may be null and its meaning (the field's docstring); the artifact slots; the pin and
 version patterns; the world rules that `./pants check` does not run. A test fails when the
 checked-in file differs from what this module writes.
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from rlaunch.preflight import all_rules
 from rlaunch.spec import syntax
-from rlaunch.spec.artifacts import Artifact
+from rlaunch.spec.artifacts import Artifact, ModelFacts
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
 
 SCHEMA_PATH = Path("pants-plugins/rlaunch_pants/schema.json")
@@ -85,6 +85,8 @@ def build_schema() -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "run_spec": keys,
         "artifact_slots": [name for name, key in keys.items() if key["type"] == "artifact"],
+        # An artifact is a target of its own; of its keys, the model facts are a BUILD dict.
+        "model_facts": model_keys(ModelFacts, "facts"),
         "patterns": {
             "commit": syntax.COMMIT.pattern,
             "sha256": syntax.SHA256.pattern,

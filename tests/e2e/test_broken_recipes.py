@@ -56,7 +56,7 @@ TP8_WHERE = [
     "    in tests/fixtures/broken/BUILD:{plan} (tests/fixtures/broken:engine-tp8): "
     "rollout.tensor_parallel_size",
     "    in experiments/models/qwen2.5-1.5b-instruct/BUILD "
-    "(experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct): attention_heads",
+    "(experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct): facts.num_attention_heads",
 ]
 
 

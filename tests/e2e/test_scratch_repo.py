@@ -70,8 +70,9 @@ def _role_plan(*, tensor_parallel_size: str, critic: str) -> str:
 PARSE_ERRORS = {
     "branch-pin": (
         (
-            'hf_model(repo_id="Qwen/Qwen2.5-1.5B-Instruct", revision="main", attention_heads=12,'
-            ' kv_heads=2, context_length=32768, version="2026.11.01")'
+            'hf_model(repo_id="Qwen/Qwen2.5-1.5B-Instruct", revision="main", facts=dict('
+            "num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,"
+            ' num_experts=None), version="2026.11.01")'
         ),
         (
             "The 'revision' field in target broken/branch-pin:branch-pin must be a 40-character "
