@@ -163,7 +163,7 @@ def test_a_forged_entry_without_the_key_cannot_make_a_changed_file_look_intact(
     # The entries now name the changed file's identity, read well after its last change, and
     # keep the old digest, as a bit flip or a hand edit might: the file's MAC no longer checks
     # out, so the files are read.
-    changed = FileIdentity.of((root / "weights.bin").stat()).as_list()
+    changed = list(FileIdentity.of((root / "weights.bin").stat()))
     tamper(root, {**dict(enumerate(changed)), 5: changed[4] + 10**9})
     with pytest.raises(StoreError, match=r"\(weights.bin: sha256 [0-9a-f]{16}\.\.\., the record"):
         verify_local(root, record)
@@ -200,10 +200,9 @@ def test_full_hashes_every_file_and_catches_what_the_cache_was_told(tmp_path: Pa
     done.write_text("dOne\n")
     settle()
     cache = DigestCache(root)
-    cache._entries["done.txt"] = digests._Entry(
-        FileIdentity.of(done.stat()), result.record.files[0].sha256, time.time_ns()
+    cache.remember(
+        "done.txt", FileIdentity.of(done.stat()), result.record.files[0].sha256, time.time_ns()
     )
-    cache._dirty = True
     cache.save()
     store.verify(result.record)  # trusted: this is what the cache trusts
     with pytest.raises(StoreError, match=r"\(done.txt: sha256 [0-9a-f]{16}\.\.\., the record"):

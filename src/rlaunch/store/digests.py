@@ -45,8 +45,8 @@ import os
 import secrets
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from rlaunch.atomic import write_text_atomically
 
@@ -62,8 +62,7 @@ def cache_home() -> Path:
     return Path(cache).expanduser().resolve() / "rlaunch" / "digests"
 
 
-@dataclass(frozen=True)
-class FileIdentity:
+class FileIdentity(NamedTuple):
     """What `stat` says about a file, all of which must be unchanged to reuse its digest."""
 
     device: int
@@ -76,20 +75,11 @@ class FileIdentity:
     def of(cls, stat: os.stat_result) -> FileIdentity:
         return cls(stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
-    def as_list(self) -> list[int]:
-        return [self.device, self.inode, self.size, self.mtime_ns, self.ctime_ns]
 
-
-@dataclass(frozen=True)
-class _Entry:
-    identity: FileIdentity
-    sha256: str
-    read_at_ns: int
-    """Wall-clock time just before the file was stat'ed and read."""
-
-    def trusted(self, racy_ns: int) -> bool:
-        newest = max(self.identity.mtime_ns, self.identity.ctime_ns)
-        return self.read_at_ns - newest >= racy_ns
+# An entry as stored: [device, inode, size, mtime_ns, ctime_ns, read_at_ns, sha256], where
+# read_at_ns is the wall-clock time just before the file was stat'ed and read. Kept as the
+# parsed JSON lists: a cache of many files loads without building an object per file.
+_DEVICE, _INODE, _SIZE, _MTIME, _CTIME, _READ_AT, _SHA256 = range(7)
 
 
 def sha256_of(path: Path) -> tuple[str, FileIdentity | None, int]:
@@ -127,7 +117,7 @@ class DigestCache:
         self._state_dir = state_dir or cache_home()
         self._racy_ns = int((RACY_SECONDS if racy_seconds is None else racy_seconds) * 1e9)
         self._key = _user_key(self._state_dir)
-        self._entries: dict[str, _Entry] = self._load()
+        self._entries: dict[str, list[Any]] = self._load()
         self._dirty = False
         self.hashed: list[str] = []
         """Relative paths this instance read in full (the rest came from the cache)."""
@@ -139,7 +129,15 @@ class DigestCache:
 
     def remembered(self) -> dict[str, str]:
         """`relative path -> sha256` of every entry held (trusted or not yet)."""
-        return {relative: entry.sha256 for relative, entry in sorted(self._entries.items())}
+        return {relative: entry[_SHA256] for relative, entry in sorted(self._entries.items())}
+
+    def remember(
+        self, relative: str, identity: FileIdentity, sha256: str, read_at_ns: int
+    ) -> None:
+        """Record a digest computed elsewhere: `read_at_ns` must be the wall-clock time just
+        before the file (then of `identity`) was opened for hashing."""
+        self._entries[relative] = [*identity, read_at_ns, sha256]
+        self._dirty = True
 
     def sha256(
         self, relative: str, *, full: bool = False, stat: os.stat_result | None = None
@@ -147,16 +145,20 @@ class DigestCache:
         """The hex sha256 of `root/relative`; read only when its identity is not remembered
         (or is too recent to trust), or always with `full`. `stat`: the file's `os.stat`,
         when the caller has it already. Raises OSError like `open`."""
-        path = os.path.join(self._root_text, relative)
+        path = f"{self._root_text}/{relative}"
         entry = self._entries.get(relative)
-        if entry is not None and not full and entry.trusted(self._racy_ns):
-            if FileIdentity.of(stat or os.stat(path)) == entry.identity:
-                return entry.sha256
+        if entry is not None and not full:
+            newest = max(entry[_MTIME], entry[_CTIME])
+            if entry[_READ_AT] - newest >= self._racy_ns:
+                stat = stat or os.stat(path)
+                if (stat.st_ino == entry[_INODE] and stat.st_ctime_ns == entry[_CTIME]
+                        and stat.st_mtime_ns == entry[_MTIME] and stat.st_size == entry[_SIZE]
+                        and stat.st_dev == entry[_DEVICE]):
+                    return str(entry[_SHA256])
         digest, identity, read_at = sha256_of(Path(path))
         self.hashed.append(relative)
         if identity is not None:
-            self._entries[relative] = _Entry(identity, digest, read_at)
-            self._dirty = True
+            self.remember(relative, identity, digest, read_at)
         elif self._entries.pop(relative, None) is not None:
             self._dirty = True
         return digest
@@ -166,10 +168,7 @@ class DigestCache:
         later, so it is ignored."""
         if not self._dirty or self._key is None:
             return
-        entries = {
-            relative: [*entry.identity.as_list(), entry.read_at_ns, entry.sha256]
-            for relative, entry in sorted(self._entries.items())
-        }
+        entries = dict(sorted(self._entries.items()))
         body = json.dumps({"schema": _SCHEMA, "root": self._root_text, "entries": entries},
                           separators=(",", ":"))
         try:
@@ -188,7 +187,7 @@ class DigestCache:
         new.save()
         old.path.unlink(missing_ok=True)
 
-    def _load(self) -> dict[str, _Entry]:
+    def _load(self) -> dict[str, list[Any]]:
         if self._key is None:
             return {}
         try:
@@ -198,10 +197,10 @@ class DigestCache:
             document = json.loads(body)
             if document["schema"] != _SCHEMA or document["root"] != self._root_text:
                 return {}
-            return {
-                relative: _Entry(FileIdentity(*item[:5]), item[6], item[5])
-                for relative, item in document["entries"].items()
-            }
+            entries = document["entries"]
+            if not isinstance(entries, dict):
+                return {}
+            return entries
         except (OSError, ValueError, LookupError, TypeError, AttributeError):
             return {}
 

@@ -141,7 +141,7 @@ def verify_local(
     problems: list[str] = []
     for entry in record.files:
         try:
-            stat = os.stat(os.path.join(root, entry.path))
+            stat = os.stat(f"{root}/{entry.path}")
         except (FileNotFoundError, NotADirectoryError):
             stat = None
         if stat is None or not S_ISREG(stat.st_mode):
