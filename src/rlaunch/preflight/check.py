@@ -146,10 +146,7 @@ class Check:
         return self.spec.role_plan.policy
 
     def _dp_divisor(self, role: str) -> int:
-        sizes = self.parallel_sizes(role)
-        if self.spec.role_plan.strategy == "megatron":
-            return sizes.model_parallel_size
-        return sizes.sequence_parallel_size
+        return self.parallel_sizes(role).replica_size(self.spec.role_plan.strategy)
 
     def dp_equation(self, role: str, world: int) -> str:
         """`policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)`: how a role's DP is derived."""

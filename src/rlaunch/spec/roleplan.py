@@ -40,6 +40,10 @@ class PolicyRole(SpecModel):
         """TP x PP x CP: the GPUs holding one Megatron replica."""
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.context_parallel_size
 
+    def replica_size(self, strategy: Strategy) -> int:
+        """GPUs per replica: TP x PP x CP (Megatron) or SP (FSDP)."""
+        return role_replica_size(self, strategy)
+
     def data_parallel_size(self, strategy: Strategy) -> int:
         """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
         return data_parallel_size(self, strategy)
@@ -82,16 +86,46 @@ class ReferenceRole(AuxRole):
         """TP x PP x CP: the GPUs holding one Megatron replica of the reference."""
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.context_parallel_size
 
+    def replica_size(self, strategy: Strategy) -> int:
+        """GPUs per replica: TP x PP x CP (Megatron) or SP (FSDP)."""
+        return role_replica_size(self, strategy)
+
     def data_parallel_size(self, strategy: Strategy) -> int:
         """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
         return data_parallel_size(self, strategy)
 
 
+def replica_size(
+    strategy: Strategy, *, tensor: int, pipeline: int, context: int, sequence: int
+) -> int:
+    """GPUs holding one replica of a trainer role, which divide its world into DP ranks: TP x PP
+    x CP for Megatron, SP for FSDP (SkyRL utils.validate_batch_sizes). The one place this is
+    decided: the role plan's properties, preflight and the smoke runtime all ask here."""
+    return tensor * pipeline * context if strategy == "megatron" else sequence
+
+
+def dp_of(world: int, replica: int) -> int:
+    """DP ranks of a world of `world` GPUs in replicas of `replica`: the integer part, 0 for a
+    non-positive replica size."""
+    return world // replica if replica > 0 else 0
+
+
+def engine_gpus(*, tensor: int, pipeline: int, data: int) -> int:
+    """GPUs of one inference engine: TP x PP x DP (EP is not a factor: it spans the DP x TP
+    ranks)."""
+    return tensor * pipeline * data
+
+
+def role_replica_size(role: PolicyRole | ReferenceRole, strategy: Strategy) -> int:
+    return replica_size(strategy, tensor=role.tensor_parallel_size,
+                        pipeline=role.pipeline_parallel_size, context=role.context_parallel_size,
+                        sequence=role.sequence_parallel_size)
+
+
 def data_parallel_size(role: PolicyRole | ReferenceRole, strategy: Strategy) -> int:
-    """A trainer role's DP as SkyRL derives it (utils.validate_batch_sizes): world over TP x PP x
-    CP for Megatron, over SP for FSDP; the integer part, 0 for a non-positive divisor."""
-    divisor = role.model_parallel_size if strategy == "megatron" else role.sequence_parallel_size
-    return role.world_size // divisor if divisor > 0 else 0
+    """A trainer role's DP as SkyRL derives it (utils.validate_batch_sizes): world over its
+    replica size (`replica_size`); the integer part, 0 for a non-positive divisor."""
+    return dp_of(role.world_size, role_replica_size(role, strategy))
 
 
 class RolloutRole(SpecModel):
@@ -112,7 +146,8 @@ class RolloutRole(SpecModel):
 
     @property
     def gpus_per_engine(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+        return engine_gpus(tensor=self.tensor_parallel_size, pipeline=self.pipeline_parallel_size,
+                           data=self.data_parallel_size)
 
     @property
     def total_gpus(self) -> int:

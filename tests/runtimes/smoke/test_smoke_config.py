@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from rlaunch.render import LaunchDocument, LaunchError
-from rlaunch.runtimes.smoke.config import SmokeConfigError, check_runnable, load_config
+from rlaunch.render import LaunchDocument, LaunchError, launch_document
+from rlaunch.runtimes.smoke.config import (
+    SmokeConfigError,
+    check_runnable,
+    geometry_of,
+    load_config,
+)
+from rlaunch.spec import parse_spec
+from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
 
 from .demo import render_smoke, smoke_spec
 
@@ -113,3 +120,17 @@ def test_policy_dp_odd_split_is_refused(document: dict) -> None:
     with pytest.raises(SmokeConfigError, match=r"policy mini batch 1 x n_samples_per_prompt 3 = "
                                                r"3 sequences do not split over policy DP 2"):
         check_runnable(config)
+
+
+@pytest.mark.parametrize("name", sorted(WORKED_EXAMPLES))
+def test_the_runtime_derives_the_sizes_the_role_plan_owns(name: str) -> None:
+    spec = parse_spec(worked_example(name))
+    launch = LaunchDocument.parse(
+        launch_document(spec, store_prefix="/store", launcher_commit=None), "launch.yaml"
+    )
+    geometry = geometry_of(launch)
+    plan = spec.role_plan
+    assert geometry.model_parallel_size == plan.policy.replica_size(plan.strategy)
+    assert geometry.policy_dp == plan.policy_data_parallel_size
+    assert (geometry.gpus_per_engine, geometry.rollout_world) == (
+        plan.rollout.gpus_per_engine, plan.rollout.total_gpus)

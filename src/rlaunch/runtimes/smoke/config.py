@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlaunch.render import LaunchDocument
+from rlaunch.spec.roleplan import dp_of, engine_gpus, replica_size
 
 ENVIRONMENTS = ("countdown",)
 ESTIMATORS = ("grpo", "rloo")
@@ -53,7 +54,7 @@ class Geometry:
 
     @property
     def policy_dp(self) -> int:
-        return self.policy_world // self.model_parallel_size
+        return dp_of(self.policy_world, self.model_parallel_size)
 
     @property
     def ref_world(self) -> int:
@@ -61,7 +62,7 @@ class Geometry:
 
     @property
     def gpus_per_engine(self) -> int:
-        return self.engine_tp * self.engine_pp * self.engine_dp
+        return engine_gpus(tensor=self.engine_tp, pipeline=self.engine_pp, data=self.engine_dp)
 
     @property
     def rollout_world(self) -> int:
@@ -135,15 +136,14 @@ class SmokeConfig:
     """Allocation: nodes x GPUs per node (what a local Ray is started with)."""
 
 
-def _geometry(launch: LaunchDocument) -> Geometry:
+def geometry_of(launch: LaunchDocument) -> Geometry:
     trainer = launch.skyrl.trainer
-    if trainer.strategy == "megatron":
-        megatron = trainer.policy.megatron_config
-        model_parallel = (megatron.tensor_model_parallel_size
-                          * megatron.pipeline_model_parallel_size
-                          * megatron.context_parallel_size)
-    else:
-        model_parallel = trainer.policy.sequence_parallel_size
+    megatron = trainer.policy.megatron_config
+    model_parallel = replica_size(
+        trainer.strategy, tensor=megatron.tensor_model_parallel_size,
+        pipeline=megatron.pipeline_model_parallel_size, context=megatron.context_parallel_size,
+        sequence=trainer.policy.sequence_parallel_size,
+    )
     if trainer.critic.model.path is not None:
         raise SmokeConfigError(
             "skyrl.trainer.critic.model.path is set: the smoke runtime has no critic role "
@@ -247,7 +247,7 @@ def load_config(launch: LaunchDocument) -> SmokeConfig:
         reference_dir=reference if reference is not None else model_dir,
         train_dir=_required_dir(launch, "train_data"),
         eval_dir=_input_dir(launch, "eval_data"),
-        geometry=_geometry(launch),
+        geometry=geometry_of(launch),
         estimator=algorithm.advantage_estimator,
         use_kl_loss=algorithm.use_kl_loss,
         use_kl_in_reward=algorithm.use_kl_in_reward,
