@@ -43,7 +43,7 @@ from rlaunch.ledger import (
 )
 from rlaunch.ledger.records import SUBMIT_FAILED, TERMINAL
 from rlaunch.ledger.smoke import record_smoke_success, role_geometry
-from rlaunch.paths import default_store_prefix, run_paths
+from rlaunch.paths import resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.world import World, current_world
@@ -123,7 +123,7 @@ def resolve_store(spec: RunSpec, store: str | None) -> tuple[RunSpec, str]:
     if store is not None:
         execution = spec.execution.model_copy(update={"store_prefix": store})
         spec = spec.model_copy(update={"execution": execution})
-    raw = spec.execution.store_prefix or default_store_prefix()
+    raw = resolve_store_prefix(store, spec.execution.store_prefix)
     try:
         return spec, Ledger(raw).prefix
     except LedgerError as err:

@@ -30,6 +30,17 @@ def default_store_prefix() -> str:
     return str(Path(cache).expanduser().resolve() / "rlaunch" / "store")
 
 
+def resolve_store_prefix(option: str | None = None, declared: str | None = None) -> str:
+    """The store prefix every command uses (render, launch, preflight, build, ls): the `--store`
+    option, else the spec's `execution.store_prefix` (`declared`), else `$RLAUNCH_STORE`, else
+    `~/.cache/rlaunch/store`. A local path is made absolute, so that what lands in a launch YAML
+    or the ledger never depends on the working directory or `~`; a URL is kept as written."""
+    chosen = option or declared
+    if not chosen:
+        return default_store_prefix()
+    return chosen if "://" in chosen else str(Path(chosen).expanduser().resolve())
+
+
 def join(prefix: str, *parts: str) -> str:
     """Join with `/` whether the prefix is a local path or a URL (gs://, s3://, file://)."""
     return "/".join([prefix.rstrip("/"), *parts])

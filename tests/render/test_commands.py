@@ -57,10 +57,10 @@ def test_json_spec_to_stdout(tmp_path):
 def test_store_prefix_option_wins_and_a_local_one_is_made_absolute(tmp_path, monkeypatch):
     _, path = write_spec(tmp_path)
     monkeypatch.chdir(tmp_path)
-    result = invoke(str(path), "-o", "-", "--store-prefix", "store/")
+    result = invoke(str(path), "-o", "-", "--store", "store/")
     doc = yaml.safe_load(result.stdout)
     assert doc["artifacts"]["store_prefix"] == str(tmp_path.resolve() / "store")
-    result = invoke(str(path), "-o", "-", "--store-prefix", "s3://bucket/rl")
+    result = invoke(str(path), "-o", "-", "--store", "s3://bucket/rl")
     assert yaml.safe_load(result.stdout)["artifacts"]["run_root"] == (
         "s3://bucket/rl/colocated-1x8/2026.11.29"
     )
@@ -139,7 +139,7 @@ def test_python_m_rlaunch_render_gives_the_same_bytes_in_any_process(tmp_path, h
     env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONHASHSEED": hash_seed}
     done = subprocess.run(
         [sys.executable, "-m", "rlaunch", "render", str(path), "-o", str(out),
-         "--store-prefix", "gs://b/store"],
+         "--store", "gs://b/store"],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr

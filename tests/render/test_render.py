@@ -465,7 +465,7 @@ def test_an_empty_store_prefix_is_refused_with_the_fix(prefix):
     with pytest.raises(RenderError) as caught:
         launch_document(spec, store_prefix=prefix, launcher_commit=None)
     assert str(caught.value) == (
-        f"store prefix: must be a non-empty path or URL (got {prefix!r}); pass --store-prefix, "
+        f"store prefix: must be a non-empty path or URL (got {prefix!r}); pass --store, "
         "set execution.store_prefix in the spec, or $RLAUNCH_STORE"
     )
 

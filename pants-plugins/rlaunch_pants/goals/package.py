@@ -67,7 +67,7 @@ async def package_rl_run(
     store_args: tuple[str, ...] = ()
     env: dict[str, str] = {}
     if rlaunch.store:
-        store_args = ("--store-prefix", rlaunch.store)
+        store_args = ("--store", rlaunch.store)
     else:
         # The library's default (the spec's store_prefix, else $RLAUNCH_STORE, else the user's
         # cache) depends on these variables: give them to the process, as the user has them.

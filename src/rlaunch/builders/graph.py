@@ -29,6 +29,7 @@ from rlaunch.builders.base import (
 )
 from rlaunch.builders.rules import graph_order, graph_problems, is_dev, short, version_class
 from rlaunch.clock import utc_now
+from rlaunch.paths import resolve_store_prefix
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 from rlaunch.spec.run import RunSpec
 from rlaunch.store import (
@@ -335,7 +336,9 @@ def materialize(
     """Build or reuse every artifact a run reads; `slot -> local path` (model, tokenizer,
     train_data, ...). The store defaults to the run's `execution.store_prefix`, else the local
     default. Launch jobs call this before the runtime starts, locally and on a cluster alike."""
-    chosen = store if store is not None else spec.execution.store_prefix
+    chosen = store if isinstance(store, ArtifactStore) else resolve_store_prefix(
+        store, spec.execution.store_prefix
+    )
     return materialize_artifacts(spec.slots(), chosen, force=force, verify=verify, log=log)
 
 

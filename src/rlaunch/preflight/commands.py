@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from rlaunch.ledger import Ledger, LedgerError
+from rlaunch.paths import resolve_store_prefix
 from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
 from rlaunch.preflight.report import format_json, format_text, spec_report
 from rlaunch.preflight.runner import run_preflight
@@ -21,7 +22,7 @@ EXIT_CLEAN, EXIT_ERRORS, EXIT_INVALID = 0, 1, 2
 def with_ledger(world: World, spec: RunSpec) -> World:
     """The world with the launch ledger of the spec's store (read only): launched records,
     checkpoint runtimes and smoke results, as the launch itself sees them."""
-    prefix = spec.execution.store_prefix or world.store_prefix
+    prefix = resolve_store_prefix(None, spec.execution.store_prefix)
     try:
         ledger = Ledger(prefix)
     except LedgerError as err:

@@ -7,22 +7,10 @@ from pathlib import Path
 
 import click
 
-from rlaunch.paths import default_store_prefix
+from rlaunch.paths import resolve_store_prefix
 from rlaunch.render.document import RenderError
 from rlaunch.render.output import render_launch, write_atomically
-from rlaunch.spec import RunSpec, SpecError, load_spec
-
-
-def resolve_store_prefix(option: str | None, spec: RunSpec) -> str:
-    """--store-prefix, else the spec's execution.store_prefix, else the local default store.
-
-    A local --store-prefix is made absolute here, so the file never depends on the directory
-    the command ran in."""
-    if option:
-        if "://" in option:
-            return option
-        return str(Path(option).expanduser().resolve())
-    return spec.execution.store_prefix or default_store_prefix()
+from rlaunch.spec import SpecError, load_spec
 
 
 @click.command("render")
@@ -36,8 +24,9 @@ def resolve_store_prefix(option: str | None, spec: RunSpec) -> str:
     help="Where to write the launch YAML (atomically); `-` writes it to stdout.",
 )
 @click.option(
-    "--store-prefix",
-    metavar="P",
+    "--store",
+    "store",
+    metavar="PREFIX",
     default=None,
     help="Artifact store prefix (/data/rlaunch, gs://bucket/rlaunch). Default: the spec's "
     "execution.store_prefix, else $RLAUNCH_STORE, else ~/.cache/rlaunch/store.",
@@ -48,7 +37,7 @@ def resolve_store_prefix(option: str | None, spec: RunSpec) -> str:
     default=None,
     help="40-hex commit of the launcher checkout, recorded as runtime.launcher_commit.",
 )
-def render(spec_file: Path, output: str, store_prefix: str | None, launcher_commit: str | None):
+def render(spec_file: Path, output: str, store: str | None, launcher_commit: str | None):
     """Render the launch YAML of the RunSpec file SPEC (YAML or JSON) into FILE.
 
     The same spec and options always give the same bytes. Render does not judge the spec:
@@ -61,7 +50,7 @@ def render(spec_file: Path, output: str, store_prefix: str | None, launcher_comm
     except SpecError as err:
         click.echo(err.render(), err=True)
         sys.exit(2)
-    prefix = resolve_store_prefix(store_prefix, spec)
+    prefix = resolve_store_prefix(store, spec.execution.store_prefix)
     try:
         text = render_launch(spec, store_prefix=prefix, launcher_commit=launcher_commit)
     except RenderError as err:

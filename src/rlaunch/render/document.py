@@ -47,7 +47,7 @@ def normalize_store_prefix(store_prefix: str) -> str:
     if not isinstance(store_prefix, str) or not store_prefix.strip():
         raise RenderError(
             f"store prefix: must be a non-empty path or URL (got {store_prefix!r}); pass "
-            "--store-prefix, set execution.store_prefix in the spec, or $RLAUNCH_STORE"
+            "--store, set execution.store_prefix in the spec, or $RLAUNCH_STORE"
         )
     return store_prefix.rstrip("/") or "/"
 

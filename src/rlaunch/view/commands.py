@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rlaunch.paths import default_store_prefix, run_paths
+from rlaunch.paths import resolve_store_prefix, run_paths
 from rlaunch.view.runs import RunStore, ViewError, age, parse_identity, summarize
 from rlaunch.view.table import table
 
@@ -20,7 +20,7 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON for scr
 
 def open_store(store: str | None) -> RunStore:
     try:
-        return RunStore(store or default_store_prefix())
+        return RunStore(resolve_store_prefix(store))
     except ViewError as err:
         raise click.ClickException(str(err)) from None
 
