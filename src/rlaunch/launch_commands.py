@@ -18,7 +18,7 @@ from rlaunch.executors.follow import wait_terminal
 from rlaunch.launch import LaunchRefused, launch, record_status
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import TERMINAL
-from rlaunch.paths import default_store_prefix
+from rlaunch.paths import resolve_store_prefix
 from rlaunch.spec import SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
 from rlaunch.view import RunStore, ViewError
@@ -104,11 +104,11 @@ def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]
         except SpecError as err:
             raise click.ClickException(err.render()) from None
         name, version = spec.name, spec.version
-        prefix = store or spec.execution.store_prefix or default_store_prefix()
+        prefix = resolve_store_prefix(store, spec.execution.store_prefix)
     elif "@" in target:
         name, _, version = target.partition("@")
         _check_identity(target, name, version)
-        prefix = store or default_store_prefix()
+        prefix = resolve_store_prefix(store)
     else:
         raise click.BadParameter(f"{target!r} is neither a spec file nor name@version",
                                  param_hint="TARGET")
