@@ -1,0 +1,273 @@
+"""Store overhead at gigabytes: build and launch costs against start-up, transfers against a plain
+parallel copy.
+
+    PYTHONPATH=src $(scripts/runtime) benchmarks/store_scale.py [--gib 2] [--streams 8]
+        [--skip-s3] [--skip-local]
+
+Two adopted artifacts of `--gib` GiB each are made in a scratch folder outside the repo (it is
+deleted at the end): `scale-shards` (1 MiB files) and `scale-big` (one file). For each:
+
+- cold build (`rlaunch build FILE`: copy into the store, hash), the first no-op build after it,
+  the steady no-op build, and a `--verify` build (every file hashed), each a fresh process,
+  next to `rlaunch --help` start-up;
+- no-op launch: in a fresh process, what a launch does with an input that is already built
+  (`materialize` in the launcher, then the runtime's own input check `verify_input`), next to
+  the same process doing nothing but import the same modules.
+
+Then against the moto S3 server of `tests/objectstores.py` (127.0.0.1): upload (a build into an
+`s3://` store: `ArtifactStore.publish`) and download (`ArtifactStore.local_path` into an empty
+node cache), next to a plain parallel copy of the same bytes with boto3's transfer manager
+(s3transfer, the engine of `aws s3 cp`; multipart uploads and ranged downloads, the same number
+of concurrent streams).
+
+Targets (issue 17): a no-op build and a no-op launch within 0.2 s of start-up; transfers at
+least 70% of the plain parallel copy's throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from s3transfer.manager import TransferManager
+
+from rlaunch.store.transfer import FileCopy, download, upload
+
+REPO = Path(__file__).resolve().parents[1]
+# The S3 server is the tests' (tests/objectstores.py: moto on 127.0.0.1, its own process group).
+sys.path.insert(0, str(REPO / "tests"))
+from objectstores import running  # noqa: E402
+
+MIB = 1 << 20
+REPEATS = 5
+NEEDED_FREE_FACTOR = 5  # sources, store copies, the S3 server's copies, downloads, slack
+
+# What a launch does with an input that is already built, in a fresh process: the launcher's
+# `materialize` (reuse after checking the files), then the runtime's own input check. It prints
+# the seconds those two steps took, after the imports.
+_LAUNCH_PROGRAM = """
+import json
+import sys
+import time
+from pathlib import Path
+from rlaunch.builders import materialize_artifacts
+from rlaunch.builders.commands import load_artifact
+from rlaunch.runtimes.smoke.config import InputRef
+from rlaunch.runtimes.smoke.inputs import verify_input
+started = time.perf_counter()
+if sys.argv[1] == "launch":
+    artifact = load_artifact(sys.argv[2])
+    paths = materialize_artifacts({"model": artifact}, sys.argv[3], log=lambda line: None)
+    data = json.loads(Path(paths["model"], "_record.json").read_text())
+    verify_input(InputRef("model", data["identity"], data["fingerprint"], paths["model"]))
+print(time.perf_counter() - started)
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def _wall(command: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, check=True, capture_output=True, env=_env(), text=True)
+    return time.perf_counter() - started, done.stdout
+
+
+def _paired(baseline: list[str], measured: list[str]) -> tuple[float, float, float]:
+    """Medians of `baseline`, `measured` and their difference, run alternately (the machine is
+    shared: pairs see the same load)."""
+    pairs = [(_wall(baseline)[0], _wall(measured)[0]) for _ in range(REPEATS)]
+    return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
+            statistics.median(b - a for a, b in pairs))
+
+
+def _rlaunch(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rlaunch", *args]
+
+
+def make_shards(root: Path, gib: float) -> str:
+    """`gib` GiB of 1 MiB random files in 16 folders; returns the manifest sha256."""
+    lines = []
+    count = int(gib * 1024)
+    for index in range(count):
+        relative = f"shard-{index % 16:02d}/part-{index:05d}.bin"
+        data = os.urandom(MIB)
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        lines.append((relative.encode(), f"{hashlib.sha256(data).hexdigest()}  {relative}\n"))
+    manifest = "".join(line for _, line in sorted(lines))
+    return hashlib.sha256(manifest.encode()).hexdigest()
+
+
+def make_big(path: Path, gib: float) -> str:
+    """One file of `gib` GiB; returns its sha256."""
+    digest = hashlib.sha256()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        for _ in range(int(gib * 1024)):
+            block = os.urandom(MIB)
+            digest.update(block)
+            handle.write(block)
+    return digest.hexdigest()
+
+
+def artifact_file(folder: Path, name: str, uri: Path, sha256: str) -> Path:
+    spec = {"type": "adopted", "name": name, "version": "2026.01.01", "kind": "dataset",
+            "uri": str(uri), "sha256": sha256, "facts": None, "rows": None}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def local_overheads(scratch: Path, artifacts: dict[str, Path]) -> None:
+    store = str(scratch / "store")
+    help_command = _rlaunch("--help")
+    idle = [sys.executable, "-c", _LAUNCH_PROGRAM, "idle"]
+    print(f"times are medians of {REPEATS}; a no-op is timed alternately with its start-up "
+          f"baseline, and '+' is the median of the pairs' differences")
+    for name, spec in artifacts.items():
+        build = _rlaunch("build", str(spec), "--store", store)
+        cold = _wall(build)[0]
+        first = _wall(build)[0]
+        time.sleep(2.5)  # past the digest cache's racy window: what the next launch sees
+        second = _wall(build)[0]
+        help_seconds, steady, extra = _paired(help_command, build)
+        verify = _wall([*build, "--verify"])[0]
+        launch = [sys.executable, "-c", _LAUNCH_PROGRAM, "launch", str(spec), store]
+        idle_seconds, launch_seconds, launch_extra = _paired(idle, launch)
+        inside = statistics.median(float(_wall(launch)[1]) for _ in range(REPEATS))
+        print(f"{name}:")
+        print(f"  cold build (copy, hash, publish)   {cold:8.3f}s")
+        print(f"  first no-op build right after      {first:8.3f}s  (re-hashes files hashed "
+              f"within 2 s of being written)")
+        print(f"  next no-op build                   {second:8.3f}s")
+        print(f"  no-op build                        {steady:8.3f}s  vs rlaunch --help "
+              f"{help_seconds:.3f}s: +{extra:.3f}s (target <= 0.2s)")
+        print(f"  --verify build (every file read)   {verify:8.3f}s")
+        print(f"  no-op launch (materialize + the runtime's input check)")
+        print(f"    in a fresh process               {launch_seconds:8.3f}s  vs the same "
+              f"process idle {idle_seconds:.3f}s: +{launch_extra:.3f}s (target <= 0.2s)")
+        print(f"    the two steps alone, in-process  {inside:8.3f}s")
+
+
+def _copies(source_root: Path, target_root: str | Path) -> list[FileCopy]:
+    copies = []
+    for path in sorted(p for p in source_root.rglob("*") if p.is_file()):
+        relative = path.relative_to(source_root).as_posix()
+        copies.append(FileCopy(str(path), f"{target_root}/{relative}", path.stat().st_size))
+    return copies
+
+
+def _flipped(copies: list[FileCopy], target_root: Path, store_root: str) -> list[FileCopy]:
+    """The same objects back into local files under `target_root`."""
+    return [
+        FileCopy(item.target, str(target_root / item.target[len(store_root) + 1:]), item.size)
+        for item in copies
+    ]
+
+
+def _rate(count: int, seconds: float) -> str:
+    return f"{count / seconds / 1e6:7.1f} MB/s"
+
+
+def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
+    """Upload and download each source folder with rlaunch's transfers and with s3transfer."""
+    with running("s3", scratch / "s3-logs") as server, server.applied():
+        fs = server.filesystem()
+        bucket = server.bucket("store-scale")
+        client = boto3.client("s3", endpoint_url=server.endpoint)
+        config = TransferConfig()  # aws s3 cp's defaults: 10 threads, 8 MiB parts
+        print(f"S3: moto server at {server.endpoint}; rlaunch: {streams} files at once (s3fs "
+              f"adds up to {fs.max_concurrency} parts per big file); s3transfer: "
+              f"{config.max_request_concurrency} threads for files and parts")
+        for name, source in sources.items():
+            total = sum(item.size for item in _copies(source, "x"))
+            ours_root, plain_root = f"{bucket}/rlaunch/{name}", f"{bucket}/plain/{name}"
+            up = _copies(source, ours_root)
+            started = time.perf_counter()
+            upload(fs, up, what=f"uploading {name}", streams=streams)
+            ours_up = time.perf_counter() - started
+            down = _flipped(up, scratch / "down-rlaunch" / name, ours_root)
+            started = time.perf_counter()
+            download(fs, down, what=f"downloading {name}", streams=streams)
+            ours_down = time.perf_counter() - started
+            fs.rm(ours_root, recursive=True)
+            shutil.rmtree(scratch / "down-rlaunch" / name)
+
+            plain_up = _copies(source, plain_root)
+            started = time.perf_counter()
+            with TransferManager(client, config) as manager:
+                for item in plain_up:
+                    manager.upload(item.source, bucket, item.target[len(bucket) + 1:])
+            base_up = time.perf_counter() - started
+            plain_down = _flipped(plain_up, scratch / "down-plain" / name, plain_root)
+            for item in plain_down:
+                Path(item.target).parent.mkdir(parents=True, exist_ok=True)
+            started = time.perf_counter()
+            with TransferManager(client, config) as manager:
+                for item in plain_down:
+                    manager.download(bucket, item.source[len(bucket) + 1:], item.target)
+            base_down = time.perf_counter() - started
+            fs.rm(plain_root, recursive=True)
+            shutil.rmtree(scratch / "down-plain" / name)
+            print(f"{name} ({len(up)} file(s), {total / 1e9:.2f} GB):")
+            print(f"  upload    rlaunch {ours_up:7.2f}s {_rate(total, ours_up)}   s3transfer "
+                  f"{base_up:7.2f}s {_rate(total, base_up)}   ratio {base_up / ours_up:5.0%} "
+                  f"(target >= 70%)")
+            print(f"  download  rlaunch {ours_down:7.2f}s {_rate(total, ours_down)}   "
+                  f"s3transfer {base_down:7.2f}s {_rate(total, base_down)}   ratio "
+                  f"{base_down / ours_down:5.0%} (target >= 70%)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=2.0, help="GiB per artifact (default 2)")
+    parser.add_argument("--streams", type=int, default=8, help="concurrent transfers (8)")
+    parser.add_argument("--skip-s3", action="store_true", help="local overheads only")
+    parser.add_argument("--skip-local", action="store_true", help="S3 transfers only")
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="rlaunch-store-scale-"))
+    needed = NEEDED_FREE_FACTOR * 2 * args.gib * (1 << 30)
+    free = shutil.disk_usage(scratch).free
+    if free < needed:
+        shutil.rmtree(scratch)
+        raise SystemExit(f"store_scale: {scratch.parent} has {free / 1e9:.1f} GB free, the "
+                         f"benchmark needs {needed / 1e9:.1f} GB; pass a smaller --gib")
+    os.environ["XDG_CACHE_HOME"] = str(scratch / "xdg")  # digest cache and node cache
+    os.environ["RLAUNCH_TRANSFER_STREAMS"] = str(args.streams)
+    try:
+        started = time.perf_counter()
+        shards_sha = make_shards(scratch / "source" / "shards", args.gib)
+        big_sha = make_big(scratch / "source" / "big" / "model.bin", args.gib)
+        print(f"made 2 x {args.gib:g} GiB in {scratch} in {time.perf_counter() - started:.1f}s")
+        artifacts = {
+            "scale-shards": artifact_file(scratch, "scale-shards", scratch / "source" / "shards",
+                                          shards_sha),
+            "scale-big": artifact_file(scratch, "scale-big",
+                                       scratch / "source" / "big" / "model.bin", big_sha),
+        }
+        if not args.skip_local:
+            local_overheads(scratch, artifacts)
+        if not args.skip_s3:
+            s3_transfers(scratch, {"scale-shards": scratch / "source" / "shards",
+                                   "scale-big": scratch / "source" / "big"}, args.streams)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
