@@ -11,6 +11,7 @@ from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import register
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import target_types as tt
+from rlaunch_pants.fields import SchemaDictField
 from rlaunch_pants.testutil import COLOCATED_BUILD
 
 QWEN = Address("experiments/x", target_name="qwen")
@@ -270,3 +271,48 @@ def test_every_field_help_shows_how_to_write_it_in_a_build_file(target_type: typ
         if not example:
             missing.append(field.alias)
     assert missing == []
+
+
+def _examples(help_text: str, call: str) -> list[str]:
+    """Every indented `<call>(...)` in a help text, as one expression (to its closing paren)."""
+    found = []
+    lines = help_text.splitlines()
+    for index, line in enumerate(lines):
+        if not line.startswith("    ") or not line.strip().startswith(f"{call}("):
+            continue
+        text = line.strip()
+        rest = iter(lines[index + 1 :])
+        while text.count("(") > text.count(")"):
+            text += "\n" + next(rest)
+        found.append(text[: text.rindex(")") + 1] if "#" in text else text)
+    return found
+
+
+def _dict_fields(target_type: type) -> dict:
+    return {
+        field.alias: field
+        for field in target_type.core_fields
+        if isinstance(field, type) and issubclass(field, SchemaDictField)
+    }
+
+
+@pytest.mark.parametrize("target_type", register.target_types(), ids=lambda t: t.alias)
+def test_the_help_examples_are_valid_build_values(target_type: type) -> None:
+    """The BUILD examples in `./pants help` name the schema's keys (a renamed or added key in
+    the library makes them fail here): the target's example and each dict field's own."""
+    dict_fields = _dict_fields(target_type)
+    written: list[tuple[str, object]] = []
+
+    def capture(**kwargs: object) -> None:
+        written.extend((alias, kwargs[alias]) for alias in dict_fields if alias in kwargs)
+
+    for example in _examples(str(target_type.help), target_type.alias):
+        eval(example, {target_type.alias: capture, "dict": dict})  # noqa: S307
+    for alias, field in dict_fields.items():
+        for example in _examples(str(field.help), f"{alias}=dict"):
+            if "=..." not in example:  # generated from the schema: `key=...` placeholders
+                written.append((alias, eval(example.split("=", 1)[1], {"dict": dict})))  # noqa: S307
+    for alias, value in written:
+        dict_fields[alias](value, PLAN)  # raises InvalidFieldException if a key drifted
+    if target_type.alias in ("role_plan", "rl_run", "rl_execution", "hf_model"):
+        assert written, f"{target_type.alias}: no dict example found in its help"
