@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import yaml
-
 from rlaunch.ledger import Ledger, set_status, set_submission, start_attempt
 from rlaunch.paths import run_paths
+from rlaunch.render import render_launch
 from rlaunch.runtimes.smoke.metrics import MetricsSink
+from rlaunch.spec import parse_spec
+from rlaunch.spec.examples import worked_example
 
 
 def step_record(step: int, scale: float) -> dict[str, float | int]:
@@ -28,12 +29,13 @@ def add_run(store: Path, name: str, version: str, *, attempts: list[tuple[str, r
     for attempt_id, steps, status in attempts:
         yaml_path = store.parent / "dist" / name / version / "launch.yaml"
         yaml_path.parent.mkdir(parents=True, exist_ok=True)
-        yaml_path.write_text(yaml.safe_dump({
-            "run": {"id": f"{name}@{version}"},
-            "execution": {"wandb": wandb},
-            "inputs": {"model": {"id": "countdown-model@2026.11.01",
-                                 "uri": f"{store}/countdown-model/2026.11.01"}},
-        }))
+        # The launch YAML a launch writes (rendered for real, named and logged as this run).
+        spec = worked_example("colocated-1x8")
+        spec.update(name=name, version=version)
+        spec["model"]["name"] = "countdown-model"
+        spec["execution"]["wandb"] = wandb
+        yaml_path.write_text(render_launch(parse_spec(spec), store_prefix=str(store),
+                                           launcher_commit=None))
 
         def start(record: dict, attempt_id: str = attempt_id, yaml_path: Path = yaml_path,
                   status: str = status) -> None:

@@ -96,7 +96,7 @@ def _show_lines(identity: str, detail: dict[str, Any]) -> list[str]:
     else:
         lines.append("inputs:")
         for slot, entry in inputs.items():
-            lines.append(f"  {slot:<16} {entry.get('id')}  {entry.get('uri')}")
+            lines.append(f"  {slot:<16} {entry['identity']}  {entry['uri']}")
     lines.append("paths:")
     for key, path in detail["paths"].items():
         lines.append(f"  {key:<18} {path}")
@@ -123,7 +123,9 @@ def show_command(identity: str, store: str | None, as_json: bool) -> None:
         "record": record,
         "summary": summary.to_dict(),
         "yaml_path": ((record.get("attempts") or [{}])[-1]).get("yaml_path"),
-        "inputs": None if document is None else document.get("inputs") or {},
+        "inputs": None if document is None else {
+            slot: entry.model_dump(mode="json") for slot, entry in document.inputs.items()
+        },
         "terminal": runs.terminal(name, version),
         "paths": {
             "run_root": paths.run_root, "checkpoints": paths.checkpoint_root,

@@ -17,10 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.paths import join, run_paths
+from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.store.fs import StoreError, open_location
 
 METRICS_FILE = "metrics.jsonl"
@@ -172,20 +171,18 @@ class RunStore:
             evals=sorted(evals.values(), key=lambda entry: int(entry["step"])),
         )
 
-    def launch_document(self, record: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The last attempt's launch YAML, when it is still where the launch wrote it."""
+    def launch_document(self, record: Mapping[str, Any]) -> LaunchDocument | None:
+        """The last attempt's launch YAML, when it is still where the launch wrote it (and still
+        a launch YAML of this run)."""
         attempt = last_attempt(record) or {}
         path = attempt.get("yaml_path")
         if not path or not Path(path).is_file():
             return None
         try:
-            document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            document = load_launch(path)
+        except LaunchError:
             return None
-        if not isinstance(document, dict) or document.get("run", {}).get("id") != \
-                record.get("identity"):
-            return None
-        return document
+        return document if document.run.id == record.get("identity") else None
 
 
 def _json_line(line: str) -> dict[str, Any] | None:
@@ -196,13 +193,13 @@ def _json_line(line: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def wandb_link(document: Mapping[str, Any] | None) -> str | None:
+def wandb_link(document: LaunchDocument | None) -> str | None:
     """The W&B project page of the run, where its run is named after the identity (rlaunch sets
     SkyRL's `trainer.run_name` to it); None when the run did not log to W&B."""
-    wandb = ((document or {}).get("execution") or {}).get("wandb")
-    if not wandb:
+    wandb = None if document is None else document.execution.wandb
+    if wandb is None:
         return None
-    return f"https://wandb.ai/{wandb['entity']}/{wandb['project']}"
+    return f"https://wandb.ai/{wandb.entity}/{wandb.project}"
 
 
 def summarize(store: RunStore, name: str, version: str) -> RunSummary:
