@@ -33,7 +33,7 @@ from rlaunch.preflight import run_preflight
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import QWEN25_1_5B, worked_example
 
-CASES = 200
+CASES = 150
 
 RUNTIME_ONLY = {
     "ALLOC001": "more GPUs than allocated: Ray never makes the placement groups ready, and"

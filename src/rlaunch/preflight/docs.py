@@ -70,6 +70,8 @@ recipe, never weaken the rule.
   code it mirrors or goes beyond (paths under `skyrl/` in the 0.3.0 wheel).
   tests/contract/test_preflight_vs_skyrl.py checks the split on random role plans against
   SkyRL's own `validate_cfg`.
+- Retired: GEO009 (a disaggregated engine within one node). Engines may span nodes in SkyRL
+  0.3.0; GEO008 now warns, for any placement, when an engine's TP group crosses a node.
 """
 
 
