@@ -4,6 +4,7 @@ complete or absent, and each failure names the input and the fix."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from rlaunch.runtimes.staging import (
     rewrites,
     stage_inputs,
 )
+from rlaunch.store import digests
+from rlaunch.store.digests import DigestCache
 
 
 def quiet(message: str) -> None:
@@ -51,6 +54,30 @@ def test_cold_copies_and_verifies_warm_copies_nothing(object_store: str, tmp_pat
     [warm] = stage_inputs([item], cache, say=lines.append)
     assert (warm.path, warm.bytes_copied, warm.files_copied) == (str(folder), 0, 0)
     assert lines == [f"staging train_data: data@2026.01.01 already in {folder} (0 bytes copied)"]
+
+
+def test_a_warm_stage_reads_no_file_the_staging_hashed(
+    s3_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(digests, "RACY_SECONDS", 0.0)  # every entry trusted at once
+    item = built(s3_store, tmp_path)
+    cache = tmp_path / "node-cache"
+    stage_inputs([item], cache, say=quiet)
+    folder = cached_folder(cache, item)
+    staged = {path: hashlib.sha256((folder / path).read_bytes()).hexdigest()
+              for path in ("done.txt", "payload.txt")}
+    assert DigestCache(folder).remembered() == staged
+    read: list[Path] = []
+
+    def hashing(path: Path) -> tuple[str, digests.FileIdentity | None, int]:
+        read.append(path)
+        return real_sha256_of(path)
+
+    real_sha256_of = digests.sha256_of
+    monkeypatch.setattr(digests, "sha256_of", hashing)
+    [warm] = stage_inputs([item], cache, say=quiet)
+    assert (warm.bytes_copied, read) == (0, [])
 
 
 def test_one_identity_in_two_slots_is_staged_once(s3_store: str, tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 Each input (`inputs.<slot>` of the launch YAML: identity, fingerprint, store URI) lands in
 `{node cache}/{name}/{version}-{fingerprint[:16]}/`, verified file by file (size and sha256)
 against its store record. A folder there is complete or absent: files are copied into a staging
-folder beside it and renamed into place after they verify, with the record written last. A warm
-cache (same record, files unchanged) copies nothing.
+folder beside it (many at once, progress by bytes: `rlaunch.store.transfer`) and renamed into
+place after they verify, with the record written last. A warm cache (same record, files
+unchanged) copies nothing and reads nothing: the digest cache (`rlaunch.store.digests`) knows
+the files hashed while staging, and a file whose identity has not changed is only `stat`ed.
 
 The node cache is `$RLAUNCH_NODE_CACHE`, else `${XDG_CACHE_HOME:-~/.cache}/rlaunch/node-cache`.
 
@@ -27,7 +29,9 @@ from rlaunch.atomic import replace_folder
 from rlaunch.paths import join
 from rlaunch.store import RECORD_FILE, StoreError
 from rlaunch.store.fs import open_location
+from rlaunch.store.digests import DigestCache
 from rlaunch.store.records import ArtifactRecord, parse_record, verify_local
+from rlaunch.store.transfer import FileCopy, download
 
 NODE_CACHE_ENV = "RLAUNCH_NODE_CACHE"
 _SPACE_MARGIN_BYTES = 64 * 1024 * 1024
@@ -137,20 +141,26 @@ def _check_space(cache: Path, item: StageInput, record: ArtifactRecord) -> None:
         )
 
 
-def _copy(item: StageInput, record: ArtifactRecord, staging: Path) -> None:
+def _copy(item: StageInput, record: ArtifactRecord, staging: Path, say: Say) -> None:
+    """Every file of the record into `staging`, many at once (`rlaunch.store.transfer`)."""
     location = open_location(item.uri, what=f"inputs.{item.slot} store URI")
-    for entry in record.files:
-        target = staging / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source = join(location.root, entry.path)
-        try:
-            location.fs.get_file(source, str(target))
-        except FileNotFoundError:
-            raise StagingError(
-                f"inputs.{item.slot} ({item.identity}): {join(item.uri, entry.path)} is listed "
-                "in its record but missing from the store; rebuild the artifact "
-                "(`rlaunch build FILE --force`)"
-            ) from None
+    copies = [
+        FileCopy(join(location.root, entry.path), str(staging / entry.path), entry.size)
+        for entry in record.files
+    ]
+    try:
+        download(location.fs, copies, what=f"staging {item.slot}: {item.identity}", log=say)
+    except FileNotFoundError:
+        missing = next(
+            (entry.path for entry, copy in zip(record.files, copies)
+             if not location.fs.exists(copy.source)),
+            "a file",
+        )
+        raise StagingError(
+            f"inputs.{item.slot} ({item.identity}): {join(item.uri, missing)} is listed "
+            "in its record but missing from the store; rebuild the artifact "
+            "(`rlaunch build FILE --force`)"
+        ) from None
 
 
 def stage_input(item: StageInput, cache: Path, say: Say) -> Staged:
@@ -166,7 +176,7 @@ def stage_input(item: StageInput, cache: Path, say: Say) -> Staged:
     staging.mkdir()
     started = time.monotonic()
     try:
-        _copy(item, record, staging)
+        _copy(item, record, staging, say)
         try:
             verify_local(staging, record, where=f"the copy of {item.uri} in {staging}", full=True)
         except StoreError as err:
@@ -174,6 +184,7 @@ def stage_input(item: StageInput, cache: Path, say: Say) -> Staged:
         (staging / RECORD_FILE).write_text(record.to_json())
         trash = folder.parent / f".trash-{folder.name}-{os.getpid()}-{secrets.token_hex(4)}"
         replace_folder(staging, folder, trash)
+        DigestCache.move(staging, folder)  # the digests just computed serve the warm checks
     except OSError as err:
         raise StagingError(
             f"inputs.{item.slot} ({item.identity}): copying into {staging} failed: {err}; "
