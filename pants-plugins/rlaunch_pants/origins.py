@@ -19,9 +19,9 @@ from pants.engine.rules import Get, collect_rules, rule
 
 SOURCES_KEY = "build_sources"
 
-# Spec sub-path -> BUILD field, where a target type's fields are not the spec's keys.
+# Spec sub-path -> BUILD field, where a target's fields are not the spec's keys: only the run's
+# name (a target's `name` is its own).
 RUN_FIELD_NAMES = {"name": "run_name"}
-RUNTIME_FIELD_NAMES = {"git.repo": "git_repo", "git.commit": "git_commit"}
 
 
 def name_line(build_text: str, target_name: str) -> Optional[int]:

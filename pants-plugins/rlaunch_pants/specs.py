@@ -30,7 +30,6 @@ from rlaunch_pants import target_types as tt
 from rlaunch_pants.fields import TargetReferenceField
 from rlaunch_pants.origins import (
     RUN_FIELD_NAMES,
-    RUNTIME_FIELD_NAMES,
     SOURCES_KEY,
     TargetOrigin,
     TargetOriginRequest,
@@ -134,17 +133,11 @@ def walk_artifacts(
 
 
 def runtime_dict(target: Target) -> dict[str, Any]:
-    repo = target[tt.RuntimeGitRepoField].value
     return {
         "name": target.address.target_name,
         "profile": target[tt.RuntimeProfileField].value,
         "package": target[tt.RuntimePackageField].value,
-        "git": None
-        if repo is None
-        else {
-            "repo": repo,
-            "commit": target[tt.RuntimeGitCommitField].value,
-        },
+        "git": thaw(target[tt.RuntimeGitField].value),
         "entrypoint": target[tt.RuntimeEntrypointField].value,
         "required_fixes": list(target[tt.RuntimeRequiredFixesField].value or ()),
     }
@@ -350,7 +343,7 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
         ("", target.address, RUN_FIELD_NAMES),
         ("role_plan", plan.address, {}),
         ("execution", execution.address, {}),
-        ("runtime", runtime.address, RUNTIME_FIELD_NAMES),
+        ("runtime", runtime.address, {}),
     ]
     for slot, spec in zip(set_slots, artifact_specs):
         sections += [

@@ -80,7 +80,7 @@ def test_the_spec_says_which_target_and_build_line_each_section_came_from(
         "": entry("run", {"name": "run_name"}),
         "role_plan": entry("plan", {}),
         "execution": entry("cluster", {}),
-        "runtime": entry("skyrl-0.3.0", {"git.repo": "git_repo", "git.commit": "git_commit"}),
+        "runtime": entry("skyrl-0.3.0", {}),
         "model": entry("qwen2.5-1.5b-instruct", facts),
         "tokenizer": entry("qwen2.5-1.5b-instruct", facts),
         "train_data": entry("gsm8k-train", facts),

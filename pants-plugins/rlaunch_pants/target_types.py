@@ -18,7 +18,8 @@ from pants.util.strutil import help_text
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
-from rlaunch_pants.fields import CheckedStringField, CommitField
+from rlaunch_pants import validation
+from rlaunch_pants.fields import CheckedStringField, SchemaDictField, dict_help, schema_keys
 
 
 class HFModelTarget(Target):
@@ -176,34 +177,26 @@ class RuntimePackageField(CheckedStringField):
     help = help_text(
         """
         The pinned package, `name==X.Y.Z`, e.g. `skyrl==0.3.0`. Set exactly one of `package`
-        or `git_repo` with `git_commit`.
+        or `git`.
 
             package="skyrl==0.3.0"
         """
     )
 
 
-class RuntimeGitRepoField(CheckedStringField):
-    alias = "git_repo"
-    help = help_text(
+class RuntimeGitField(SchemaDictField):
+    alias = "git"
+    none_is_valid_value = True
+    schema = schema_keys("runtime.git")
+    help = dict_help(
         """
-        Repository URL or `owner/name` of the runtime's code; set with `git_commit`.
-
-            git_repo="NovaSky-AI/SkyRL",
-            git_commit="<the 40-hex commit>",
+        The runtime's code pinned at a git commit (the RunSpec's `runtime.git`); set this or
+        `package`. Keys (all required):
+        """,
+        schema,
         """
-    )
-
-
-class RuntimeGitCommitField(CommitField):
-    alias = "git_commit"
-    help = help_text(
-        """
-        The 40-hex commit of `git_repo` the runtime is pinned at.
-
-            git_repo="NovaSky-AI/SkyRL",
-            git_commit="<the 40-hex commit>",
-        """
+            git=dict(repo="NovaSky-AI/SkyRL", commit="<the 40-hex commit>")
+        """,
     )
 
 
@@ -239,8 +232,7 @@ class RlRuntimeTarget(Target):
         *COMMON_TARGET_FIELDS,
         RuntimeProfileField,
         RuntimePackageField,
-        RuntimeGitRepoField,
-        RuntimeGitCommitField,
+        RuntimeGitField,
         RuntimeEntrypointField,
         RuntimeRequiredFixesField,
     )
@@ -259,19 +251,16 @@ class RlRuntimeTarget(Target):
 
     def validate(self) -> None:
         package = self[RuntimePackageField].value
-        repo = self[RuntimeGitRepoField].value
-        commit = self[RuntimeGitCommitField].value
-        if (repo is None) != (commit is None):
-            raise InvalidFieldException(
-                f"The rl_runtime target {self.address} sets "
-                f"{'git_repo' if repo else 'git_commit'} without "
-                f"{'git_commit' if repo else 'git_repo'}: a git pin needs both."
-            )
-        if (package is None) == (repo is None):
+        git = self[RuntimeGitField].value
+        if (package is None) == (git is None):
             raise InvalidFieldException(
                 f"The rl_runtime target {self.address} must set exactly one of `package` or "
-                f"`git_repo` with `git_commit`, but sets "
-                f"{'both' if package else 'neither'}."
+                f"`git`, but sets {'both' if package else 'neither'}."
+            )
+        if git is not None and validation.check_commit(git["commit"]) is not None:
+            raise InvalidFieldException(
+                f"The 'git' field in target {self.address} must set 'commit' to "
+                f"{validation.COMMIT_REQUIREMENT}, but was {git['commit']!r}."
             )
 
 

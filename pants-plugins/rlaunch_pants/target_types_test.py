@@ -197,18 +197,24 @@ def test_bad_field_fails_when_the_build_file_is_parsed(rule_runner: RuleRunner) 
 
 
 def test_runtime_pins_exactly_one_way(rule_runner: RuleRunner) -> None:
+    git = 'git=dict(repo="NovaSky-AI/SkyRL", commit="' + "a" * 40 + '")'
+    build = f'rl_runtime(name="rt", profile="skyrl", entrypoint="m", package="skyrl==0.3.0", {git})'
+    assert _target_error(rule_runner, build, "rt").endswith(
+        "The rl_runtime target experiments/x:rt must set exactly one of `package` or `git`, but "
+        "sets both."
+    )
+    build = 'rl_runtime(name="rt", profile="skyrl", entrypoint="m", git=dict(repo="o/n"))'
+    assert _target_error(rule_runner, build, "rt").endswith(
+        "The 'git' field in target experiments/x:rt is missing the key 'commit' (40-hex commit "
+        "sha); every key must be set: there are no silent defaults."
+    )
     build = (
-        'rl_runtime(name="rt", profile="skyrl", entrypoint="m", package="skyrl==0.3.0",'
-        ' git_repo="NovaSky-AI/SkyRL", git_commit="' + "a" * 40 + '")'
+        'rl_runtime(name="rt", profile="skyrl", entrypoint="m", '
+        'git=dict(repo="o/n", commit="main"))'
     )
     assert _target_error(rule_runner, build, "rt").endswith(
-        "The rl_runtime target experiments/x:rt must set exactly one of `package` or `git_repo` "
-        "with `git_commit`, but sets both."
-    )
-    build = 'rl_runtime(name="rt", profile="skyrl", entrypoint="m", git_repo="NovaSky-AI/SkyRL")'
-    assert _target_error(rule_runner, build, "rt").endswith(
-        "The rl_runtime target experiments/x:rt sets git_repo without git_commit: a git pin "
-        "needs both."
+        "The 'git' field in target experiments/x:rt must set 'commit' to a 40-character hex "
+        "commit sha, but was 'main'."
     )
 
 
