@@ -21,7 +21,6 @@ from executors.support import (
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head
 from rlaunch.experiment import rl_build_options
 from rlaunch.ledger import Ledger
-from rlaunch.render.launchdoc import AllocationSection
 from rlaunch.spec import RunSpec, catalog, parse_spec
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "click_experiment.py"
@@ -113,8 +112,7 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         patch.setattr(catalog, "PROFILES", echo_profiles())
         for name, value in job_env(**{STATE_DIR_ENV: str(watch.state_dir)}).items():
             patch.setenv(name, value)
-        spec_allocation = parse_spec(echo_spec(root)).execution.allocation
-        allocation = AllocationSection(**spec_allocation.model_dump())
+        allocation = parse_spec(echo_spec(root)).execution.allocation
         ensure_head(allocation, watch.state_dir, lambda message: None)
         watch.snapshot()
         yield root

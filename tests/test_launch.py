@@ -38,7 +38,6 @@ from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head, read_record
 from rlaunch.launch import LaunchRefused, launch
 from rlaunch.ledger import Ledger
-from rlaunch.render.launchdoc import AllocationSection
 from rlaunch.spec import catalog, parse_spec
 
 SECRET = "s3cr3t-rlaunch-test-value-8c1f"
@@ -77,8 +76,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         patch.setattr(catalog, "PROFILES", echo_profiles())
         for name, value in job_env(**{STATE_DIR_ENV: str(here.heads.state_dir)}).items():
             patch.setenv(name, value)
-        ensure_head(AllocationSection(**here.spec().execution.allocation.model_dump()),
-                    here.heads.state_dir,
+        ensure_head(here.spec().execution.allocation, here.heads.state_dir,
                     lambda message: None)
         here.heads.snapshot()
         yield here

@@ -7,8 +7,8 @@ from typing import Any
 
 from executors.support import echo_spec, install_echo_profile
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
-from rlaunch.render.launchdoc import AllocationSection
 from rlaunch.spec import parse_spec
+from rlaunch.spec.execution import Allocation
 
 
 def rendered(tmp: Path, **spec_options: Any) -> tuple[Path, LaunchDocument]:
@@ -29,8 +29,8 @@ def edited(launch: LaunchDocument, **allocation: int) -> LaunchDocument:
 
 
 def allocation(num_nodes: int = 1, gpus_per_node: int = 1, cpus_per_node: int = 2
-               ) -> AllocationSection:
-    return AllocationSection(num_nodes=num_nodes, gpus_per_node=gpus_per_node, accelerator="sim",
+               ) -> Allocation:
+    return Allocation(num_nodes=num_nodes, gpus_per_node=gpus_per_node, accelerator="sim",
                              cpus_per_node=cpus_per_node, memory_gb_per_node=1,
                              disk_gb_per_node=1)
 

@@ -24,7 +24,7 @@ def test_every_worked_example_reads_back_typed_and_whole(name: str) -> None:
     launch = loads_launch(text, "launch.yaml")
     assert launch.run.id == spec.identity
     allocation = spec.execution.allocation
-    assert launch.execution.allocation.num_gpus == allocation.num_nodes * allocation.gpus_per_node
+    assert launch.execution.allocation.total_gpus == allocation.num_nodes * allocation.gpus_per_node
     assert launch.skyrl.trainer.train_batch_size == spec.role_plan.batch.train_batch_size
     assert list(launch.inputs) == list(rendered(name)["inputs"])
     # The adapter hands SkyRL the subtree exactly as written: every key, in the file's order.
@@ -58,15 +58,14 @@ def test_an_unknown_key_in_a_section_rlaunch_writes_is_refused_with_its_path() -
 
 def test_every_bad_field_is_named_at_once() -> None:
     data = rendered("colocated-1x8")
-    data["execution"]["allocation"]["num_nodes"] = 0
+    data["execution"]["allocation"]["num_nodes"] = "2"
     data["skyrl"]["trainer"]["strategy"] = "deepspeed"
     del data["run"]["seed"]
     with pytest.raises(LaunchError) as caught:
         LaunchDocument.parse(data, "l.yaml")
     message = str(caught.value)
     assert "run.seed: Field required;" in message
-    assert ("execution.allocation.num_nodes: Input should be greater than or equal to 1 "
-            "(got 0);") in message
+    assert "execution.allocation.num_nodes: Input should be a valid integer (got '2');" in message
     assert "skyrl.trainer.strategy: Input should be 'fsdp' or 'megatron' (got 'deepspeed');" in (
         message
     )

@@ -21,7 +21,7 @@ from http.client import HTTPException
 from typing import Any
 
 from rlaunch.executors.base import ExecutorError, JobStatus
-from rlaunch.render.launchdoc import AllocationSection
+from rlaunch.spec.execution import Allocation
 
 GPU_RESOURCE = "GPU"
 """The Ray resource a plan's GPUs are counted in (simulated GPUs on the local head too)."""
@@ -113,7 +113,7 @@ def alive_nodes(address: str, timeout_s: float) -> list[dict[str, Any]]:
 
 
 def check_resources(
-    address: str, nodes: list[dict[str, Any]], allocation: AllocationSection
+    address: str, nodes: list[dict[str, Any]], allocation: Allocation
 ) -> None:
     """Refuse a plan the cluster cannot hold: too few nodes with `gpus_per_node` GPUs each."""
     want_nodes = allocation.num_nodes

@@ -45,7 +45,7 @@ class LocalExecutor(Executor):
 
     def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         allocation = launch.execution.allocation
-        gpus = allocation.num_gpus
+        gpus = allocation.total_gpus
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
         names = launch.execution.env
         return [

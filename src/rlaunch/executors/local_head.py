@@ -42,7 +42,7 @@ from rlaunch.executors.head_ready import (
 )
 from rlaunch.executors.jobs_api import probe
 from rlaunch.locks import exclusive
-from rlaunch.render.launchdoc import AllocationSection
+from rlaunch.spec.execution import Allocation
 
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
 STATE_FILE = "head.json"
@@ -86,7 +86,7 @@ class HeadRecord:
     started_at: str
     started_by_pid: int
 
-    def fits(self, allocation: AllocationSection) -> bool:
+    def fits(self, allocation: Allocation) -> bool:
         return (
             self.num_nodes == allocation.num_nodes
             and self.gpus_per_node == allocation.gpus_per_node
@@ -94,8 +94,8 @@ class HeadRecord:
         )
 
 
-def head_cpus(allocation: AllocationSection) -> int:
-    return allocation.num_cpus
+def head_cpus(allocation: Allocation) -> int:
+    return allocation.total_cpus
 
 
 def default_state_dir() -> Path:
@@ -254,7 +254,7 @@ def _short_temp_dir() -> str:
 
 
 def head_command(
-    allocation: AllocationSection, ports: dict[str, int], temp_dir: str
+    allocation: Allocation, ports: dict[str, int], temp_dir: str
 ) -> list[str]:
     command = [
         sys.executable, "-m", "ray.scripts.scripts", "start", "--head",
@@ -262,7 +262,7 @@ def head_command(
         "--dashboard-host", "127.0.0.1",
         "--include-dashboard", "true",
         "--num-cpus", str(head_cpus(allocation)),
-        "--num-gpus", str(allocation.num_gpus),
+        "--num-gpus", str(allocation.total_gpus),
         "--object-store-memory", str(_OBJECT_STORE_BYTES),
         "--temp-dir", temp_dir,
         "--disable-usage-stats",
@@ -286,13 +286,13 @@ def _head_env() -> dict[str, str]:
 
 
 def start_head(
-    allocation: AllocationSection, state_dir: Path, say: Callable[[str], None]
+    allocation: Allocation, state_dir: Path, say: Callable[[str], None]
 ) -> HeadRecord:
     timeout_s = start_timeout_s()
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
     command = head_command(allocation, ports, temp_dir)
-    gpus = allocation.num_gpus
+    gpus = allocation.total_gpus
     say(f"rlaunch: starting a local Ray head on 127.0.0.1 ({gpus} simulated GPUs, "
         f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
     log_path = Path(temp_dir) / "ray-start.log"
@@ -337,7 +337,7 @@ def start_head(
 
 
 def ensure_head(
-    allocation: AllocationSection, state_dir: Path, say: Callable[[str], None]
+    allocation: Allocation, state_dir: Path, say: Callable[[str], None]
 ) -> tuple[HeadRecord, bool]:
     """The head to submit to, and whether it was started now (by this call)."""
     # Launches that start at once share one head: the check-and-start is serialized.

@@ -54,11 +54,12 @@ def _full(check: Check) -> str:
     return f"the full run {smoke.name}@{smoke.version}" if smoke is not None else ""
 
 
-def _leaves(value: Any, path: str) -> dict[str, Any]:
+def leaves(value: Any, path: str) -> dict[str, Any]:
+    """`{"a.b.c": leaf}` of a nested mapping (how two geometries are compared, leaf by leaf)."""
     if isinstance(value, dict):
         found: dict[str, Any] = {}
         for key, child in value.items():
-            found.update(_leaves(child, f"{path}.{key}"))
+            found.update(leaves(child, f"{path}.{key}"))
         return found
     return {path: value}
 
@@ -98,8 +99,8 @@ def same_geometry(check: Check) -> Iterator[Finding]:
     smoke = check.spec.smoke_of
     if smoke is None:
         return
-    mine = _leaves(check.spec.role_plan.geometry(), "role_plan")
-    theirs = _leaves(smoke.role_plan.geometry(), "role_plan")
+    mine = leaves(check.spec.role_plan.geometry(), "role_plan")
+    theirs = leaves(smoke.role_plan.geometry(), "role_plan")
     for path in sorted(set(mine) | set(theirs)):
         if path == "role_plan.strategy" or mine.get(path) == theirs.get(path):
             continue

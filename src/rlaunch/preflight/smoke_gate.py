@@ -15,21 +15,13 @@ from rlaunch.ledger.records import SUCCEEDED
 from rlaunch.ledger.smoke import role_geometry
 from rlaunch.preflight.finding import Finding, error
 from rlaunch.preflight.registry import launch_check
+from rlaunch.preflight.smoke import leaves
 from rlaunch.spec import RunSpec
 from rlaunch.spec.examples import worked_example
 from rlaunch.spec.io import parse_spec
 from rlaunch.spec.syntax import is_calendar
 
 SMOKE_GATE_CODE = "LAUNCH001"
-
-
-def _leaves(value: Any, path: str) -> dict[str, Any]:
-    if isinstance(value, dict):
-        found: dict[str, Any] = {}
-        for key, child in value.items():
-            found.update(_leaves(child, f"{path}.{key}"))
-        return found
-    return {path: value}
 
 
 def _mismatch(result: Mapping[str, Any], spec: RunSpec) -> str | None:
@@ -39,8 +31,8 @@ def _mismatch(result: Mapping[str, Any], spec: RunSpec) -> str | None:
     if result.get("runtime_fingerprint") != spec.runtime_fingerprint:
         return (f"it ran runtime {result.get('runtime_fingerprint')}, this run's runtime is "
                 f"{spec.runtime_fingerprint}")
-    mine = _leaves(role_geometry(spec), "role_plan")
-    theirs = _leaves(result.get("geometry") or {}, "role_plan")
+    mine = leaves(role_geometry(spec), "role_plan")
+    theirs = leaves(result.get("geometry") or {}, "role_plan")
     differing = sorted(p for p in set(mine) | set(theirs) if mine.get(p) != theirs.get(p))
     if differing:
         shown = ", ".join(f"{p} {theirs.get(p)} (here {mine.get(p)})" for p in differing[:4])

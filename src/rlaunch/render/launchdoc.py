@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from rlaunch.render.document import LAUNCH_SCHEMA_VERSION
+from rlaunch.spec.execution import Allocation
 
 
 class LaunchError(ValueError):
@@ -64,23 +65,6 @@ class RuntimeSection(_Section):
     launcher_commit: str | None
 
 
-class AllocationSection(_Section):
-    num_nodes: int = Positive
-    gpus_per_node: int = Positive
-    accelerator: str
-    cpus_per_node: int = Positive
-    memory_gb_per_node: int = Positive
-    disk_gb_per_node: int = Positive
-
-    @property
-    def num_gpus(self) -> int:
-        return self.num_nodes * self.gpus_per_node
-
-    @property
-    def num_cpus(self) -> int:
-        return self.num_nodes * self.cpus_per_node
-
-
 class WandbSection(_Section):
     entity: str
     project: str
@@ -93,7 +77,8 @@ class ExecutionSection(_Section):
     priority: str
     max_retries: int
     timeout_minutes: int
-    allocation: AllocationSection
+    allocation: Allocation
+    """The spec's own model: the allocation is written as the spec declares it."""
     env: list[str]
     """Names of the credentials the executor forwards (never their values)."""
     wandb: WandbSection | None

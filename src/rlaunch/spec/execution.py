@@ -25,6 +25,10 @@ class Allocation(SpecModel):
     def total_gpus(self) -> int:
         return self.num_nodes * self.gpus_per_node
 
+    @property
+    def total_cpus(self) -> int:
+        return self.num_nodes * self.cpus_per_node
+
 
 class WandbIdentity(SpecModel):
     entity: str

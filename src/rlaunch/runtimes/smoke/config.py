@@ -277,7 +277,7 @@ def load_config(launch: LaunchDocument) -> SmokeConfig:
         logger=trainer.logger,
         project_name=trainer.project_name,
         wandb_entity=None if wandb is None else wandb.entity,
-        num_sim_gpus=launch.execution.allocation.num_gpus,
+        num_sim_gpus=launch.execution.allocation.total_gpus,
     )
 
 
