@@ -12,7 +12,8 @@ from rlaunch.builders.countdown import countdown_model_spec
 from rlaunch.models.tiny import load_pretrained
 from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact
-from rlaunch.tasks.countdown import make_problems
+from rlaunch.tasks.countdown import make_problems, prompt_rows
+from rlaunch.tasks.parquet import read_countdown, read_prompts
 
 
 def quiet(message: str) -> None:
@@ -28,9 +29,11 @@ def test_the_graph_builds_a_loadable_model_with_its_data_and_tokenizer(tmp_path:
     assert result.built == ["countdown-data@2026.01.01", "countdown-tokenizer@2026.01.01",
                             "countdown-sft@2026.01.01"]
     data = tmp_path / "countdown-data" / "2026.01.01"
-    rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
-    evaluation = (data / "eval.jsonl").read_text().splitlines()
-    assert rows == make_problems(0, 80)[:64] and len(evaluation) == 16
+    problems = make_problems(0, 80)
+    assert read_prompts(data / "train.parquet", "train_data") == prompt_rows(problems[:64], "train")
+    assert read_countdown(data / "train.parquet", "train_data") == problems[:64]
+    assert len(read_prompts(data / "eval.parquet", "eval_data")) == 16
+    assert result.nodes[0].record.rows == 64
     assert CharTokenizer.load(tmp_path / "countdown-tokenizer" / "2026.01.01") == CharTokenizer()
     model, tokenizer = load_pretrained(result.local_path)
     assert model.config.n_heads == 4 and tokenizer == CharTokenizer()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from rlaunch.tasks.countdown import (
@@ -10,9 +13,12 @@ from rlaunch.tasks.countdown import (
     MAX_TARGET,
     evaluate,
     make_problems,
+    problem_of,
+    prompt_rows,
     reward,
     solution,
 )
+from rlaunch.tasks.parquet import PromptFileError, read_countdown, write_prompts
 
 PROBLEM = {"prompt": "8 2 5 to 11:", "target": 11, "numbers": [8, 2, 5], "solution": "5-2+8"}
 
@@ -75,3 +81,42 @@ def test_evaluate_rejects_what_is_not_an_expression() -> None:
 def test_negative_count_is_refused() -> None:
     with pytest.raises(ValueError, match="count must be >= 0, got -1"):
         make_problems(0, -1)
+
+
+def test_problems_round_trip_through_runtime_format_rows() -> None:
+    problems = make_problems(3, 5)
+    rows = prompt_rows(problems, "train")
+    assert rows[2] == {
+        "data_source": "rlaunch/countdown",
+        "prompt": [{"role": "user", "content": problems[2]["prompt"]}],
+        "env_class": "countdown",
+        "reward_spec": {"method": "countdown", "ground_truth": json.dumps(
+            {"numbers": problems[2]["numbers"], "solution": problems[2]["solution"],
+             "target": problems[2]["target"]}, separators=(",", ":"))},
+        "extra_info": {"split": "train", "index": 2},
+    }
+    assert [problem_of(row) for row in rows] == problems
+
+
+def test_a_row_of_another_task_is_named() -> None:
+    row = prompt_rows(make_problems(3, 1), "train")[0]
+    with pytest.raises(ValueError, match="^env_class is 'gsm8k', not 'countdown'$"):
+        problem_of({**row, "env_class": "gsm8k"})
+    broken = {**row, "reward_spec": {"method": "rule", "ground_truth": "72"}}
+    with pytest.raises(ValueError) as raised:
+        problem_of(broken)
+    assert str(raised.value) == (
+        "reward_spec.ground_truth is '72', not a JSON object with numbers and target"
+    )
+
+
+def test_a_prompt_file_of_another_task_is_refused_with_the_row(tmp_path: Path) -> None:
+    rows = prompt_rows(make_problems(3, 2), "train")
+    rows[1] = {**rows[1], "env_class": "gsm8k"}
+    write_prompts(tmp_path / "train.parquet", rows)
+    with pytest.raises(PromptFileError) as raised:
+        read_countdown(tmp_path / "train.parquet", "train_data")
+    assert str(raised.value) == (
+        f"train_data: {tmp_path / 'train.parquet'} row 1 is not a countdown row (env_class is "
+        f"'gsm8k', not 'countdown'); build it with the countdown_data builder"
+    )

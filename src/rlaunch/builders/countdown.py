@@ -1,12 +1,13 @@
 """Builders of the countdown demo (experiments/countdown): data, tokenizer, an SFT'd tiny model.
 
-    countdown_data   config {seed, train_rows, eval_rows}      -> train.jsonl, eval.jsonl
+    countdown_data   config {seed, train_rows, eval_rows}      -> train.parquet, eval.parquet
     char_tokenizer   config {} (or {characters})               -> tokenizer.json
     sft_model        deps {data, tokenizer}; config: model dims, steps, seed
                                                                -> config.json, model.safetensors,
                                                                   tokenizer.json, sft_metrics.json
 
-The SFT builder lives in `countdown_sft` (it imports torch; the other two do not). All three
+The data are runtime-format prompt rows (rlaunch.tasks.prompts), the files SkyRL's
+PromptDataset reads too, so both runtimes take one data handoff. The SFT builder lives in `countdown_sft` (it imports torch; the other two do not). All three
 are deterministic: the same config and deps give the same bytes (the model on one
 CPU thread). The SFT run is short; it teaches the answer format and some arithmetic, so that RL
 starts from a policy that sometimes succeeds.
@@ -14,20 +15,17 @@ starts from a policy that sometimes succeeds.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
-from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
+from rlaunch.builders.base import AnyArtifact, BuildError, Built, Log, expect_type
 from rlaunch.builders.config import BuilderConfig, parse_config
 from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact, identity
-from rlaunch.tasks.countdown import make_problems
-
-TRAIN_FILE = "train.jsonl"
-EVAL_FILE = "eval.jsonl"
+from rlaunch.tasks.countdown import make_problems, prompt_rows
+from rlaunch.tasks.parquet import write_prompts
+from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
 
 class DataConfig(BuilderConfig):
@@ -41,24 +39,14 @@ class TokenizerConfig(BuilderConfig):
     """The vocabulary after the specials; null: rlaunch.models.tokenizer.CHARACTERS."""
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.writelines(
-            json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n" for row in rows
-        )
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 class CountdownDataBuilder:
     """Countdown problems from rlaunch.tasks.countdown: `train_rows` then `eval_rows` more."""
 
     name = "countdown_data"
 
-    def build(self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log) -> None:
+    def build(
+        self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log
+    ) -> Built:
         expect_type(self.name, artifact, BuiltArtifact)
         config = parse_config(DataConfig, artifact)
         if artifact.rows is not None and artifact.rows != config.train_rows:
@@ -67,9 +55,10 @@ class CountdownDataBuilder:
                 f"{config.train_rows}; make them agree"
             )
         problems = make_problems(config.seed, config.train_rows + config.eval_rows)
-        _write_jsonl(out_dir / TRAIN_FILE, problems[: config.train_rows])
-        _write_jsonl(out_dir / EVAL_FILE, problems[config.train_rows :])
+        write_prompts(out_dir / TRAIN_FILE, prompt_rows(problems[: config.train_rows], "train"))
+        write_prompts(out_dir / EVAL_FILE, prompt_rows(problems[config.train_rows :], "eval"))
         log(f"{identity(artifact)}: {config.train_rows} train and {config.eval_rows} eval rows")
+        return Built(rows=config.train_rows)
 
 
 class CharTokenizerBuilder:

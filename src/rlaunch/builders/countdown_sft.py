@@ -16,12 +16,13 @@ from pydantic import Field
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
 from rlaunch.builders.config import BuilderConfig, parse_config
-from rlaunch.builders.countdown import EVAL_FILE, TRAIN_FILE, read_jsonl
 from rlaunch.builders.facts import facts_problems, verify_model_facts
 from rlaunch.models.sft import mean_reward, sft_train
 from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
 from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact, identity
+from rlaunch.tasks.parquet import read_countdown
+from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
 METRICS_FILE = "sft_metrics.json"
 _EVAL_SAMPLE = 200
@@ -43,7 +44,7 @@ class SFTConfig(BuilderConfig):
 
 
 class SFTModelBuilder:
-    """A TinyLM trained briefly (SFT) on the `data` dep's train.jsonl with the `tokenizer` dep."""
+    """A TinyLM trained briefly (SFT) on the `data` dep's train.parquet with the `tokenizer` dep."""
 
     name = "sft_model"
 
@@ -71,9 +72,9 @@ class SFTModelBuilder:
             problems = facts_problems(artifact.facts, model_config.to_hf(), "the model config")
             if problems:
                 raise BuildError(f"{ident}: the declared facts do not match: {'; '.join(problems)}")
-        train = read_jsonl(deps["data"] / TRAIN_FILE)
+        train = read_countdown(deps["data"] / TRAIN_FILE, "deps.data")
         evaluation = (
-            read_jsonl(deps["data"] / EVAL_FILE)[:_EVAL_SAMPLE]
+            read_countdown(deps["data"] / EVAL_FILE, "deps.data")[:_EVAL_SAMPLE]
             if (deps["data"] / EVAL_FILE).is_file()
             else []
         )

@@ -11,8 +11,11 @@ numbers earns `FORMAT_REWARD`).
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
+
+from rlaunch.tasks.prompts import prompt_row
 
 NUMBERS_PER_PROBLEM = 3
 SMALLEST, LARGEST = 1, 9
@@ -21,6 +24,10 @@ OPERATORS = "+-*"
 CORRECT_REWARD = 1.0
 FORMAT_REWARD = 0.1
 MAX_COMPLETION_CHARS = 15
+ENV_CLASS = "countdown"
+"""The rows' env_class: the smoke runtime's reward (`reward` below); skyrl-gym has none."""
+REWARD_METHOD = "countdown"
+DATA_SOURCE = "rlaunch/countdown"
 
 
 class _ParseError(ValueError):
@@ -161,3 +168,42 @@ def reward(problem: dict, completion: str) -> float:
     if Counter(literals) - Counter(problem["numbers"]):
         return 0.0
     return CORRECT_REWARD if value == problem["target"] else FORMAT_REWARD
+
+
+def prompt_rows(problems: list[dict], split: str) -> list[dict]:
+    """Problems as runtime-format rows (rlaunch.tasks.prompts): the prompt text as the user
+    message, the ground truth a JSON object {numbers, target, solution} (the reward reads
+    numbers and target; the solution is the reference answer SFT learns)."""
+    return [
+        prompt_row(
+            content=problem["prompt"], env_class=ENV_CLASS, method=REWARD_METHOD,
+            ground_truth=json.dumps(
+                {key: problem[key] for key in ("numbers", "target", "solution")},
+                sort_keys=True, separators=(",", ":"),
+            ),
+            data_source=DATA_SOURCE, split=split, index=index,
+        )
+        for index, problem in enumerate(problems)
+    ]
+
+
+def problem_of(row: dict) -> dict:
+    """The problem a runtime-format row states (the inverse of `prompt_rows`); ValueError
+    naming what is wrong when the row is not a countdown row."""
+    if row.get("env_class") != ENV_CLASS:
+        raise ValueError(f"env_class is {row.get('env_class')!r}, not {ENV_CLASS!r}")
+    messages = row.get("prompt") or []
+    if len(messages) != 1 or messages[0].get("role") != "user":
+        raise ValueError(f"prompt is {messages!r}, not one user message")
+    truth = (row.get("reward_spec") or {}).get("ground_truth")
+    try:
+        answer = json.loads(truth)
+        numbers, target = list(answer["numbers"]), int(answer["target"])
+    except (TypeError, ValueError, KeyError):
+        raise ValueError(
+            f"reward_spec.ground_truth is {truth!r}, not a JSON object with numbers and target"
+        ) from None
+    index = (row.get("extra_info") or {}).get("index")
+    return {"id": index, "prompt": messages[0]["content"], "numbers": numbers, "target": target,
+            "solution": answer.get("solution")}
+

@@ -13,6 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rlaunch.tasks.countdown import problem_of
+
 SCHEMA = pa.schema([
     ("data_source", pa.string()),
     ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
@@ -52,3 +54,20 @@ def read_prompts(path: Path, slot: str) -> list[dict[str, Any]]:
             f"(it has {', '.join(table.column_names)}); rebuild it with a prompt builder"
         )
     return table.select(list(SCHEMA.names)).to_pylist()
+
+
+def read_countdown(path: Path, slot: str) -> list[dict[str, Any]]:
+    """The countdown problems of a prompt file (`rlaunch.tasks.countdown.problem_of` per row)."""
+    problems = []
+    for index, row in enumerate(read_prompts(path, slot)):
+        try:
+            problems.append(problem_of(row))
+        except ValueError as err:
+            raise PromptFileError(
+                f"{slot}: {path} row {index} is not a countdown row ({err}); build it with the "
+                f"countdown_data builder"
+            ) from None
+    if not problems:
+        raise PromptFileError(f"{slot}: {path} has no rows")
+    return problems
+

@@ -31,8 +31,13 @@ COLUMNS = ("data_source", "prompt", "env_class", "reward_spec", "extra_info")
 PROMPTS_FILE = "prompts.parquet"
 """The one file of a `prompt_parquet` artifact."""
 
+TRAIN_FILE = "train.parquet"
+EVAL_FILE = "eval.parquet"
+"""The two files of an artifact that carries both splits (`countdown_data`)."""
+
 DATA_FILES: dict[str, dict[str, str]] = {
     "prompt_parquet": {"train_data": PROMPTS_FILE, "eval_data": PROMPTS_FILE},
+    "countdown_data": {"train_data": TRAIN_FILE, "eval_data": EVAL_FILE},
 }
 """Per builder of runtime-format data, the file inside its artifact folder each slot reads."""
 

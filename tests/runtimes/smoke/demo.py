@@ -2,13 +2,12 @@
 
 A test fixture (the smoke runtime's tests and benchmarks/smoke_run.py use it). Real experiments
 build their inputs with the artifact builders (rlaunch.builders.countdown); this module makes the
-same files (train.jsonl/eval.jsonl, tokenizer.json, an SFT'd TinyLM) straight at the paths the
+same files (train.parquet/eval.parquet, tokenizer.json, an SFT'd TinyLM) straight at the paths the
 rendered launch YAML names, so a test can run the runtime in seconds.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,9 @@ from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.render import launch_document, render_launch
 from rlaunch.spec import parse_spec
 from rlaunch.store import RECORD_FILE, ArtifactRecord, Provenance, scan_payload
-from rlaunch.tasks.countdown import make_problems
+from rlaunch.tasks.countdown import make_problems, prompt_rows
+from rlaunch.tasks.parquet import write_prompts
+from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
 MODEL_DIMS = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
               "max_position_embeddings": 64}
@@ -170,11 +171,8 @@ def build_inputs(
         if slot in inputs:
             root = Path(inputs[slot]["uri"])
             root.mkdir(parents=True, exist_ok=True)
-            for filename, rows in (("train.jsonl", problems[:train_rows]),
-                                   ("eval.jsonl", problems[train_rows:])):
-                with open(root / filename, "w", encoding="utf-8") as handle:
-                    for row in rows:
-                        handle.write(json.dumps(row, sort_keys=True) + "\n")
+            write_prompts(root / TRAIN_FILE, prompt_rows(problems[:train_rows], "train"))
+            write_prompts(root / EVAL_FILE, prompt_rows(problems[train_rows:], "eval"))
     tokenizer = CharTokenizer()
     tokenizer.save(inputs["tokenizer"]["uri"])
     model_dir = Path(inputs["model"]["uri"])

@@ -95,7 +95,7 @@ def test_a_payload_changed_after_its_build_names_the_file(launched) -> None:
 def test_records_are_rewritten_to_the_files_as_they_are(launched) -> None:
     document, config = launched
     data = Path(document["inputs"]["eval_data"]["uri"])
-    (data / "eval.jsonl").write_text("")
+    (data / "eval.parquet").write_text("")
     write_records(document)
     verify_inputs(config)
 

@@ -118,19 +118,19 @@ def test_missing_inputs_exit_2_before_ray_is_touched(tiny_model_dir: Path, tmp_p
                                                      capsys) -> None:
     path, document = write_launch(tmp_path, tiny_model_dir)
     data = Path(document["inputs"]["train_data"]["uri"])
-    (data / "train.jsonl").unlink()
+    (data / "train.parquet").unlink()
     assert main([str(path)]) == 2
     assert capsys.readouterr().err.startswith(
         f"error: inputs.train_data: countdown-smoke-data@dev at {data} does not match its record "
-        "(train.jsonl: missing); "
+        "(train.parquet: missing); "
     )
     # A record that agrees with the folder passes the store's check; the format check remains.
     write_records(document)
     assert main([str(path)]) == 2
     assert capsys.readouterr().err == (
-        f"error: inputs.train_data.uri is {data}: expected train.jsonl there (it has eval.jsonl); "
-        "build the dataset artifact first (a countdown_data builder writes train.jsonl and "
-        "eval.jsonl)\n"
+        f"error: inputs.train_data.uri is {data}: expected train.parquet there (it has "
+        "eval.parquet); build the dataset artifact first (a countdown_data builder writes "
+        "train.parquet and eval.parquet)\n"
     )
 
 

@@ -1,4 +1,4 @@
-"""Problems from a dataset artifact, and the order a run consumes them in.
+"""Problems from a dataset artifact (runtime-format parquet), and the order a run consumes them in.
 
 The order is a pure function of (seed, step): step s (1-based) takes batch (s-1) mod E of
 epoch (s-1) // E, where E = rows // train_batch_size (the tail that does not fill a batch is
@@ -8,13 +8,11 @@ dropped) and every epoch is a fresh seeded shuffle. Resuming needs only the step
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from pathlib import Path
 
-TRAIN_FILE = "train.jsonl"
-EVAL_FILE = "eval.jsonl"
-REQUIRED_KEYS = ("prompt", "target", "numbers")
+from rlaunch.tasks.parquet import PromptFileError, read_countdown
+from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
 
 class DataError(ValueError):
@@ -22,30 +20,19 @@ class DataError(ValueError):
 
 
 def read_problems(directory: Path, filename: str, slot: str) -> list[dict]:
+    """The countdown problems of a runtime-format prompt file (the rows SkyRL reads too)."""
     path = directory / filename
     if not path.is_file():
-        present = sorted(p.name for p in directory.glob("*.jsonl")) if directory.is_dir() else []
-        found = f"it has {', '.join(present)}" if present else "it has no .jsonl file"
+        present = sorted(p.name for p in directory.glob("*.parquet")) if directory.is_dir() else []
+        found = f"it has {', '.join(present)}" if present else "it has no .parquet file"
         raise DataError(
             f"inputs.{slot}.uri is {directory}: expected {filename} there ({found}); build the "
             f"dataset artifact first (a countdown_data builder writes {TRAIN_FILE} and {EVAL_FILE})"
         )
-    problems = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path} line {number}: not JSON ({err.msg})") from None
-            missing = [key for key in REQUIRED_KEYS if key not in row]
-            if missing:
-                raise DataError(f"{path} line {number}: missing {', '.join(missing)}")
-            problems.append(row)
-    if not problems:
-        raise DataError(f"{path} has no rows")
-    return problems
+    try:
+        return read_countdown(path, slot)
+    except PromptFileError as err:
+        raise DataError(str(err)) from None
 
 
 def derived_seed(*parts: object) -> int:
