@@ -44,14 +44,16 @@ def build_model_and_data(document: dict, *, seed: int, sft_steps: int) -> float:
     from rlaunch.models.sft import mean_reward, sft_train
     from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
     from rlaunch.models.tokenizer import CharTokenizer
-    from rlaunch.tasks.countdown import make_problems
+    from rlaunch.tasks.countdown import make_problems, prompt_rows
+    from rlaunch.tasks.parquet import write_prompts
+    from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
     torch.set_num_threads(1)
     problems = make_problems(seed, 4256)
     data = Path(document["inputs"]["train_data"]["uri"])
     data.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("train.jsonl", problems[:4000]), ("eval.jsonl", problems[4000:])):
-        (data / name).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    write_prompts(data / TRAIN_FILE, prompt_rows(problems[:4000], "train"))
+    write_prompts(data / EVAL_FILE, prompt_rows(problems[4000:], "eval"))
     tokenizer = CharTokenizer()
     tokenizer.save(document["inputs"]["tokenizer"]["uri"])
     torch.manual_seed(seed)
