@@ -415,8 +415,10 @@ def test_adopted_and_built_sources_with_built_config_keys_sorted():
     adopted = doc["inputs"]["eval_data"]
     assert adopted["source"] == {"uri": "gs://bucket/countdown/test.parquet", "sha256": "a" * 64}
     assert adopted["uri"] == "/srv/rlaunch-store/countdown-test/2026.11.02"
+    # A countdown_data artifact's train split is its train.parquet; an adopted dataset is named
+    # by its folder (rlaunch.tasks.prompts.data_file knows no runtime-format file of it).
     assert doc["skyrl"]["data"] == {
-        "train_data": ["/srv/rlaunch-store/countdown-train/2026.11.02"],
+        "train_data": ["/srv/rlaunch-store/countdown-train/2026.11.02/train.parquet"],
         "val_data": ["/srv/rlaunch-store/countdown-test/2026.11.02"],
     }
 
