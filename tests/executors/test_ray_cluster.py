@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import sys
 import threading
@@ -15,24 +16,33 @@ from pathlib import Path
 
 import pytest
 
+from builders.helpers import node, parse
 from executors.helpers import allocation, edited, rendered
 from executors.support import ECHO_DIR, SRC, HeadWatch
-from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus
+from objectstores import ObjectStoreServer
+from rlaunch.builders import build_artifact
+from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus, jobs_api
 from rlaunch.executors.follow import wait_terminal
-from rlaunch.executors.local_head import start_head
-from rlaunch.executors.ray_cluster import RayClusterExecutor
+from rlaunch.executors.local_head import HeadRecord, start_head
+from rlaunch.executors.ray_cluster import RayClusterExecutor, shipped_package
 
 ALLOCATION = allocation()
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The Jobs API address of a Ray head that no executor owns (a stand-in remote cluster)."""
+def cluster_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadRecord]:
+    """A Ray head that no executor owns (a stand-in remote cluster)."""
     watch = HeadWatch(tmp_path_factory.mktemp("cluster-head"))
     record = start_head(ALLOCATION, watch.state_dir, lambda message: None)
     watch.snapshot()
-    yield record.dashboard_url
+    yield record
     watch.finish()
+
+
+@pytest.fixture(scope="module")
+def cluster(cluster_head: HeadRecord) -> str:
+    """Its Jobs API address."""
+    return cluster_head.dashboard_url
 
 
 @pytest.fixture(autouse=True)
@@ -127,6 +137,27 @@ def test_describe_names_the_address_and_the_shipped_yaml(tmp_path: Path) -> None
     )
     # A remote cluster runs its own `python`, with the pinned runtime installed there.
     assert lines[2] == "entrypoint: python -m rlaunch_echo_runtime launch.yaml"
+    assert lines[3] == f"shipped: {SRC / 'rlaunch'} (runtime env py_modules)"
+
+
+def test_rlaunch_travels_with_the_job_to_an_environment_without_it(
+    cluster: str, tmp_path: Path
+) -> None:
+    """The job's environment has no rlaunch (not installed in the venv, not on its PYTHONPATH):
+    a job without the shipped package cannot import it; the executor's job can."""
+    bare = "rlaunch-bare-import-check"
+    jobs_api.submit(cluster, entrypoint=f"{sys.executable} -c 'import rlaunch'",
+                    submission_id=bare, env_vars={"PYTHONPATH": str(ECHO_DIR)})
+    assert jobs_api.wait_terminal(cluster, bare, 60) == JobStatus.FAILED
+    assert "No module named 'rlaunch'" in "".join(jobs_api.logs(cluster, bare, False))
+    path, launch = rendered(tmp_path, executor="ray", address=cluster)
+    submission = ray_executor().submit(path, launch, env={}, attempt_id="shipped")
+    assert wait_terminal(ray_executor(), submission, 60) == JobStatus.SUCCEEDED
+    text = "".join(ray_executor().logs(submission, follow=False))
+    assert "echo-runtime: run echo-run@dev" in text
+    [line] = [line for line in text.splitlines() if "echo-runtime: rlaunch from " in line]
+    # Ray's unpacked copy of the shipped package, not the checkout.
+    assert "runtime_resources/py_modules_files" in line and str(SRC) not in line, line
 
 
 class _Unauthorized(BaseHTTPRequestHandler):
@@ -156,3 +187,45 @@ def test_a_cluster_with_token_auth_names_the_variables_to_set(tmp_path: Path) ->
         "RAY_AUTH_TOKEN_PATH) in the launching environment (`ray get-auth-token` on the cluster "
         "prints it)"
     )
+
+
+STAGE_ON_NODES = (
+    "import json, sys; "
+    "from rlaunch.runtimes.staging import StageInput; "
+    "from rlaunch.runtimes.staging_ray import stage_on_nodes; "
+    "staged = stage_on_nodes([StageInput(*json.loads(sys.argv[1]))]); "
+    "print('RESULT', json.dumps([e.path for e in staged]), staged[0].bytes_copied)"
+)
+
+
+def test_staging_runs_one_pinned_task_per_alive_node(
+    cluster: str, s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
+) -> None:
+    """The SkyRL adapter's staging as a Ray job on a real head (rlaunch shipped as py_modules,
+    the store's variables in the job's env, which its tasks inherit), from moto's S3 server:
+    cold, then warm."""
+    result = build_artifact(parse(node("data", tmp_path / "calls")), s3_store,
+                            log=lambda message: None)
+    item = ["train_data", result.record.identity, result.fingerprint, result.uri]
+    env_vars = {**s3_server.env(), "RLAUNCH_NODE_CACHE": str(tmp_path / "node-cache"),
+                "PYTHONPATH": str(ECHO_DIR)}
+    outputs = []
+    for attempt in ("cold", "warm"):
+        job = f"rlaunch-staging-{attempt}-{os.getpid()}"
+        jobs_api.submit(cluster, entrypoint=shlex.join(
+            [sys.executable, "-c", STAGE_ON_NODES, json.dumps(item)]),
+            submission_id=job, env_vars=env_vars, py_modules=[shipped_package()])
+        status = jobs_api.wait_terminal(cluster, job, 120)
+        text = "".join(jobs_api.logs(cluster, job, False))
+        assert status == JobStatus.SUCCEEDED, text[-3000:]
+        outputs.append(text)
+    cold, warm = outputs
+    digest = result.fingerprint.split(":")[-1]
+    folder = tmp_path / "node-cache" / "data" / f"2026.01.01-{digest[:16]}"
+    assert "staging 1 inputs on 1 node(s), in parallel" in cold
+    # The task's own progress line, from the node it was pinned to, then the driver's.
+    assert "staging train_data: data@2026.01.01 copied 2 files" in cold
+    assert f"RESULT {json.dumps([str(folder)])} " in cold
+    assert f"RESULT {json.dumps([str(folder)])} 0" not in cold
+    assert f"RESULT {json.dumps([str(folder)])} 0" in warm and "(0 bytes copied)" in warm
+    assert (folder / "_record.json").is_file()

@@ -90,7 +90,8 @@ def test_stages_rewrites_checks_then_runs_the_entrypoint_on_the_staged_paths(
     document = LaunchDocument.parse(launch)
     cache = tmp_path / "node-cache"
     model_input = launch["inputs"]["model"]
-    model = cache / "qwen2.5-1.5b-instruct" / f"2026.11.01-{model_input['fingerprint'][:16]}"
+    digest = model_input["fingerprint"].removeprefix("sha256:")[:16]
+    model = cache / "qwen2.5-1.5b-instruct" / f"2026.11.01-{digest}"
     assert (f"rlaunch: staged path trainer.policy.model.path: {model_input['uri']} -> {model}"
             in out)
     staged_args = [json.loads(line) for line in out.splitlines() if line.startswith("[")]

@@ -155,13 +155,17 @@ def submit(
     submission_id: str,
     env_vars: Mapping[str, str],
     working_dir: str | None = None,
+    py_modules: list[str] | None = None,
     metadata: Mapping[str, str] | None = None,
 ) -> str:
-    """Submit; retries while a just-started head has no job agent yet."""
+    """Submit; retries while a just-started head has no job agent yet. `py_modules`: local
+    package folders Ray uploads with the job and puts on the path of its entrypoint and tasks."""
     client = _client(address)
     runtime_env: dict[str, Any] = {"env_vars": dict(env_vars)}
     if working_dir is not None:
         runtime_env["working_dir"] = working_dir
+    if py_modules:
+        runtime_env["py_modules"] = list(py_modules)
     deadline = time.monotonic() + _AGENT_RETRY_S
     while True:
         try:

@@ -5,13 +5,17 @@ have the nodes and GPUs the allocation names (read from the dashboard's state AP
 but the Jobs API address is needed). The launch YAML travels with the job as its working dir
 (the only file in it), so the job reads `launch.yaml` on whichever node runs the entrypoint.
 
-The entrypoint's interpreter: on a loopback address (a cluster on this machine) it is this
-launcher's interpreter with rlaunch's sources on `PYTHONPATH`, exactly as `local`; on any other
-address it is the cluster's `python`, whose environment must provide the pinned runtime.
+rlaunch travels with the job: its package folder is shipped as a Ray runtime-env `py_modules`
+entry, so the entrypoint (`python -m rlaunch.runtimes.<adapter>`) and every task it starts (the
+SkyRL adapter's staging tasks) import it on a cluster whose environment has only the runtime
+installed. The entrypoint's interpreter: on a loopback address (a cluster on this machine) it is
+this launcher's interpreter, with the launcher's other `PYTHONPATH` entries; on any other address
+it is the cluster's `python`, whose environment must provide the pinned runtime.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -28,7 +32,7 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.job import job_pythonpath
+from rlaunch.executors.job import rlaunch_source_root
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
 
@@ -38,6 +42,19 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 def is_loopback(address: str) -> bool:
     return (urlparse(address).hostname or "") in _LOOPBACK
+
+
+def shipped_package() -> str:
+    """The `rlaunch` package folder, shipped with every job."""
+    return str(rlaunch_source_root() / "rlaunch")
+
+
+def launcher_pythonpath() -> str:
+    """The launcher's PYTHONPATH without rlaunch's own source root (rlaunch is shipped)."""
+    own = str(rlaunch_source_root())
+    parts = [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if part and os.path.abspath(part) != own]
+    return os.pathsep.join(parts)
 
 
 class RayClusterExecutor(Executor):
@@ -59,8 +76,8 @@ class RayClusterExecutor(Executor):
 
     def _env_vars(self, env: Mapping[str, str], address: str, attempt_id: str) -> dict[str, str]:
         env_vars = {**env, ATTEMPT_ENV: attempt_id}
-        if is_loopback(address):
-            env_vars["PYTHONPATH"] = job_pythonpath()
+        if is_loopback(address) and launcher_pythonpath():
+            env_vars["PYTHONPATH"] = launcher_pythonpath()
         return env_vars
 
     def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
@@ -72,8 +89,10 @@ class RayClusterExecutor(Executor):
             f"{launch.execution.allocation.gpus_per_node} GPUs)",
             f"working dir: {STAGED_YAML} (a copy of {launch_yaml_path})",
             f"entrypoint: {shell_command(self._argv(launch, address))}",
+            f"shipped: {shipped_package()} (runtime env py_modules)",
             f"job env: {ATTEMPT_ENV}=<attempt id>"
-            + (", PYTHONPATH=" + job_pythonpath() if is_loopback(address) else "")
+            + (", PYTHONPATH=" + launcher_pythonpath()
+               if is_loopback(address) and launcher_pythonpath() else "")
             + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
         ]
 
@@ -105,6 +124,7 @@ class RayClusterExecutor(Executor):
                 submission_id=submission_id,
                 env_vars=self._env_vars(env, address, attempt_id),
                 working_dir=str(staging),
+                py_modules=[shipped_package()],
                 metadata={"rlaunch_run": launch.run.id},
             )
         finally:

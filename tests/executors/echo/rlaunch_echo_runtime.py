@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import rlaunch
 from rlaunch.render import load_launch
 
 
@@ -31,6 +32,7 @@ def main(path: str) -> int:
           f"{allocation.num_nodes}x{allocation.gpus_per_node} {allocation.accelerator}")
     print(f"echo-runtime: attempt {os.environ.get('RLAUNCH_ATTEMPT_ID')}")
     print(f"echo-runtime: cwd-relative yaml {path}")
+    print(f"echo-runtime: rlaunch from {Path(rlaunch.__file__).parent}")
     for name in execution.env:
         value = os.environ.get(name)
         if value is None:
