@@ -124,3 +124,25 @@ def test_a_missing_config_field_is_named(hub: str, tmp_path: Path) -> None:
         "config.env_class: Field required. Its fields: task, template, ground_truth, "
         "env_class, reward_method"
     )
+
+
+def test_without_a_card_the_split_is_found_by_the_hub_s_layout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repos = gsm8kdata.repos()
+    files = repos[("datasets", gsm8kdata.REPO, gsm8kdata.COMMIT)]
+    del files["README.md"]
+    with serve_hub(repos) as (url, _):
+        for key, value in hub_environment(url).items():
+            monkeypatch.setenv(key, value)
+        result = build_artifact(gsm8kdata.prompts("test"), str(tmp_path / "store"), log=quiet)
+        assert result.record.rows == 4
+        # A split the repo does not have is named with the layout looked for.
+        missing = gsm8kdata.prompts("validation")
+        with pytest.raises(BuildError) as raised:
+            build_artifact(missing, str(tmp_path / "store"), log=quiet)
+    assert str(raised.value) == (
+        "gsm8k-validation-prompts@2026.11.02: no files of split 'validation' (config 'main') in "
+        f"gsm8k-validation@2026.11.01 ({gsm8kdata.REPO}@{gsm8kdata.COMMIT}); its card lists "
+        "none and no main/validation-*.parquet exists: check the hf_dataset's config and split"
+    )
