@@ -48,6 +48,7 @@ from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.world import World, current_world
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
+from rlaunch.runtimes.skyrl import CHECK_FLAG
 from rlaunch.spec import RunSpec
 from rlaunch.store import StoreError
 
@@ -252,20 +253,33 @@ def launch(
     say: Say = _stderr,
     smoke_runs_first: str | None = None,
     verify: bool = False,
+    check_handoffs: bool = False,
 ) -> LaunchResult:
     """Preflight, render, submit and (with `follow`) follow `spec`. Raises LaunchRefused when
     nothing was submitted; returns the result (see `LaunchResult.exit_code`) otherwise.
     `smoke_runs_first` applies to dry runs only (see `preflight`). `verify` hashes every file
-    of the reused inputs (see `materialize_inputs`)."""
+    of the reused inputs (see `materialize_inputs`). `check_handoffs` submits the SkyRL
+    adapter's `--check-handoffs` mode instead of training: the inputs are built, staged and
+    checked by SkyRL's own code; nothing trains and the ledger records nothing."""
     env = dict(os.environ if env is None else env)
     echo = echo or (lambda text: print(text, end="", flush=True))
+    if check_handoffs:
+        if spec.runtime.profile != "skyrl":
+            raise LaunchRefused(
+                f"--check-handoffs runs SkyRL's handoff check, but {spec.identity} uses the "
+                f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
+                "launch it without --check-handoffs"
+            )
+        # The smoke gate guards training; a check trains nothing.
+        skip_smoke_gate = skip_smoke_gate or "--check-handoffs: nothing trains"
     plan = preflight(spec, source=source, store=store, skip_smoke_gate=skip_smoke_gate,
                      repo=repo, env=env, say=say,
                      smoke_runs_first=smoke_runs_first if dry_run else None)
     spec = plan.spec
     yaml_path, digest, document = render(plan, out)
     executor_name = spec.execution.executor
-    options = ExecutorOptions(keep_head=keep_head or not follow, say=say)
+    options = ExecutorOptions(keep_head=keep_head or not follow, say=say,
+                              runtime_args=(CHECK_FLAG,) if check_handoffs else ())
     try:
         executor = load_executor(executor_name, options)
     except ExecutorError as err:
@@ -278,6 +292,10 @@ def launch(
         except ExecutorError as err:
             raise LaunchRefused(str(err)) from None
         return LaunchResult(spec.identity, yaml_path, digest, dry_run=True)
+    if check_handoffs:
+        with executor:
+            return _check_handoffs(plan, executor, yaml_path, digest, document, echo=echo,
+                                   say=say, verify=verify)
     ledger = Ledger(plan.store_prefix)
     lock = ledger.launch_lock(spec.name, spec.version)
     try:
@@ -291,6 +309,39 @@ def launch(
                                       verify=verify)
     finally:
         lock.release()
+
+
+def _check_handoffs(
+    plan: Plan,
+    executor: Executor,
+    yaml_path: Path,
+    digest: str,
+    document: LaunchDocument,
+    *,
+    echo: Say,
+    say: Say,
+    verify: bool,
+) -> LaunchResult:
+    """Build the inputs, submit the adapter's check mode, follow it to its end."""
+    spec = plan.spec
+    materialize_inputs(plan, say, verify=verify)
+    attempt_id = f"check-{new_attempt_id()}"
+    try:
+        submission = executor.submit(yaml_path, document, env={}, attempt_id=attempt_id)
+    except ExecutorError as err:
+        raise LaunchRefused(str(err)) from None
+    say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "
+        f"({submission.executor} at {submission.address}); nothing trains")
+    try:
+        status = stream(executor, submission, echo=echo, redact=Redactor([]), files=None)
+    except KeyboardInterrupt:
+        status = _settle(executor, submission, say, stop=True)
+        return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
+                            interrupted=True, followed=True)
+    say(f"rlaunch: handoff check of {spec.identity}: "
+        f"{'passed' if status == JobStatus.SUCCEEDED else f'FAILED ({status})'}")
+    return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
+                        followed=True)
 
 
 def _submit_and_follow(

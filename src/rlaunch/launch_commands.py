@@ -61,6 +61,10 @@ def _interrupt_on_sigterm() -> None:
 @click.option("--verify", is_flag=True,
               help="Hash every file of the reused input artifacts instead of trusting the "
                    "digest cache for files unchanged since they were hashed.")
+@click.option("--check-handoffs", is_flag=True,
+              help="SkyRL runs: build and stage the inputs and run SkyRL's own handoff check "
+                   "on them as the job (config, tokenizer, PromptDataset, env), then stop; "
+                   "nothing trains and the ledger records nothing.")
 def launch_command(
     spec_path: str,
     dry_run: bool,
@@ -71,6 +75,7 @@ def launch_command(
     keep_head: bool,
     repo: Path | None,
     verify: bool,
+    check_handoffs: bool,
 ) -> None:
     """Preflight SPEC, write its launch YAML and submit it through its executor.
 
@@ -89,6 +94,7 @@ def launch_command(
             spec, source=spec_path, dry_run=dry_run, follow=follow,
             skip_smoke_gate=skip_smoke_gate, store=store, out=out, keep_head=keep_head,
             repo=repo, echo=lambda text: click.echo(text, nl=False), say=_say, verify=verify,
+            check_handoffs=check_handoffs,
         )
     except LaunchRefused as err:
         _say(f"rlaunch: launch refused\n{err}")

@@ -17,12 +17,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from builders.helpers import node, parse
 from objectstores import ObjectStoreServer
 from rlaunch.builders import build_artifact
+from rlaunch.executors import ExecutorOptions
 from rlaunch.executors.base import entrypoint_argv
+from rlaunch.executors.iris import iris_run_command
+from rlaunch.executors.ray_cluster import RayClusterExecutor
+from rlaunch.launch import LaunchRefused
+from rlaunch.launch import launch as launch_run
 from rlaunch.render import LaunchDocument, render_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 from rlaunch.runtimes.staging import local_overrides
@@ -210,3 +216,35 @@ def test_executors_start_skyrl_through_the_adapter_and_smoke_directly():
     launch["runtime"].update(profile="smoke", entrypoint="rlaunch.runtimes.smoke")
     assert entrypoint_argv(LaunchDocument.parse(launch), "l.yaml", python="py") == (
         "py", "-m", "rlaunch.runtimes.smoke", "l.yaml")
+
+
+def test_check_handoffs_reaches_the_adapter_on_every_executor(tmp_path: Path) -> None:
+    launch = LaunchDocument.parse(yaml.safe_load(render_launch(
+        parse_spec(worked_example("colocated-1x8")), store_prefix="/store",
+        launcher_commit=None)))
+    assert entrypoint_argv(launch, "l.yaml", python="py", extra=("--check-handoffs",)) == (
+        "py", "-m", "rlaunch.runtimes.skyrl", "l.yaml", "--check-handoffs")
+    options = ExecutorOptions(say=quiet, runtime_args=("--check-handoffs",))
+    lines = RayClusterExecutor(options).describe(tmp_path / "launch.yaml", launch)
+    # The example's address is a loopback one: this interpreter runs the adapter.
+    assert (f"entrypoint: {sys.executable} -m rlaunch.runtimes.skyrl launch.yaml "
+            "--check-handoffs") in lines
+    command = iris_run_command(tmp_path / "launch.yaml", edited_cluster(launch), job_name="j",
+                               runtime_args=options.runtime_args)
+    assert command[-2:] == [str(tmp_path / "launch.yaml"), "--check-handoffs"]
+
+
+def edited_cluster(launch: LaunchDocument) -> LaunchDocument:
+    data = launch.to_dict()
+    data["execution"]["cluster"] = "c1"
+    return LaunchDocument.parse(data)
+
+
+def test_check_handoffs_is_refused_for_a_run_that_is_not_skyrl() -> None:
+    spec = worked_example("colocated-1x8")
+    spec["runtime"] = {**spec["runtime"], "profile": "smoke", "name": "smoke"}
+    with pytest.raises(LaunchRefused) as refused:
+        launch_run(parse_spec(spec), check_handoffs=True, say=quiet)
+    assert str(refused.value) == (
+        "--check-handoffs runs SkyRL's handoff check, but colocated-1x8@2026.11.29 uses the "
+        "'smoke' runtime profile (runtime smoke); launch it without --check-handoffs")

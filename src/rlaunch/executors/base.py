@@ -107,6 +107,8 @@ class ExecutorOptions:
     """local: where the head's state file lives (default ~/.cache/rlaunch/local-head)."""
     say: Callable[[str], None] = field(default=lambda message: print(message, file=sys.stderr))
     """Progress messages for a person (stderr by default)."""
+    runtime_args: tuple[str, ...] = ()
+    """Arguments after the launch YAML on the runtime's command line (`--check-handoffs`)."""
 
 
 class Executor(abc.ABC):
@@ -156,14 +158,15 @@ class Executor(abc.ABC):
 
 
 def entrypoint_argv(
-    launch: LaunchDocument, launch_yaml: str, *, python: str | None = None
+    launch: LaunchDocument, launch_yaml: str, *, python: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> tuple[str, ...]:
     """`python -m <module> <launch yaml>`: how every runtime is started. The module is the
     runtime's entrypoint, or its profile's adapter when the entrypoint does not read the YAML
     itself (SkyRL: `rlaunch.runtimes.skyrl` hands it the `skyrl` subtree as overrides)."""
     known = profile(launch.runtime.profile)
     module = known.adapter if known is not None and known.adapter else launch.runtime.entrypoint
-    return (python or sys.executable, "-m", module, launch_yaml)
+    return (python or sys.executable, "-m", module, launch_yaml, *extra)
 
 
 def shell_command(argv: tuple[str, ...]) -> str:

@@ -67,7 +67,8 @@ def _yaml_argument(launch_yaml_path: Path) -> str:
 
 
 def iris_run_command(
-    launch_yaml_path: Path, launch: LaunchDocument, *, job_name: str
+    launch_yaml_path: Path, launch: LaunchDocument, *, job_name: str,
+    runtime_args: tuple[str, ...] = (),
 ) -> list[str]:
     execution = launch.execution
     cluster = execution.cluster
@@ -90,7 +91,8 @@ def iris_run_command(
     for name in launch.execution.env:
         command += ["--env", name]
     command.append("--")
-    command += entrypoint_argv(launch, _yaml_argument(launch_yaml_path), python="python")
+    command += entrypoint_argv(launch, _yaml_argument(launch_yaml_path), python="python",
+                               extra=runtime_args)
     return command
 
 
@@ -109,7 +111,8 @@ class IrisExecutor(Executor):
     name = "iris"
 
     def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
-        command = iris_run_command(launch_yaml_path, launch, job_name="<submission id>")
+        command = iris_run_command(launch_yaml_path, launch, job_name="<submission id>",
+                                   runtime_args=self.options.runtime_args)
         return [f"executor: iris (cluster {launch.execution.cluster})",
                 f"command: {shell_command(tuple(command))}"]
 
@@ -122,7 +125,8 @@ class IrisExecutor(Executor):
         attempt_id: str,
     ) -> Submission:
         job_name = launch.submission_name(attempt_id)
-        command = iris_run_command(launch_yaml_path, launch, job_name=job_name)
+        command = iris_run_command(launch_yaml_path, launch, job_name=job_name,
+                                   runtime_args=self.options.runtime_args)
         command[0] = _iris_executable()
         done = subprocess.run(
             command, env={**os.environ, **env}, capture_output=True, text=True, check=False

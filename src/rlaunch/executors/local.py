@@ -46,7 +46,8 @@ class LocalExecutor(Executor):
     def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         allocation = launch.execution.allocation
         gpus = allocation.total_gpus
-        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
+        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
+                               extra=self.options.runtime_args)
         names = launch.execution.env
         return [
             f"executor: local (a Ray head on 127.0.0.1 with {gpus} simulated GPUs and "
@@ -73,7 +74,8 @@ class LocalExecutor(Executor):
         attempt_id: str,
     ) -> Submission:
         record = self.head(launch)
-        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()))
+        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
+                               extra=self.options.runtime_args)
         submission_id = launch.submission_name(attempt_id)
         jobs_api.submit(
             record.dashboard_url,

@@ -72,7 +72,8 @@ class RayClusterExecutor(Executor):
 
     def _argv(self, launch: LaunchDocument, address: str) -> tuple[str, ...]:
         python = None if is_loopback(address) else "python"
-        return entrypoint_argv(launch, STAGED_YAML, python=python)
+        return entrypoint_argv(launch, STAGED_YAML, python=python,
+                               extra=self.options.runtime_args)
 
     def _env_vars(self, env: Mapping[str, str], address: str, attempt_id: str) -> dict[str, str]:
         env_vars = {**env, ATTEMPT_ENV: attempt_id}
