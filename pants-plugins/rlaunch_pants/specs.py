@@ -8,7 +8,7 @@ resolve the references and assemble the run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -232,6 +232,19 @@ def artifact_identities(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class ArtifactSpecRequest:
     address: Address
+    # The built artifacts whose deps led here, outermost first. A cycle is named from it before
+    # it reaches the engine, which waits forever on a target whose spec needs its own spec.
+    via: tuple[Address, ...] = ()
+
+
+def cycle_message(cycle: Sequence[Address]) -> str:
+    """`a -> b -> a` with the BUILD files to edit; `cycle` ends with the address it starts at."""
+    steps = " -> ".join(str(address) for address in cycle)
+    files = ", ".join(sorted({f"{address.spec_path or '.'}/BUILD" for address in cycle}))
+    return (
+        f"Dependency cycle in the deps of built_artifact targets: {steps}. An artifact cannot be "
+        f"built from itself; remove the dep that closes the cycle (in {files})."
+    )
 
 
 @dataclass(frozen=True)
@@ -291,8 +304,14 @@ async def artifact_spec(request: ArtifactSpecRequest) -> ArtifactSpec:
             )
             for slot in slots
         )
+        chain = (*request.via, target.address)
+        for found in referenced:
+            if found.target.address in chain:
+                start = chain.index(found.target.address)
+                raise InvalidFieldException(cycle_message((*chain[start:], found.target.address)))
         specs = await MultiGet(
-            Get(ArtifactSpec, ArtifactSpecRequest(found.target.address)) for found in referenced
+            Get(ArtifactSpec, ArtifactSpecRequest(found.target.address, chain))
+            for found in referenced
         )
         deps = {slot: spec.data() for slot, spec in zip(slots, specs)}
         for slot, spec in zip(slots, specs):
