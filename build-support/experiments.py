@@ -28,6 +28,18 @@ def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, **fields)
     same run with version `dev`, the name `<run_name>-smoke` and `smoke_steps` training steps;
     every other field (`version`, `description`, the artifacts, plan and execution) is the
     full run's."""
+    # A wrong argument here would surface as a bare Python error inside the macro; say which
+    # run and which argument instead.
+    if type(algorithm) is not dict:
+        raise ValueError(
+            "rl_run_with_smoke(name=%r): algorithm must be a dict such as grpo_algorithm(...), "
+            "got %r" % (name, algorithm)
+        )
+    if type(smoke_steps) is not int or smoke_steps < 1:
+        raise ValueError(
+            "rl_run_with_smoke(name=%r): smoke_steps must be a whole number of training steps "
+            ">= 1, got %r" % (name, smoke_steps)
+        )
     rl_run(name=name, run_name=run_name, algorithm=algorithm, seed=seed, **fields)
     smoke_fields = dict(fields)
     smoke_fields["version"] = "dev"

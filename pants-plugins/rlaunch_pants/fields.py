@@ -310,3 +310,15 @@ class TargetReferenceField(StringField):
 
     # Aliases of the target types this field may point at (checked when a goal resolves it).
     expected_types: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[str], address: Address) -> Optional[str]:
+        # An empty address is no "none": it would silently drop an optional slot (no
+        # evaluation) or leave a required one unresolved.
+        if isinstance(raw_value, str) and not raw_value.strip():
+            raise InvalidFieldException(
+                f"The {cls.alias!r} field in target {address} is an empty string. Give the "
+                f"address of a {' or '.join(cls.expected_types)} target (e.g. ':name'), or "
+                f"leave the field out where it is optional."
+            )
+        return super().compute_value(raw_value, address)
