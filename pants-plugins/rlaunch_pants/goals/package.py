@@ -8,16 +8,18 @@ packaging twice gives the same bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
 from pants.engine.addresses import Address
 from pants.engine.env_vars import EnvironmentVars, EnvironmentVarsRequest
 from pants.engine.fs import CreateDigest, Digest, FileContent, MergeDigests
-from pants.engine.process import ProcessResult
+from pants.engine.process import FallibleProcessResult, ProcessCacheScope, ProcessResult
 from pants.engine.rules import Get, collect_rules, rule
 from pants.engine.unions import UnionRule
 from pants.util.frozendict import FrozenDict
 
+from rlaunch_pants.goals.check import split_report
 from rlaunch_pants.process import RlaunchProcess
 from rlaunch_pants.run_fields import RlRunRolePlanField
 from rlaunch_pants.specs import (
@@ -46,6 +48,25 @@ def identities_text(spec: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+class PackageRefused(Exception):
+    """A run whose spec-scope preflight has an error is not packaged."""
+
+
+def package_refusal(stdout: bytes, stderr: bytes, source: str, address: str) -> Optional[str]:
+    """The preflight report that refuses packaging, or None when the run has no error."""
+    report = split_report(stdout, {source: address})
+    if report is None:
+        said = "\n".join(part for part in (stderr.decode().strip(), stdout.decode().strip()) if part)
+        return f"{address} is not packaged: its preflight did not run:\n{said}"
+    code, text = report[source]
+    if code == 0:
+        return None
+    return (
+        f"{address} is not packaged: `./pants check {address}` refuses it (a launch YAML is "
+        f"written only for a run that passes its preflight).\n{text}"
+    )
+
+
 @dataclass(frozen=True)
 class RlRunPackageFieldSet(PackageFieldSet):
     required_fields = (RlRunRolePlanField,)
@@ -63,6 +84,20 @@ async def package_rl_run(
     folder = output_dir(field_set.address)
     launch_yaml = f"{folder}/launch.yaml"
     inputs = await Get(Digest, CreateDigest([FileContent(spec_path, document.json.encode())]))
+    # What `check` refuses is not packaged: the spec-scope preflight first (the same cached
+    # process as `check` of this run alone).
+    checked = await Get(
+        FallibleProcessResult,
+        RlaunchProcess(
+            args=("preflight", "--format", "json", "--scope", "spec", spec_path),
+            description=f"Preflight {field_set.address}",
+            input_digest=inputs,
+            cache_scope=ProcessCacheScope.ALWAYS,
+        ),
+    )
+    refusal = package_refusal(checked.stdout, checked.stderr, spec_path, str(field_set.address))
+    if refusal:
+        raise PackageRefused(refusal)
 
     store_args: tuple[str, ...] = ()
     env: dict[str, str] = {}
