@@ -1,0 +1,151 @@
+"""Issue 13 through the real ./pants: dependency cycles are named instead of hanging, empty
+references and bad macro arguments get a message instead of a Python error, `package` refuses
+what `check` refuses, and a small BUILD fuzz never produces a traceback or a hang."""
+
+from __future__ import annotations
+
+import collections
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pants_scratch import ScratchRepo
+
+BUILD = "experiments/countdown/BUILD"
+# Pants is given this long per command; a cycle used to hang it forever.
+BOUNDED = 300
+TRIED: collections.Counter = collections.Counter()
+
+
+@pytest.fixture(scope="module")
+def scratch(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("repo"))
+    shutil.copytree(repo_root / "tests" / "fixtures" / "broken", repo.root / "broken")
+    repo.commit_all("experiments as they are")
+    yield repo
+    repo.close()
+
+
+def pants(scratch: ScratchRepo, *args: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [str(scratch.root / "pants"), *args], cwd=scratch.root, env=scratch.env,
+        capture_output=True, text=True, timeout=BOUNDED, check=False,
+    )
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+def edited(scratch: ScratchRepo, *edits: tuple[str, str]) -> str:
+    original = (scratch.root / BUILD).read_text()
+    text = original
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    scratch.write(BUILD, text)
+    return original
+
+
+def check_with(scratch: ScratchRepo, *edits: tuple[str, str]) -> tuple[int, str]:
+    original = edited(scratch, *edits)
+    try:
+        return pants(scratch, "check", "experiments/countdown:launch")
+    finally:
+        scratch.write(BUILD, original)
+
+
+SFT_DEPS = 'deps={"data": ":countdown_data", "tokenizer": ":char_tokenizer"}'
+
+
+def test_a_target_that_depends_on_itself_is_named(scratch: ScratchRepo) -> None:
+    code, output = check_with(
+        scratch, (SFT_DEPS, 'deps={"data": ":sft_model", "tokenizer": ":char_tokenizer"}')
+    )
+    assert code == 1
+    assert (
+        "InvalidFieldException: Dependency cycle in the deps of built_artifact targets: "
+        "experiments/countdown:sft_model -> experiments/countdown:sft_model. An artifact cannot "
+        "be built from itself; remove the dep that closes the cycle (in "
+        "experiments/countdown/BUILD)."
+    ) in output
+
+
+def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
+    code, output = check_with(
+        scratch, ('    kind="tokenizer",\n', '    kind="tokenizer",\n    deps={"m": ":sft_model"},\n')
+    )
+    assert code == 1
+    assert (
+        "Dependency cycle in the deps of built_artifact targets: "
+        "experiments/countdown:sft_model -> experiments/countdown:char_tokenizer -> "
+        "experiments/countdown:sft_model."
+    ) in output
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('    runtime="experiments/runtimes:rlaunch-smoke-0.1.0",\n', '    runtime="",\n'),
+         "The 'runtime' field in target experiments/countdown:launch is an empty string. Give "
+         "the address of a rl_runtime target (e.g. ':name'), or leave the field out where it "
+         "is optional."),
+        (('    eval_data=":countdown_data",\n', '    eval_data="",\n'),
+         "The 'eval_data' field in target experiments/countdown:launch is an empty string."),
+        (("    smoke_steps=2,\n", "    smoke_steps='1',\n"),
+         "rl_run_with_smoke(name='launch'): smoke_steps must be a whole number of training "
+         "steps >= 1, got '1'"),
+        (("    algorithm=grpo_algorithm(", "    algorithm=None, _unused=grpo_algorithm("),
+         "rl_run_with_smoke(name='launch'): algorithm must be a dict such as "
+         "grpo_algorithm(...), got None"),
+    ],
+    ids=["runtime-empty", "eval_data-empty", "smoke_steps-str", "algorithm-none"],
+)
+def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, message) -> None:
+    code, output = check_with(scratch, edit)
+    assert code != 0
+    assert message in output, output[-2000:]
+    assert "Traceback (most recent call last)" not in output
+
+
+def test_package_refuses_what_check_refuses(scratch: ScratchRepo) -> None:
+    code, output = pants(scratch, "package", "broken:batch-100-by-64")
+    assert code != 0
+    assert (
+        "broken:batch-100-by-64 is not packaged: `./pants check broken:batch-100-by-64` refuses "
+        "it (a launch YAML is written only for a run that passes its preflight)."
+    ) in output
+    assert "BATCH003" in output
+    assert not list((scratch.root / "dist").glob("broken/batch-100-by-64/launch.yaml"))
+
+
+# -- a small BUILD fuzz: one literal of the countdown BUILD replaced by a hostile one --------
+
+LITERAL = re.compile(r'(?<==)(-?\d+(?:\.\d+)?(?:e-?\d+)?|"[^"\n]*"|True|False|None)(?=[,)\n])')
+HOSTILE = ["None", "True", "-1", "0", "1e30", "10**30", 'float("inf")', 'float("nan")', '""',
+           '"2"', "[]", "{}", '"x" * 5000', "2.5"]
+
+
+def literal_sites(text: str) -> list[tuple[int, int]]:
+    return [match.span() for match in LITERAL.finditer(text)]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_build_fuzz_never_tracebacks_or_hangs(scratch: ScratchRepo, data) -> None:
+    original = (scratch.root / BUILD).read_text()
+    start, end = data.draw(st.sampled_from(literal_sites(original)))
+    value = data.draw(st.sampled_from(HOSTILE))
+    TRIED[value] += 1
+    scratch.write(BUILD, original[:start] + value + original[end:])
+    try:
+        code, output = pants(scratch, "check", "experiments/countdown:launch")
+    finally:
+        scratch.write(BUILD, original)
+    where = f"{original[max(0, start - 40):end]!r} -> {value}"
+    assert code in (0, 1), f"{where}: exit {code}\n{output[-1500:]}"
+    assert "Traceback (most recent call last)" not in output, f"{where}\n{output[-3000:]}"
+    if code:
+        assert "experiments/countdown" in output, f"{where}: no target named\n{output[-1500:]}"
