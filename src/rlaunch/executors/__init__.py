@@ -10,6 +10,7 @@ from rlaunch.executors.base import (
     Executor,
     ExecutorError,
     ExecutorOptions,
+    JobLost,
     JobStatus,
     Submission,
 )
@@ -33,6 +34,6 @@ def load_executor(name: str, options: ExecutorOptions | None = None) -> Executor
 
 
 __all__ = [
-    "GROUP", "Executor", "ExecutorError", "ExecutorOptions", "JobStatus", "Submission",
+    "GROUP", "Executor", "ExecutorError", "ExecutorOptions", "JobLost", "JobStatus", "Submission",
     "load_executor",
 ]

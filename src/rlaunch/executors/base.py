@@ -28,6 +28,10 @@ class ExecutorError(RuntimeError):
     involved and how to check or fix it."""
 
 
+class JobLost(ExecutorError):
+    """The executor no longer knows the job at all (its head is gone): it is not running."""
+
+
 class JobStatus(str, enum.Enum):
     """Where a submitted job is. The names are the Ray Jobs API's, so Ray statuses map 1:1."""
 

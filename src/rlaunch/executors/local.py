@@ -18,6 +18,7 @@ from rlaunch.executors.base import (
     Executor,
     ExecutorError,
     ExecutorOptions,
+    JobLost,
     JobStatus,
     Submission,
     entrypoint_argv,
@@ -29,6 +30,7 @@ from rlaunch.executors.local_head import (
     default_state_dir,
     ensure_head,
     head_cpus,
+    release_head,
     stop_head,
 )
 from rlaunch.paths import ATTEMPT_ENV
@@ -100,7 +102,7 @@ class LocalExecutor(Executor):
             # Generous: on a loaded machine a slow head must not be reported gone.
             jobs_api.probe(submission.address, timeout_s=10.0)
         except ExecutorError:
-            raise ExecutorError(
+            raise JobLost(
                 f"the local Ray head that ran {submission.submission_id} "
                 f"({submission.address}) is no longer running: a launch stops the head it "
                 f"started when it ends (unless --keep-head or --detach). The job's output is in "
@@ -123,6 +125,10 @@ class LocalExecutor(Executor):
         return self._started
 
     def close(self) -> None:
-        if self._started is not None and not self.options.keep_head:
+        if self._started is None:
+            return
+        if self.options.keep_head:
+            release_head(self._started)
+        else:
             stop_head(self._started, self._state_dir, self.options.say)
-            self._started = None
+        self._started = None

@@ -66,6 +66,10 @@ _PORT_FLAGS = (
     "object-manager-port",
 )
 _OBJECT_STORE_BYTES = 512 * 1024 * 1024
+RELEASED_FILE = "released"
+"""In the head's temp dir: the launcher kept the head on purpose; its supervisor stands down."""
+# The supervisors this process started (kept so that they are not reaped while they run).
+_SUPERVISORS: list[subprocess.Popen] = []
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,9 @@ class HeadRecord:
     num_cpus: int
     started_at: str
     started_by_pid: int
+    started_by_start: int = 0
+    """The launcher's start time (clock ticks after boot, /proc/PID/stat): with its pid, who
+    owns the head (a pid alone may be reused). 0 in records written before it was kept."""
 
     def fits(self, allocation: Allocation) -> bool:
         return (
@@ -141,7 +148,7 @@ def session_pids(session_id: int) -> list[int]:
     return found
 
 
-def _owned_pids(record: HeadRecord) -> list[int]:
+def owned_pids(record: HeadRecord) -> list[int]:
     """The session's processes that are really this head's: a pid can be reused after a reboot
     or a crash, so each must mention the head's temp dir or be a Ray process of it."""
     owned = []
@@ -155,8 +162,49 @@ def _owned_pids(record: HeadRecord) -> list[int]:
     return owned
 
 
+def process_start(pid: int) -> int | None:
+    """The start time of a live process (clock ticks after boot), None when there is none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def owner_alive(record: HeadRecord) -> bool:
+    """Whether the launcher that started the head still runs."""
+    start = process_start(record.started_by_pid)
+    return start is not None and record.started_by_start in (0, start)
+
+
+def is_released(record: HeadRecord) -> bool:
+    """Whether the launcher kept the head on purpose (`--keep-head`, `--detach`)."""
+    return (Path(record.temp_dir) / RELEASED_FILE).exists()
+
+
+def release_head(record: HeadRecord) -> None:
+    """Let the head outlive its launcher: its supervisor stands down."""
+    (Path(record.temp_dir) / RELEASED_FILE).write_text(f"released by pid {os.getpid()}\n")
+
+
+def _start_supervisor(state_dir: Path, record: HeadRecord) -> None:
+    """The head's watcher (rlaunch.executors.head_supervisor), in a session of its own so that
+    whatever kills the launcher leaves it running to stop the head."""
+    env = {**_head_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with open(Path(record.temp_dir) / "supervisor.log", "w") as log:
+        _SUPERVISORS.append(subprocess.Popen(
+            [sys.executable, "-m", "rlaunch.executors.head_supervisor", str(state_dir),
+             str(record.session_id)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True, cwd=record.temp_dir,
+        ))
+
+
 def is_alive(record: HeadRecord) -> bool:
-    if not _owned_pids(record):
+    if not owned_pids(record):
         return False
     try:
         answer = probe(record.dashboard_url, timeout_s=_LIVENESS_TIMEOUT_S)
@@ -189,7 +237,7 @@ def stop_head(
 ) -> None:
     """Stop exactly the head's session, remove its temp dir and its state file (first moving
     its logs to `keep_logs_in`, when given)."""
-    pids = _owned_pids(record)
+    pids = owned_pids(record)
     if pids:
         say(f"rlaunch: stopping the local Ray head (session {record.session_id}, {len(pids)} "
             f"processes)")
@@ -200,12 +248,12 @@ def stop_head(
     for pid in pids:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + _STOP_GRACE_S
-    while _owned_pids(record) and time.monotonic() < deadline:
+    while owned_pids(record) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for pid in _owned_pids(record):
+    for pid in owned_pids(record):
         _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + _STOP_GRACE_S
-    while _owned_pids(record) and time.monotonic() < deadline:
+    while owned_pids(record) and time.monotonic() < deadline:
         time.sleep(0.1)
     if keep_logs_in is not None:
         _keep_logs(Path(record.temp_dir), keep_logs_in)
@@ -308,16 +356,18 @@ def start_head(
         temp_dir=temp_dir, session_name="", num_nodes=allocation.num_nodes,
         gpus_per_node=allocation.gpus_per_node, num_cpus=head_cpus(allocation),
         started_at=utc_now(), started_by_pid=os.getpid(),
+        started_by_start=process_start(os.getpid()) or 0,
     )
-    # Written before waiting: if this launcher dies now, the next one finds and cleans it up.
+    # Written before waiting: if this launcher dies now, its supervisor stops the head.
     _write_record(state_dir, record)
+    _start_supervisor(state_dir, record)
     endpoints = HeadEndpoints(
         agent_url=f"http://127.0.0.1:{ports['dashboard-agent-listen-port']}",
         dashboard_url=record.dashboard_url,
     )
     try:
         answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
-                            head_alive=lambda: bool(_owned_pids(record)))
+                            head_alive=lambda: bool(owned_pids(record)))
     except (HeadNotReady, KeyboardInterrupt) as err:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
         if isinstance(err, KeyboardInterrupt):
@@ -343,6 +393,12 @@ def ensure_head(
     # Launches that start at once share one head: the check-and-start is serialized.
     with exclusive(state_dir / "head.lock"):
         record = read_record(state_dir)
+        if record is not None and not is_released(record) and not owner_alive(record):
+            # Its supervisor should have stopped it; check at every reuse all the same.
+            say(f"rlaunch: the local Ray head at {record.dashboard_url} belongs to launcher pid "
+                f"{record.started_by_pid}, which is gone; stopping it")
+            stop_head(record, state_dir, say)
+            record = None
         if record is not None:
             if is_alive(record):
                 if record.fits(allocation):
