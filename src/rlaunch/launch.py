@@ -27,6 +27,7 @@ from rlaunch.executors import (
     Executor,
     ExecutorError,
     ExecutorOptions,
+    JobLost,
     JobStatus,
     Submission,
     load_executor,
@@ -41,7 +42,7 @@ from rlaunch.ledger import (
     set_submission,
     start_attempt,
 )
-from rlaunch.ledger.records import SUBMIT_FAILED, TERMINAL
+from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
 from rlaunch.ledger.smoke import record_smoke_success, role_geometry
 from rlaunch.paths import resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
@@ -216,25 +217,46 @@ def materialize_inputs(plan: Plan, say: Say, *, verify: bool = False) -> None:
         raise LaunchRefused(f"materializing the inputs of {plan.spec.identity} failed: {err}")
 
 
-def _refuse_if_running(ledger: Ledger, spec: RunSpec, options: ExecutorOptions) -> None:
+def _refuse_if_running(
+    ledger: Ledger, spec: RunSpec, options: ExecutorOptions, say: Say
+) -> None:
     """Two jobs of one identity would write the same checkpoint root: refuse a launch while
-    the previous attempt still runs."""
+    the previous attempt still runs. An attempt its launcher left unsettled (killed while
+    submitting or following) is settled here: the launch lock is held, so no launcher is
+    still working on it."""
     attempt = last_attempt(ledger.read(spec.name, spec.version))
-    if not attempt or not attempt.get("submission") or attempt.get("status") in TERMINAL:
+    if not attempt or attempt.get("status") in TERMINAL:
+        return
+    attempt_id = str(attempt.get("attempt_id"))
+    if not attempt.get("submission"):
+        reason = "its launcher stopped before the job was submitted"
+        ledger.update(spec.name, spec.version,
+                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
+        say(f"rlaunch: {spec.identity} attempt {attempt_id} was left {attempt.get('status')}: "
+            f"{reason}; recorded as {SUBMIT_FAILED}")
         return
     submission = Submission.from_dict(attempt["submission"])
     try:
         with load_executor(submission.executor, options) as executor:
             status = executor.status(submission)
+    except JobLost as err:
+        lost = str(err)
+        ledger.update(spec.name, spec.version,
+                      lambda record: set_status(record, attempt_id, LOST, error=lost))
+        say(f"rlaunch: {spec.identity} attempt {attempt_id} was left {attempt.get('status')} "
+            f"and its job is gone; recorded as {LOST}")
+        return
     except ExecutorError:
-        return  # its executor no longer knows it (a stopped local head): nothing runs
-    if not status.is_terminal():
-        raise LaunchRefused(
-            f"{spec.identity} is still {status} as job {submission.submission_id} "
-            f"({submission.executor} at {submission.address}); wait for it "
-            f"(`rlaunch logs {spec.identity} --follow`) or stop it (`rlaunch stop "
-            f"{spec.identity}`) before launching it again"
-        )
+        return  # the executor cannot tell now; nothing is known to run
+    if status.is_terminal():
+        record_status(ledger, spec.name, spec.version, attempt_id, status, say)
+        return
+    raise LaunchRefused(
+        f"{spec.identity} is still {status} as job {submission.submission_id} "
+        f"({submission.executor} at {submission.address}); wait for it "
+        f"(`rlaunch logs {spec.identity} --follow`) or stop it (`rlaunch stop "
+        f"{spec.identity}`) before launching it again"
+    )
 
 
 def launch(
@@ -359,7 +381,7 @@ def _submit_and_follow(
     verify: bool,
 ) -> LaunchResult:
     spec = plan.spec
-    _refuse_if_running(ledger, spec, executor.options)
+    _refuse_if_running(ledger, spec, executor.options, say)
     materialize_inputs(plan, say, verify=verify)
     attempt_id = new_attempt_id()
     smoke_of = f"{spec.smoke_of.name}@{spec.smoke_of.version}" if spec.smoke_of else None

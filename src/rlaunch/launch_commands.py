@@ -13,11 +13,18 @@ from types import FrameType
 
 import click
 
-from rlaunch.executors import ExecutorError, ExecutorOptions, Submission, load_executor, local_head
+from rlaunch.executors import (
+    ExecutorError,
+    ExecutorOptions,
+    JobLost,
+    Submission,
+    load_executor,
+    local_head,
+)
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.launch import LaunchRefused, launch, record_status
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
-from rlaunch.ledger.records import TERMINAL
+from rlaunch.ledger.records import LOST, TERMINAL, set_status
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.spec import SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
@@ -188,6 +195,14 @@ def status_command(target: str, store: str | None) -> None:
     try:
         with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
             status = executor.status(submission)
+    except JobLost as err:
+        # Its launcher was killed and took the head with it: the job cannot be running.
+        lost = str(err)
+        ledger.update(name, version,
+                      lambda record: set_status(record, submission.attempt_id, LOST, error=lost))
+        click.echo(f"{name}@{version} attempt {submission.attempt_id}: {LOST} (was {recorded}; "
+                   f"{lost})")
+        return
     except ExecutorError as err:
         raise click.ClickException(
             f"{err}\nThe ledger last recorded {name}@{version} attempt {submission.attempt_id} "

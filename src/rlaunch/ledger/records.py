@@ -35,7 +35,10 @@ NEVER_LAUNCHED = "never-launched"
 SUBMITTING = "submitting"
 SUBMIT_FAILED = "submit-failed"
 SUCCEEDED = "SUCCEEDED"
-TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED", SUBMIT_FAILED})
+LOST = "LOST"
+"""The job's executor no longer knows it (e.g. its local head died with a killed launcher): it
+cannot be running, and how it ended is unknown."""
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED", SUBMIT_FAILED, LOST})
 
 
 def new_record(name: str, version: str) -> dict[str, Any]:
