@@ -72,6 +72,12 @@ def test_first_submission_starts_a_loopback_head_and_runs_the_job(
     record = read_record(heads.state_dir)
     assert local.started_head == record
     assert record.dashboard_url == submission.address
+    # Ray logs a job's runtime env: the credential went through a file the job deleted, so
+    # nothing in the head's temp dir (Ray's session logs included) holds the value.
+    kept = [p for p in Path(record.temp_dir).rglob("*") if p.is_file()
+            and b"tok-123456" in p.read_bytes()]
+    assert kept == []
+    assert not list(Path(record.temp_dir).glob("credentials-*"))
     # It was submitted to only once the head was ready (job agent healthy, Jobs API answering).
     assert said[0].startswith("rlaunch: starting a local Ray head on 127.0.0.1 (1 simulated GPUs")
     assert re.fullmatch(

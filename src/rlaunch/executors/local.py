@@ -24,6 +24,7 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
+from rlaunch.executors.credentials import wrapped_argv, write_credentials
 from rlaunch.executors.job import job_env_vars, job_pythonpath
 from rlaunch.executors.local_head import (
     HeadRecord,
@@ -79,11 +80,16 @@ class LocalExecutor(Executor):
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
                                extra=self.options.runtime_args)
         submission_id = launch.submission_name(attempt_id)
+        command = argv
+        if env:
+            # Not in the runtime env: Ray logs that (rlaunch.executors.credentials).
+            secrets = write_credentials(Path(record.temp_dir), attempt_id, env)
+            command = wrapped_argv(secrets, argv)
         jobs_api.submit(
             record.dashboard_url,
-            entrypoint=shell_command(argv),
+            entrypoint=shell_command(command),
             submission_id=submission_id,
-            env_vars=job_env_vars(env, attempt_id),
+            env_vars=job_env_vars({}, attempt_id),
             metadata={"rlaunch_run": launch.run.id},
         )
         return Submission(
