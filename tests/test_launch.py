@@ -146,6 +146,12 @@ def test_a_launch_runs_the_job_records_it_and_never_writes_a_credential(
     attempt_dir = world.store / "echo-secret" / "dev" / "attempts" / attempt["attempt_id"]
     assert "echo-runtime: done" in (attempt_dir / "job.log").read_text()
     assert json.loads((attempt_dir / "submission.json").read_text()) == attempt["submission"]
+    # The job read an immutable copy of exactly the preflighted YAML, named by its digest, in
+    # the attempt's folder (the user's copy in dist/ may be overwritten without effect).
+    copy = Path(attempt["yaml_path"])
+    assert copy == attempt_dir.resolve() / f"launch.{attempt['yaml_digest'][7:23]}.yaml"
+    assert copy.read_bytes() == yaml_bytes
+    assert copy.stat().st_mode & 0o777 == 0o444
     assert b"RLAUNCH_TEST_SECRET" in yaml_bytes  # the name is in the YAML, the value never
 
 

@@ -44,7 +44,7 @@ from rlaunch.ledger import (
 )
 from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
 from rlaunch.ledger.smoke import record_smoke_success, role_geometry
-from rlaunch.paths import resolve_store_prefix, run_paths
+from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.world import World, current_world
@@ -198,14 +198,38 @@ def default_out_path(spec: RunSpec) -> Path:
     return Path("dist") / spec.name / "launch.yaml"
 
 
-def render(plan: Plan, out: Path | None) -> tuple[Path, str, LaunchDocument]:
-    """Write the launch YAML; returns its path, sha256 digest and parsed document."""
+@dataclass(frozen=True)
+class Rendered:
+    """The launch YAML of a plan, not yet written anywhere: where it will go (`path`, the
+    user's copy), its text, its sha256 digest and its parsed document."""
+
+    path: Path
+    text: str
+    digest: str
+    document: LaunchDocument
+
+
+def render(plan: Plan, out: Path | None) -> Rendered:
+    """Render the launch YAML in memory: nothing is written before the launch lock is held."""
     text = render_launch(
         plan.spec, store_prefix=plan.store_prefix, launcher_commit=plan.launcher_commit
     )
-    path = write_atomically(out or default_out_path(plan.spec), text).resolve()
+    path = Path(out or default_out_path(plan.spec)).resolve()
     digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return path, digest, loads_launch(text, str(path))
+    return Rendered(path, text, digest, loads_launch(text, str(path)))
+
+
+def attempt_copy(plan: Plan, rendered: Rendered, attempt_id: str) -> Path:
+    """The immutable, content-addressed copy of the YAML the job reads: in the attempt's folder
+    of a local store (else beside the user's copy), named by its digest and read-only. The job
+    refuses it if its digest is not the one recorded (`LAUNCH_DIGEST_ENV`)."""
+    paths = run_paths(plan.store_prefix, plan.spec.name, plan.spec.version)
+    folder = (Path(paths.attempts_root) if "://" not in plan.store_prefix
+              else rendered.path.parent / "attempts") / attempt_id
+    copy = folder / f"launch.{rendered.digest.split(':', 1)[1][:16]}.yaml"
+    write_atomically(copy, rendered.text)
+    copy.chmod(0o444)
+    return copy.resolve()
 
 
 def materialize_inputs(plan: Plan, say: Say, *, verify: bool = False) -> None:
@@ -298,7 +322,8 @@ def launch(
                      repo=repo, env=env, say=say,
                      smoke_runs_first=smoke_runs_first if dry_run else None)
     spec = plan.spec
-    yaml_path, digest, document = render(plan, out)
+    rendered = render(plan, out)
+    yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     executor_name = spec.execution.executor
     options = ExecutorOptions(keep_head=keep_head or not follow, say=say,
                               runtime_args=(CHECK_FLAG,) if check_handoffs else ())
@@ -307,6 +332,7 @@ def launch(
     except ExecutorError as err:
         raise LaunchRefused(str(err)) from None
     if dry_run or executor_name == "dry-run":
+        write_atomically(yaml_path, rendered.text)
         say(f"rlaunch: dry run of {spec.identity}: wrote {yaml_path} ({digest}); nothing submitted")
         try:
             for line in executor.describe(yaml_path, document):
@@ -325,8 +351,9 @@ def launch(
     except LedgerError as err:
         raise LaunchRefused(str(err)) from None
     try:
+        write_atomically(yaml_path, rendered.text)
         with executor:
-            return _submit_and_follow(plan, executor, ledger, yaml_path, digest, document,
+            return _submit_and_follow(plan, executor, ledger, rendered,
                                       env=env, follow=follow, echo=echo, say=say,
                                       verify=verify)
     finally:
@@ -370,9 +397,7 @@ def _submit_and_follow(
     plan: Plan,
     executor: Executor,
     ledger: Ledger,
-    yaml_path: Path,
-    digest: str,
-    document: LaunchDocument,
+    rendered: Rendered,
     *,
     env: dict[str, str],
     follow: bool,
@@ -383,16 +408,20 @@ def _submit_and_follow(
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options, say)
     materialize_inputs(plan, say, verify=verify)
+    yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     attempt_id = new_attempt_id()
+    job_yaml = attempt_copy(plan, rendered, attempt_id)
     smoke_of = f"{spec.smoke_of.name}@{spec.smoke_of.version}" if spec.smoke_of else None
     ledger.update(spec.name, spec.version, lambda record: start_attempt(
         record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
         runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
-        launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(yaml_path),
+        launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(job_yaml),
         smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate))
     credentials = credential_values(spec.execution.credentials, env)
     try:
-        submission = executor.submit(yaml_path, document, env=credentials, attempt_id=attempt_id)
+        # The job checks the YAML it reads against the digest recorded above.
+        submission = executor.submit(job_yaml, document, attempt_id=attempt_id,
+                                     env={**credentials, LAUNCH_DIGEST_ENV: digest})
     except ExecutorError as err:
         reason = str(err)
         ledger.update(spec.name, spec.version,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import yaml
 
 from rlaunch.atomic import write_text_atomically
+from rlaunch.paths import LAUNCH_DIGEST_ENV
 from rlaunch.render.document import LAUNCH_SCHEMA_VERSION, SECTIONS, launch_document
 from rlaunch.render.launchdoc import LaunchDocument, LaunchError
 from rlaunch.spec import RunSpec
@@ -106,7 +108,19 @@ def load_launch(path: str | os.PathLike) -> LaunchDocument:
     """Read a launch YAML file (as written by `render_to_file`) back, typed and checked."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as err:
         raise LaunchError(f"{source}: cannot read the launch YAML: {err.strerror}") from None
+    expected = os.environ.get(LAUNCH_DIGEST_ENV)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if expected and digest != expected:
+        raise LaunchError(
+            f"{source}: its digest is {digest}, but this attempt was preflighted and recorded "
+            f"with {expected} ({LAUNCH_DIGEST_ENV}): the file changed after the launch checked "
+            f"it, so the job refuses to run it. Launch again."
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LaunchError(f"{source}: the launch YAML is not UTF-8 text") from None
     return loads_launch(text, source)
