@@ -105,7 +105,7 @@ def test_ver004_clean_launcher_tree_for_calendar_versions() -> None:
     dirty = world(git_dirty=True, launcher_commit="4" * 40)
     assert messages(example(), "VER004", world=dirty) == [
         "calendar version 2026.11.29 launched from a launcher tree with uncommitted changes"
-        f" (launcher commit {'4' * 40}); the launch could not be reproduced"
+        f" or untracked files (launcher commit {'4' * 40}); the launch could not be reproduced"
     ]
     [unknown] = findings(example(), "VER004", world=world(git_dirty=None))
     assert (unknown.severity, unknown.message) == (

@@ -122,8 +122,10 @@ def clean_launcher(check: Check) -> Iterator[Finding]:
         yield error(
             "VER004", ("version",),
             f"calendar version {spec.version} launched from a launcher tree with uncommitted"
-            f" changes (launcher commit {commit}); the launch could not be reproduced",
-            "Commit (or stash) the launcher's changes, or use a dev version.",
+            f" changes or untracked files (launcher commit {commit}); the launch could not be"
+            f" reproduced",
+            "Commit (or stash) the launcher's changes and add or ignore its untracked files,"
+            " or use a dev version.",
         )
     elif world.git_dirty is None:
         yield warning(

@@ -71,7 +71,9 @@ def current_world(
     """The world of this process: its environment, and the git state of `cwd` (the launcher)."""
     where = Path(cwd) if cwd is not None else Path.cwd()
     head = _git(["rev-parse", "HEAD"], where)
-    status = _git(["status", "--porcelain", "--untracked-files=no"], where)
+    # Untracked files count (a BUILD file not committed defines the run all the same); ignored
+    # ones (dist/, caches) do not.
+    status = _git(["status", "--porcelain", "--untracked-files=normal"], where)
     return World(
         env=dict(os.environ),
         git_dirty=None if status is None else bool(status.strip()),
