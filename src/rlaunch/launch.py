@@ -181,7 +181,8 @@ def preflight(
         findings = [f for f in findings if f.code not in SMOKE_GATE_CODES]
         if waived:
             say(f"rlaunch: smoke gate skipped for {spec.identity}: {skip_smoke_gate} "
-                f"(recorded in the ledger)")
+                f"(recorded in the ledger when the launch is submitted; a dry run records "
+                f"nothing)")
         else:
             say(f"rlaunch: --skip-smoke-gate given, but the smoke gate does not block "
                 f"{spec.identity}; the reason is recorded anyway")

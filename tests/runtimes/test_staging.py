@@ -111,7 +111,8 @@ def test_a_corrupted_store_file_is_refused_and_nothing_is_staged(
     assert message.startswith(f"inputs.train_data (data@2026.01.01): data@2026.01.01 at the copy "
                               f"of {item.uri} in ")
     assert "done.txt: sha256 " in message and message.endswith(
-        "rebuild it with `rlaunch build FILE --force`")
+        "rebuild it with `./pants run <its built_artifact target> -- --force` "
+        "(or `rlaunch build FILE --force`)")
     assert list((cache / "data").iterdir()) == []
 
 

@@ -124,7 +124,8 @@ def test_flipping_a_byte_without_changing_size_or_mtime_is_caught_by_the_ctime(
     assert str(raised.value) == (
         f"m@2026.01.01 at {root} does not match its record (weights.bin: sha256 "
         f"{actual[:16]}..., the record says {expected[:16]}...); the payload changed after it "
-        f"was built: rebuild it with `rlaunch build FILE --force`"
+        f"was built: rebuild it with `./pants run <its built_artifact target> -- --force` "
+        f"(or `rlaunch build FILE --force`)"
     )
 
 

@@ -58,7 +58,8 @@ def test_verification_names_each_changed_file(tmp_path: Path) -> None:
     message = str(raised.value)
     assert message.startswith(f"x@dev at {tmp_path} does not match its record (B.txt: missing; ")
     assert "a.txt: sha256 " in message and "b/c.bin: 11 bytes, the record says 10" in message
-    assert message.endswith("rebuild it with `rlaunch build FILE --force`")
+    assert message.endswith("rebuild it with `./pants run <its built_artifact target> -- --force` "
+        "(or `rlaunch build FILE --force`)")
 
 
 def test_a_damaged_record_is_refused_with_its_path(tmp_path: Path) -> None:

@@ -174,5 +174,6 @@ def _corrupt(record: ArtifactRecord, root: str, problems: list[str]) -> str:
     listed = "; ".join(problems)
     return (
         f"{record.identity} at {root} does not match its record ({listed}); the payload changed "
-        f"after it was built: rebuild it with `rlaunch build FILE --force`"
+        f"after it was built: rebuild it with `./pants run <its built_artifact target> -- "
+        f"--force` (or `rlaunch build FILE --force`)"
     )

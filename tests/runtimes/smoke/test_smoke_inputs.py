@@ -89,7 +89,8 @@ def test_a_payload_changed_after_its_build_names_the_file(launched) -> None:
     message = _refused(config)
     assert message.startswith(f"inputs.model: countdown-smoke-sft@dev at {model} does not "
                               "match its record (config.json: 2 bytes, the record says ")
-    assert message.endswith("rebuild it with `rlaunch build FILE --force`")
+    assert message.endswith("rebuild it with `./pants run <its built_artifact target> -- --force` "
+        "(or `rlaunch build FILE --force`)")
 
 
 def test_records_are_rewritten_to_the_files_as_they_are(launched) -> None:
