@@ -5,6 +5,10 @@
 # here so that the smoke cannot drift from the run it stands for.
 
 
+# This file's own target (build-support/BUILD).
+PRELUDE = "build-support:prelude"
+
+
 def grpo_algorithm(*, environment, learning_rate, kl_loss_coef, max_training_steps):
     """GRPO with a k3 KL loss to the reference (SkyRL's usual recipe): one epoch, temperature
     1.0, clip ratio 0.2, synchronous. Every number that differs between experiments is an
@@ -40,6 +44,8 @@ def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, **fields)
             "rl_run_with_smoke(name=%r): smoke_steps must be a whole number of training steps "
             ">= 1, got %r" % (name, smoke_steps)
         )
+    # The runs are made here: a change here changes them (`--changed-dependents`).
+    fields = dict(fields, dependencies=list(fields.get("dependencies", [])) + [PRELUDE])
     rl_run(name=name, run_name=run_name, algorithm=algorithm, seed=seed, **fields)
     smoke_fields = dict(fields)
     smoke_fields["version"] = "dev"

@@ -51,6 +51,7 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
     result = pants("dependencies", "experiments/qwen2.5-1.5b-gsm8k:grpo")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
+        "build-support:prelude",
         "experiments/datasets:gsm8k-test-prompts",
         "experiments/datasets:gsm8k-train-prompts",
         "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
@@ -74,6 +75,7 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
     result = pants("dependencies", run)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
+        "build-support:prelude",
         "experiments/datasets:gsm8k-test-prompts",
         "experiments/datasets:gsm8k-train-prompts",
         "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",

@@ -121,6 +121,21 @@ def test_package_refuses_what_check_refuses(scratch: ScratchRepo) -> None:
     assert not list((scratch.root / "dist").glob("broken/batch-100-by-64/launch.yaml"))
 
 
+def test_a_change_to_the_prelude_selects_the_runs_its_macros_make(scratch: ScratchRepo) -> None:
+    prelude = "build-support/experiments.py"
+    original = (scratch.root / prelude).read_text()
+    scratch.write(prelude, original.replace("temperature=1.0", "temperature=0.9"))
+    try:
+        code, output = pants(scratch, "--changed-since=HEAD", "--changed-dependents=transitive",
+                             "list")
+    finally:
+        scratch.write(prelude, original)
+    assert code == 0, output
+    listed = output.split()
+    assert "experiments/countdown:launch" in listed and "experiments/countdown:smoke" in listed
+    assert "experiments/qwen2.5-1.5b-gsm8k:grpo" in listed
+
+
 # -- a small BUILD fuzz: one literal of the countdown BUILD replaced by a hostile one --------
 
 LITERAL = re.compile(r'(?<==)(-?\d+(?:\.\d+)?(?:e-?\d+)?|"[^"\n]*"|True|False|None)(?=[,)\n])')
