@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -194,42 +195,54 @@ def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
               f"adds up to {fs.max_concurrency} parts per big file); s3transfer: "
               f"{config.max_request_concurrency} threads for files and parts")
         for name, source in sources.items():
-            total = sum(item.size for item in _copies(source, "x"))
-            ours_root, plain_root = f"{bucket}/rlaunch/{name}", f"{bucket}/plain/{name}"
-            up = _copies(source, ours_root)
-            started = time.perf_counter()
-            upload(fs, up, what=f"uploading {name}", streams=streams)
-            ours_up = time.perf_counter() - started
-            down = _flipped(up, scratch / "down-rlaunch" / name, ours_root)
-            started = time.perf_counter()
-            download(fs, down, what=f"downloading {name}", streams=streams)
-            ours_down = time.perf_counter() - started
-            fs.rm(ours_root, recursive=True)
-            shutil.rmtree(scratch / "down-rlaunch" / name)
+            try:
+                _compare(fs, client, config, bucket, scratch, name, source, streams)
+            except Exception as err:  # a server failure ends this artifact, not the benchmark
+                kept = Path(tempfile.gettempdir()) / f"store-scale-{server.log.name}"
+                shutil.copy(server.log, kept)
+                print(f"{name}: failed: {type(err).__name__}: {err} (server log: {kept})")
 
-            plain_up = _copies(source, plain_root)
-            started = time.perf_counter()
-            with TransferManager(client, config) as manager:
-                for item in plain_up:
-                    manager.upload(item.source, bucket, item.target[len(bucket) + 1:])
-            base_up = time.perf_counter() - started
-            plain_down = _flipped(plain_up, scratch / "down-plain" / name, plain_root)
-            for item in plain_down:
-                Path(item.target).parent.mkdir(parents=True, exist_ok=True)
-            started = time.perf_counter()
-            with TransferManager(client, config) as manager:
-                for item in plain_down:
-                    manager.download(bucket, item.source[len(bucket) + 1:], item.target)
-            base_down = time.perf_counter() - started
-            fs.rm(plain_root, recursive=True)
-            shutil.rmtree(scratch / "down-plain" / name)
-            print(f"{name} ({len(up)} file(s), {total / 1e9:.2f} GB):")
-            print(f"  upload    rlaunch {ours_up:7.2f}s {_rate(total, ours_up)}   s3transfer "
-                  f"{base_up:7.2f}s {_rate(total, base_up)}   ratio {base_up / ours_up:5.0%} "
-                  f"(target >= 70%)")
-            print(f"  download  rlaunch {ours_down:7.2f}s {_rate(total, ours_down)}   "
-                  f"s3transfer {base_down:7.2f}s {_rate(total, base_down)}   ratio "
-                  f"{base_down / ours_down:5.0%} (target >= 70%)")
+
+def _compare(fs: Any, client: Any, config: TransferConfig, bucket: str, scratch: Path, name: str,
+             source: Path, streams: int) -> None:
+    """Upload then download `source` with rlaunch's transfers, then with s3transfer; print
+    both rates and their ratio."""
+    total = sum(item.size for item in _copies(source, "x"))
+    ours_root, plain_root = f"{bucket}/rlaunch/{name}", f"{bucket}/plain/{name}"
+    up = _copies(source, ours_root)
+    started = time.perf_counter()
+    upload(fs, up, what=f"uploading {name}", streams=streams)
+    ours_up = time.perf_counter() - started
+    down = _flipped(up, scratch / "down-rlaunch" / name, ours_root)
+    started = time.perf_counter()
+    download(fs, down, what=f"downloading {name}", streams=streams)
+    ours_down = time.perf_counter() - started
+    fs.rm(ours_root, recursive=True)
+    shutil.rmtree(scratch / "down-rlaunch" / name)
+
+    plain_up = _copies(source, plain_root)
+    started = time.perf_counter()
+    with TransferManager(client, config) as manager:
+        for item in plain_up:
+            manager.upload(item.source, bucket, item.target[len(bucket) + 1:])
+    base_up = time.perf_counter() - started
+    plain_down = _flipped(plain_up, scratch / "down-plain" / name, plain_root)
+    for item in plain_down:
+        Path(item.target).parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with TransferManager(client, config) as manager:
+        for item in plain_down:
+            manager.download(bucket, item.source[len(bucket) + 1:], item.target)
+    base_down = time.perf_counter() - started
+    fs.rm(plain_root, recursive=True)
+    shutil.rmtree(scratch / "down-plain" / name)
+    print(f"{name} ({len(up)} file(s), {total / 1e9:.2f} GB):")
+    print(f"  upload    rlaunch {ours_up:7.2f}s {_rate(total, ours_up)}   s3transfer "
+          f"{base_up:7.2f}s {_rate(total, base_up)}   ratio {base_up / ours_up:5.0%} "
+          f"(target >= 70%)")
+    print(f"  download  rlaunch {ours_down:7.2f}s {_rate(total, ours_down)}   "
+          f"s3transfer {base_down:7.2f}s {_rate(total, base_down)}   ratio "
+          f"{base_down / ours_down:5.0%} (target >= 70%)")
 
 
 def main() -> None:
@@ -238,6 +251,8 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=8, help="concurrent transfers (8)")
     parser.add_argument("--skip-s3", action="store_true", help="local overheads only")
     parser.add_argument("--skip-local", action="store_true", help="S3 transfers only")
+    parser.add_argument("--only", choices=["scale-shards", "scale-big"],
+                        help="one of the two artifacts")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="rlaunch-store-scale-"))
@@ -251,20 +266,23 @@ def main() -> None:
     os.environ["RLAUNCH_TRANSFER_STREAMS"] = str(args.streams)
     try:
         started = time.perf_counter()
-        shards_sha = make_shards(scratch / "source" / "shards", args.gib)
-        big_sha = make_big(scratch / "source" / "big" / "model.bin", args.gib)
-        print(f"made 2 x {args.gib:g} GiB in {scratch} in {time.perf_counter() - started:.1f}s")
-        artifacts = {
-            "scale-shards": artifact_file(scratch, "scale-shards", scratch / "source" / "shards",
-                                          shards_sha),
-            "scale-big": artifact_file(scratch, "scale-big",
-                                       scratch / "source" / "big" / "model.bin", big_sha),
-        }
+        artifacts, sources = {}, {}
+        if args.only in (None, "scale-shards"):
+            sha = make_shards(scratch / "source" / "shards", args.gib)
+            sources["scale-shards"] = scratch / "source" / "shards"
+            artifacts["scale-shards"] = artifact_file(scratch, "scale-shards",
+                                                      sources["scale-shards"], sha)
+        if args.only in (None, "scale-big"):
+            sha = make_big(scratch / "source" / "big" / "model.bin", args.gib)
+            sources["scale-big"] = scratch / "source" / "big"
+            artifacts["scale-big"] = artifact_file(scratch, "scale-big",
+                                                   sources["scale-big"] / "model.bin", sha)
+        print(f"made {len(sources)} x {args.gib:g} GiB in {scratch} in "
+              f"{time.perf_counter() - started:.1f}s", flush=True)
         if not args.skip_local:
             local_overheads(scratch, artifacts)
         if not args.skip_s3:
-            s3_transfers(scratch, {"scale-shards": scratch / "source" / "shards",
-                                   "scale-big": scratch / "source" / "big"}, args.streams)
+            s3_transfers(scratch, sources, args.streams)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
