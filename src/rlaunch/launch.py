@@ -40,10 +40,11 @@ from rlaunch.ledger import (
     last_attempt,
     set_status,
     set_submission,
+    set_wandb_url,
     start_attempt,
 )
 from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
-from rlaunch.ledger.smoke import record_smoke_success, role_geometry
+from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
 from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
@@ -476,6 +477,17 @@ def _settle(
         return None
 
 
+def _record_wandb_url(ledger: Ledger, name: str, version: str, attempt_id: str,
+                      say: Say) -> None:
+    """The W&B run URL the runtime reported in its terminal manifest, into the attempt."""
+    manifest = read_terminal_manifest(ledger.prefix, name, version) or {}
+    url = manifest.get("wandb_url")
+    if not isinstance(url, str) or manifest.get("attempt_id") not in (None, attempt_id):
+        return
+    ledger.update(name, version, lambda r: set_wandb_url(r, attempt_id, url))
+    say(f"rlaunch: {name}@{version} attempt {attempt_id}: W&B run {url}")
+
+
 def record_status(
     ledger: Ledger, name: str, version: str, attempt_id: str, status: JobStatus, say: Say
 ) -> None:
@@ -483,6 +495,8 @@ def record_status(
     smoke that SUCCEEDED is recorded for its full run."""
     record = ledger.update(name, version, lambda r: set_status(r, attempt_id, status.value))
     say(f"rlaunch: {name}@{version} attempt {attempt_id}: {status}")
+    if status == JobStatus.SUCCEEDED:
+        _record_wandb_url(ledger, name, version, attempt_id, say)
     if status != JobStatus.SUCCEEDED or not record.get("smoke_of"):
         return
     if record_smoke_success(ledger, record, attempt_id) is None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rlaunch.executors import JobStatus
+from rlaunch.launch import record_status
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
@@ -112,3 +114,18 @@ def test_an_fsspec_url_prefix_works_the_same(tmp_path: Path) -> None:
         "memory://rlaunch-ledger-test/store/_ledger/run/2026.11.29.json"
     )
     assert Ledger("memory://rlaunch-ledger-test/store").read("run", "2026.11.29") == record
+
+
+def test_the_w_and_b_run_a_runtime_reports_is_recorded_in_its_attempt(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path / "store"))
+    launched(ledger)
+    manifest = tmp_path / "store" / "run" / "2026.11.29" / "terminal.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"status": "succeeded", "attempt_id": "a1",
+                                    "wandb_url": "https://wandb.ai/team/proj/runs/abc123"}))
+    said: list[str] = []
+    record_status(ledger, "run", "2026.11.29", "a1", JobStatus.SUCCEEDED, said.append)
+    [attempt] = ledger.read("run", "2026.11.29")["attempts"]
+    assert attempt["wandb_url"] == "https://wandb.ai/team/proj/runs/abc123"
+    assert said[-1] == ("rlaunch: run@2026.11.29 attempt a1: W&B run "
+                        "https://wandb.ai/team/proj/runs/abc123")

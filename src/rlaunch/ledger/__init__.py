@@ -21,6 +21,7 @@ from rlaunch.ledger.records import (
     new_record,
     set_status,
     set_submission,
+    set_wandb_url,
     start_attempt,
 )
 
@@ -28,5 +29,5 @@ __all__ = [
     "LaunchLock", "LaunchLocked", "Ledger", "LedgerError", "NEVER_LAUNCHED",
     "RECORD_SCHEMA_VERSION", "RUNTIME_RECORD", "SUBMITTING", "SUBMIT_FAILED", "add_smoke_result",
     "last_attempt", "latest_smoke_result", "launched", "lock_path_for", "new_record",
-    "set_status", "set_submission", "start_attempt",
+    "set_status", "set_submission", "set_wandb_url", "start_attempt",
 ]

@@ -143,6 +143,12 @@ def set_status(
     record["updated_at"] = utc_now()
 
 
+def set_wandb_url(record: dict[str, Any], attempt_id: str, url: str) -> None:
+    """The W&B run of an attempt, as its runtime reported it (the terminal manifest)."""
+    _attempt(record, attempt_id)["wandb_url"] = url
+    record["updated_at"] = utc_now()
+
+
 def add_smoke_result(record: dict[str, Any], result: Mapping[str, Any]) -> None:
     record.setdefault("smoke_results", []).append(dict(result))
     record["updated_at"] = utc_now()

@@ -8,6 +8,7 @@ smoke gate (LAUNCH001, `rlaunch.preflight.smoke_gate`) then finds it through
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,17 @@ def terminal_manifest_exists(prefix: str, name: str, version: str) -> bool:
         return bool(location.fs.exists(location.root))
     except (StoreError, OSError):
         return False
+
+
+def read_terminal_manifest(prefix: str, name: str, version: str) -> dict[str, Any] | None:
+    """The run's terminal manifest, or None when it is absent or unreadable."""
+    path = run_paths(prefix, name, version).terminal_manifest
+    try:
+        location = open_location(path, "terminal manifest")
+        value = json.loads(location.fs.cat_file(location.root).decode())
+    except (StoreError, OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def record_smoke_success(
