@@ -9,7 +9,7 @@ from rlaunch.builders.commands import build
 from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
 from rlaunch.preflight.commands import preflight, rules
 from rlaunch.render.commands import render
-from rlaunch.view.commands import ls_command, show_command
+from rlaunch.view.commands import ls_command, plot_command, show_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,5 +41,6 @@ for command in (
     stop_command,
     ls_command,
     show_command,
+    plot_command,
 ):
     main.add_command(command)

@@ -22,13 +22,14 @@ from rlaunch.executors import (
     local_head,
 )
 from rlaunch.executors.follow import wait_terminal
-from rlaunch.launch import LaunchRefused, launch, record_status
+from rlaunch.launch import LaunchRefused, launch, record_status, resolve_store
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import LOST, TERMINAL, set_status
 from rlaunch.paths import resolve_store_prefix
-from rlaunch.spec import SpecError, load_spec
+from rlaunch.spec import RunSpec, SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
 from rlaunch.view import RunStore, ViewError
+from rlaunch.view.plot import CURVES_FILE, plot_finished_run
 
 
 def _say(message: str) -> None:
@@ -106,7 +107,21 @@ def launch_command(
     except LaunchRefused as err:
         _say(f"rlaunch: launch refused\n{err}")
         sys.exit(err.exit_code)
+    if result.followed and result.submission is not None:
+        _plot_curves(spec, store, result.yaml_path.parent / CURVES_FILE)
     sys.exit(result.exit_code)
+
+
+def _plot_curves(spec: RunSpec, store: str | None, out: Path) -> None:
+    """After a followed launch: the run's curves beside its launch YAML, and where they are."""
+    try:
+        path = plot_finished_run(RunStore(resolve_store(spec, store)[1]), spec.name,
+                                 spec.version, out)
+    except (ViewError, LaunchRefused) as err:
+        _say(f"rlaunch: no curves for {spec.identity}: {err}")
+        return
+    if path is not None:
+        _say(f"rlaunch: curves of {spec.identity} (reward, eval reward, KL by step): {path}")
 
 
 def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]:

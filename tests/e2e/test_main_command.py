@@ -44,6 +44,10 @@ def test_smoke_then_main_command_train_export_and_record(
     assert [json.loads(line)["step"] for line in metrics if '"step"' in line][-1] == 60
     yaml_path = repo_root / distdir / "experiments/countdown/launch/launch.yaml"
     assert f"checkpoint_root: {run_root / 'checkpoints'}" in yaml_path.read_text()
+    curves = yaml_path.parent / "curves.png"
+    assert (f"rlaunch: curves of countdown-grpo@dev (reward, eval reward, KL by step): {curves}"
+            in launch.stderr)
+    assert curves.read_bytes().startswith(b"\x89PNG")
 
     ledger = json.loads((store / "_ledger" / "countdown-grpo" / "dev.json").read_text())
     assert ledger["status"] == "SUCCEEDED"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
+from pathlib import Path
 from typing import Any
 
 import click
 
 from rlaunch.paths import resolve_store_prefix, run_paths
-from rlaunch.view.runs import RunStore, ViewError, age, parse_identity, summarize
+from rlaunch.view.plot import default_output, write_png
+from rlaunch.view.runs import Curve, RunStore, ViewError, age, parse_identity, summarize
 from rlaunch.view.table import table
 
 _STORE = click.option(
@@ -138,3 +141,53 @@ def show_command(identity: str, store: str | None, as_json: bool) -> None:
         return
     for line in _show_lines(f"{name}@{version}", detail):
         click.echo(line)
+
+
+def select(runs: RunStore, patterns: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The identities named, in the order given; a pattern with `*`, `?` or `[` matches every
+    identity of the store it fits (sorted)."""
+    known = [f"{name}@{version}" for name, version in runs.identities()]
+    chosen: list[str] = []
+    for pattern in patterns:
+        if any(char in pattern for char in "*?["):
+            matched = fnmatch.filter(known, pattern)
+            if not matched:
+                raise ViewError(f"{pattern!r} matches no run in the store {runs.prefix}; "
+                                f"`rlaunch ls` lists them")
+        else:
+            parse_identity(pattern)
+            matched = [pattern]
+        chosen += [identity for identity in matched if identity not in chosen]
+    return [parse_identity(identity) for identity in chosen]
+
+
+def curves_of(runs: RunStore, identities: list[tuple[str, str]]) -> list[Curve]:
+    curves = []
+    for name, version in identities:
+        curve = runs.curve(name, version, runs.record(name, version))
+        if not curve.steps and not curve.evals:
+            raise ViewError(
+                f"{name}@{version} has no metrics on record: no attempt of it wrote "
+                f"metrics.jsonl under {run_paths(runs.prefix, name, version).attempts_root}")
+        curves.append(curve)
+    return curves
+
+
+@click.command("plot")
+@click.argument("identities", metavar="NAME@VERSION...", nargs=-1, required=True)
+@_STORE
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the PNG (default dist/plots/<first run>[-and-<n>-more].png).")
+def plot_command(identities: tuple[str, ...], store: str | None, out: Path | None) -> None:
+    """Plot training reward, eval reward and KL against step for one or several runs into one
+    PNG, and print its path. A NAME@VERSION may be a pattern (`'countdown-lr*@dev'`) matching
+    every run of the store it fits, e.g. all points of a sweep."""
+    runs = open_store(store)
+    try:
+        chosen = select(runs, identities)
+        curves = curves_of(runs, chosen)
+    except ViewError as err:
+        raise click.ClickException(str(err)) from None
+    path = out or default_output([curve.identity for curve in curves])
+    write_png(curves, path)
+    click.echo(str(path))
