@@ -22,7 +22,8 @@ PACKAGE = SRC / "rlaunch"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
-        "__init__ atomic clock paths plugins locks",  # shared helpers, no rlaunch imports above
+        # shared helpers, no rlaunch imports above
+        "__init__ atomic clock paths plugins locks progress",
         "spec",  # the RunSpec schema, version syntax, the runtime catalog
         "tasks",
         "store",
@@ -35,6 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "builders",
         "executors",
         "launch",
+        "sweep",  # many launches of one declaration
         "experiment launch_commands buildschema cli __main__",  # front ends
     )
 )

@@ -9,6 +9,7 @@ from rlaunch.builders.commands import build
 from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
 from rlaunch.preflight.commands import preflight, rules
 from rlaunch.render.commands import render
+from rlaunch.sweep.commands import sweep_command
 from rlaunch.view.commands import ls_command, plot_command, show_command
 
 
@@ -42,5 +43,6 @@ for command in (
     ls_command,
     show_command,
     plot_command,
+    sweep_command,
 ):
     main.add_command(command)

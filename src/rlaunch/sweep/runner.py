@@ -1,0 +1,150 @@
+"""Launching the points of a sweep through the one submission path (`rlaunch.launch.launch`).
+
+Smokes first (one per distinct geometry: a full point's smoke gate may wait on it), then the
+points, in the order declared. On the local executor the points run one after another on one Ray
+head, kept between them and stopped at the end if the sweep started it; on a remote executor up
+to `max_parallel` run at once. Each point is launched exactly as `rlaunch launch` would launch it
+alone, so a sweep refuses nothing that a launch of the point would accept. Job output goes to each
+attempt's job.log (`rlaunch logs NAME@VERSION`); the sweep prints one line per point on stdout
+as it starts and ends, and rlaunch's own messages (builds, the head, preflight warnings) on
+stderr, each tagged with its point.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlaunch.executors import local_head
+from rlaunch.launch import EXIT_INTERRUPTED, LaunchRefused, launch, resolve_store
+from rlaunch.progress import progress
+from rlaunch.spec import RunSpec
+from rlaunch.view import RunStore, ViewError, summarize
+
+SEQUENTIAL_EXECUTORS = frozenset({"local"})
+"""Executors whose runs share one machine's head: its GPUs hold one run at a time."""
+
+Line = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    source: str
+    """Where the spec came from (its file), for messages."""
+    spec: RunSpec
+
+
+@dataclass(frozen=True)
+class PointOutcome:
+    identity: str
+    status: str
+    """SUCCEEDED, FAILED, STOPPED, refused or interrupted."""
+    exit_code: int
+
+
+def launch_order(points: Sequence[SweepPoint]) -> list[SweepPoint]:
+    """Smokes first, then the full points, each group in declared order."""
+    return ([p for p in points if p.spec.smoke_of is not None]
+            + [p for p in points if p.spec.smoke_of is None])
+
+
+def parallelism(points: Sequence[SweepPoint], max_parallel: int) -> int:
+    if any(p.spec.execution.executor in SEQUENTIAL_EXECUTORS for p in points):
+        return 1
+    return max(1, max_parallel)
+
+
+def _result_line(spec: RunSpec, store: str | None, status: str, seconds: float) -> str:
+    text = f"{spec.identity}: {status} in {seconds:.0f} s"
+    try:
+        summary = summarize(RunStore(resolve_store(spec, store)[1]), spec.name, spec.version)
+    except (ViewError, LaunchRefused):
+        return text
+    if summary.reward_first is not None and summary.reward_last is not None:
+        text += (f" | {summary.steps} steps, reward {summary.reward_first:.3f} -> "
+                 f"{summary.reward_last:.3f}")
+    if summary.eval_reward is not None:
+        text += f", eval {summary.eval_reward:.3f}"
+    if status != "SUCCEEDED":
+        text += f" | rlaunch logs {spec.identity}"
+    return text
+
+
+class _Sweep:
+    def __init__(self, *, total: int, out_dir: Path, store: str | None, repo: Path | None,
+                 line: Line, say: Line, advance: Callable[..., None]) -> None:
+        self.total = total
+        self.out_dir = out_dir
+        self.store = store
+        self.repo = repo
+        self.line = line
+        self.say = say
+        self.advance = advance
+        self.done = 0
+        self.interrupted = False
+
+    def launch_point(self, index: int, point: SweepPoint) -> PointOutcome:
+        spec = point.spec
+        tag = f"[{index}/{self.total}]"
+        if self.interrupted:
+            return PointOutcome(spec.identity, "interrupted", EXIT_INTERRUPTED)
+        self.line(f"{tag} {spec.identity}: launching")
+        started = time.monotonic()
+        try:
+            result = launch(spec, source=point.source, follow=True, store=self.store,
+                            out=self.out_dir / spec.name / "launch.yaml", keep_head=True,
+                            repo=self.repo, echo=lambda text: None,
+                            say=lambda text: self.say(f"{tag} {text}"))
+        except LaunchRefused as err:
+            self.line(f"{tag} {spec.identity}: refused\n" + _indent(str(err)))
+            self.advance(1)
+            return PointOutcome(spec.identity, "refused", err.exit_code)
+        if result.interrupted:
+            self.interrupted = True
+            self.line(f"{tag} {spec.identity}: interrupted")
+            return PointOutcome(spec.identity, "interrupted", result.exit_code)
+        status = str(result.status) if result.status is not None else "unknown"
+        self.line(f"{tag} " + _result_line(spec, self.store, status,
+                                           time.monotonic() - started))
+        self.advance(1)
+        return PointOutcome(spec.identity, status, result.exit_code)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def run_sweep(
+    points: Sequence[SweepPoint],
+    *,
+    out_dir: Path,
+    store: str | None,
+    repo: Path | None,
+    max_parallel: int,
+    line: Line,
+    say: Line,
+) -> list[PointOutcome]:
+    """Launch every point (smokes first); one line per point as it starts and as it ends."""
+    ordered = launch_order(points)
+    workers = parallelism(ordered, max_parallel)
+    state_dir = local_head.default_state_dir()
+    previous_head = local_head.read_record(state_dir)
+    outcomes: list[PointOutcome] = []
+    try:
+        with progress("sweep", total=len(ordered)) as advance:
+            sweep = _Sweep(total=len(ordered), out_dir=out_dir, store=store, repo=repo,
+                           line=line, say=say, advance=advance)
+            numbered = list(enumerate(ordered, start=1))
+            for group in ([n for n in numbered if n[1].spec.smoke_of is not None],
+                          [n for n in numbered if n[1].spec.smoke_of is None]):
+                if workers == 1:
+                    outcomes += [sweep.launch_point(index, point) for index, point in group]
+                else:
+                    with ThreadPoolExecutor(max_workers=workers) as pool:
+                        outcomes += list(pool.map(lambda n: sweep.launch_point(*n), group))
+    finally:
+        local_head.stop_if_started_since(previous_head, state_dir, say)
+    return outcomes
