@@ -8,7 +8,7 @@ from pants.engine.rules import Rule
 
 from rlaunch_pants import origins, process, references, specs
 from rlaunch_pants import target_types as types
-from rlaunch_pants.goals import check, package, run
+from rlaunch_pants.goals import check, package, run, run_sweep
 from rlaunch_pants.subsystem import RlaunchSubsystem
 
 
@@ -26,4 +26,5 @@ def rules() -> Iterable[Rule]:
         *check.rules(),
         *package.rules(),
         *run.rules(),
+        *run_sweep.rules(),
     ]

@@ -20,6 +20,7 @@ from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import validation
 from rlaunch_pants.fields import CheckedStringField, SchemaDictField, dict_help, schema_keys
+from rlaunch_pants.sweep import RlSweepTarget
 
 
 class HFModelTarget(Target):
@@ -299,6 +300,7 @@ ALL_TARGET_TYPES: tuple[type[Target], ...] = (
     RolePlanTarget,
     RlExecutionTarget,
     RlRunTarget,
+    RlSweepTarget,
 )
 
 

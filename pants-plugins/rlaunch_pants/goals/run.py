@@ -32,13 +32,13 @@ from rlaunch_pants.specs import (
 from rlaunch_pants.subsystem import RlaunchSubsystem
 
 
-def _runtime_env(build_root: BuildRoot) -> dict[str, str]:
+def runtime_env(build_root: BuildRoot) -> dict[str, str]:
     # The repository's own library, by absolute path: the process starts in the repo root, but
     # the library may change directory.
     return library_env(os.path.join(build_root.path, "src"))
 
 
-def _store_args(rlaunch: RlaunchSubsystem) -> tuple[str, ...]:
+def store_args(rlaunch: RlaunchSubsystem) -> tuple[str, ...]:
     """`--store` when [rlaunch].store is set; else the library's default (the spec's
     execution.store_prefix, else $RLAUNCH_STORE, else ~/.cache/rlaunch/store)."""
     return ("--store", rlaunch.store) if rlaunch.store else ()
@@ -78,9 +78,9 @@ async def launch_rl_run(
             # The launcher checkout whose commit and cleanliness the ledger records.
             "--repo",
             build_root.path,
-            *_store_args(rlaunch),
+            *store_args(rlaunch),
         ),
-        extra_env=_runtime_env(build_root),
+        extra_env=runtime_env(build_root),
     )
 
 
@@ -112,9 +112,9 @@ async def build_artifact(
             "rlaunch",
             "build",
             "{chroot}/" + path,
-            *_store_args(rlaunch),
+            *store_args(rlaunch),
         ),
-        extra_env=_runtime_env(build_root),
+        extra_env=runtime_env(build_root),
     )
 
 
