@@ -60,3 +60,120 @@ def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, **fields)
         smoke_of=":" + name,
         **smoke_fields,
     )
+
+
+# Sweeps: one declaration, one rl_run per point.
+#
+# A point is a dict of overrides keyed by field path ("algorithm.learning_rate",
+# "algorithm.kl.kl_loss_coef", "seed", "role_plan"); `grid` crosses lists of values, `points`
+# lists the points one by one. Every point gets its own target and identity, named from its
+# values in a fixed order and form (`<run_name>-lr0.0003-kl0.001`), so an identity stays the same
+# as long as the point does. One smoke stands for every point of the same geometry (role plan and
+# runtime), not one per point.
+
+# Short labels of the usual keys (a tuple: Pants keeps prelude globals in a hashable map).
+_LABELS = (
+    ("learning_rate", "lr"),
+    ("kl_loss_coef", "kl"),
+    ("max_training_steps", "steps"),
+    ("role_plan", "plan"),
+    ("temperature", "temp"),
+    ("n_samples_per_prompt", "n"),
+)
+
+
+def _label_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "%g" % value
+    if isinstance(value, str):
+        return value.split(":")[-1].split("/")[-1]
+    return str(value)
+
+
+def _point_label(point, keys):
+    return "-".join(
+        dict(_LABELS).get(key.split(".")[-1], key.split(".")[-1].replace("_", ""))
+        + _label_value(point[key])
+        for key in keys
+    )
+
+
+def _grid_points(grid):
+    points = [{}]
+    for key in sorted(grid):
+        points = [dict(point, **{key: value}) for point in points for value in grid[key]]
+    return points
+
+
+def _with_override(fields, path, value):
+    head, _, rest = path.partition(".")
+    if not rest:
+        return dict(fields, **{head: value})
+    inner = fields.get(head)
+    if not isinstance(inner, dict):
+        _sweep_fail("sweep point key %r: field %r is not a dict in the run's fields"
+                    % (path, head))
+    return dict(fields, **{head: _with_override(inner, rest, value)})
+
+
+def _sweep_fail(message):
+    raise ValueError(message)
+
+
+def rl_sweep_runs(*, name, run_name, algorithm, smoke_steps, seed, grid=None, points=None,
+                  max_parallel=4, **fields):
+    """An `rl_sweep` named `name` over `grid` (a dict of field path -> list of values, crossed)
+    or `points` (a list of dicts of field path -> value): one `rl_run` per point, named
+    `<name>-<label>` with the run name `<run_name>-<label>`, one dev smoke per distinct role plan
+    and runtime (`<name>-smoke`, with `smoke_steps` steps), every other field shared."""
+    if (grid is None) == (points is None):
+        _sweep_fail("rl_sweep_runs(name=%r): give exactly one of grid= and points=" % name)
+    chosen = _grid_points(grid) if grid is not None else [dict(point) for point in points]
+    if not chosen or not all(chosen):
+        _sweep_fail("rl_sweep_runs(name=%r): every point needs at least one value" % name)
+    keys = sorted(set(key for point in chosen for key in point))
+    for point in chosen:
+        missing = [key for key in keys if key not in point]
+        if missing:
+            _sweep_fail("rl_sweep_runs(name=%r): point %r does not set %s (every point sets the "
+                        "same keys)" % (name, point, ", ".join(missing)))
+    shared = dict(fields, algorithm=algorithm, seed=seed)
+    labels = []
+    smokes = {}
+    for point in chosen:
+        label = _point_label(point, keys)
+        if label in labels:
+            _sweep_fail("rl_sweep_runs(name=%r): two points are both labelled %r"
+                        % (name, label))
+        labels.append(label)
+        point_fields = shared
+        for key in keys:
+            point_fields = _with_override(point_fields, key, point[key])
+        rl_run(name="%s-%s" % (name, label), run_name="%s-%s" % (run_name, label),
+               **point_fields)
+        geometry = (point_fields.get("role_plan"), point_fields.get("runtime"))
+        if geometry not in smokes:
+            smokes[geometry] = (label, point_fields)
+    smoke_names = []
+    for index, geometry in enumerate(sorted(smokes, key=str)):
+        label, point_fields = smokes[geometry]
+        suffix = "" if len(smokes) == 1 else "-%d" % (index + 1)
+        smoke_fields = dict(point_fields)
+        smoke_fields["version"] = "dev"
+        smoke_fields["description"] = (
+            "%d steps of :%s-%s, standing for every point of its geometry."
+            % (smoke_steps, name, label)
+        )
+        smoke_fields["algorithm"] = dict(point_fields["algorithm"],
+                                         max_training_steps=smoke_steps)
+        rl_run(name="%s-smoke%s" % (name, suffix), run_name="%s-smoke%s" % (run_name, suffix),
+               smoke_of=":%s-%s" % (name, label), **smoke_fields)
+        smoke_names.append(":%s-smoke%s" % (name, suffix))
+    rl_sweep(
+        name=name,
+        description="Sweep %s over %s: %d points." % (run_name, ", ".join(keys), len(chosen)),
+        dependencies=smoke_names + [":%s-%s" % (name, label) for label in labels],
+        max_parallel=max_parallel,
+    )

@@ -18,6 +18,12 @@ PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 RUNS = (
     "experiments/countdown:launch",
     "experiments/countdown:smoke",
+    # The points of the countdown sweep (rl_sweep_runs) and its one smoke.
+    "experiments/countdown:sweep-kl0.001-lr0.0003",
+    "experiments/countdown:sweep-kl0.001-lr0.001",
+    "experiments/countdown:sweep-kl0.01-lr0.0003",
+    "experiments/countdown:sweep-kl0.01-lr0.001",
+    "experiments/countdown:sweep-smoke",
     "experiments/qwen2.5-1.5b-gsm8k:grpo",
     "experiments/qwen2.5-1.5b-gsm8k:smoke",
     "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
@@ -65,6 +71,12 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
         "experiments/countdown:launch",
         "experiments/countdown:sft_model",
         "experiments/countdown:smoke",
+        "experiments/countdown:sweep",
+        "experiments/countdown:sweep-kl0.001-lr0.0003",
+        "experiments/countdown:sweep-kl0.001-lr0.001",
+        "experiments/countdown:sweep-kl0.01-lr0.0003",
+        "experiments/countdown:sweep-kl0.01-lr0.001",
+        "experiments/countdown:sweep-smoke",
     ]
 
 
