@@ -30,6 +30,7 @@ from rlaunch.builders.base import (
 from rlaunch.builders.rules import graph_order, graph_problems, is_dev, short, version_class
 from rlaunch.clock import utc_now
 from rlaunch.paths import resolve_store_prefix
+from rlaunch.progress import progress
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 from rlaunch.spec.run import RunSpec
 from rlaunch.store import (
@@ -191,10 +192,11 @@ class BuildSession:
         staging = self.store.new_staging(artifact.name, artifact.version)
         try:
             try:
-                outcome = builder.build(
-                    artifact, {slot: dep.local_path for slot, dep in deps.items()}, staging,
-                    self.log,
-                )
+                with progress(f"building {ident}"):
+                    outcome = builder.build(
+                        artifact, {slot: dep.local_path for slot, dep in deps.items()}, staging,
+                        self.log,
+                    )
             except (BuildError, StoreError):
                 raise
             except Exception as err:

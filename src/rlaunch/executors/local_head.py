@@ -42,6 +42,7 @@ from rlaunch.executors.head_ready import (
 )
 from rlaunch.executors.jobs_api import probe
 from rlaunch.locks import exclusive
+from rlaunch.progress import progress
 from rlaunch.spec.execution import Allocation
 
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
@@ -366,8 +367,9 @@ def start_head(
         dashboard_url=record.dashboard_url,
     )
     try:
-        answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
-                            head_alive=lambda: bool(owned_pids(record)))
+        with progress("waiting for the local Ray head"):
+            answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
+                                head_alive=lambda: bool(owned_pids(record)))
     except (HeadNotReady, KeyboardInterrupt) as err:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
         if isinstance(err, KeyboardInterrupt):

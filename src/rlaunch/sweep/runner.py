@@ -28,6 +28,7 @@ SEQUENTIAL_EXECUTORS = frozenset({"local"})
 """Executors whose runs share one machine's head: its GPUs hold one run at a time."""
 
 Line = Callable[[str], None]
+DRY_RUN = "dry-run"
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class SweepPoint:
 class PointOutcome:
     identity: str
     status: str
-    """SUCCEEDED, FAILED, STOPPED, refused or interrupted."""
+    """SUCCEEDED, FAILED, STOPPED, refused, interrupted or dry-run."""
     exit_code: int
 
 
@@ -106,6 +107,10 @@ class _Sweep:
             self.interrupted = True
             self.line(f"{tag} {spec.identity}: interrupted")
             return PointOutcome(spec.identity, "interrupted", result.exit_code)
+        if result.dry_run:
+            self.line(f"{tag} {spec.identity}: dry run, nothing submitted ({result.yaml_path})")
+            self.advance(1)
+            return PointOutcome(spec.identity, DRY_RUN, result.exit_code)
         status = str(result.status) if result.status is not None else "unknown"
         self.line(f"{tag} " + _result_line(spec, self.store, status,
                                            time.monotonic() - started))
