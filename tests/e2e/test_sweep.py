@@ -48,8 +48,11 @@ def test_a_sweep_runs_through_pants_then_ls_and_plot_show_it(
     pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
+    # A head state dir of its own: the default one is shared with every other launch on the
+    # machine, whose head may be stopped under this sweep.
     swept = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:sweep",
-                  env={"RLAUNCH_STORE": str(store)})
+                  env={"RLAUNCH_STORE": str(store),
+                       "RLAUNCH_LOCAL_HEAD_DIR": str(tmp_path / "head")})
     assert swept.returncode == 0, swept.stdout[-4000:] + swept.stderr[-4000:]
     lines = swept.stdout.splitlines()
     # One line per point as it starts and as it ends; the smoke first.
