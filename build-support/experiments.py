@@ -139,7 +139,9 @@ def rl_sweep_runs(*, name, run_name, algorithm, smoke_steps, seed, grid=None, po
         if missing:
             _sweep_fail("rl_sweep_runs(name=%r): point %r does not set %s (every point sets the "
                         "same keys)" % (name, point, ", ".join(missing)))
-    shared = dict(fields, algorithm=algorithm, seed=seed)
+    # The runs are made here: a change here changes them (`--changed-dependents`).
+    shared = dict(fields, algorithm=algorithm, seed=seed,
+                  dependencies=list(fields.get("dependencies", [])) + [PRELUDE])
     labels = []
     smokes = {}
     for point in chosen:
