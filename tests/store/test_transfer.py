@@ -33,7 +33,7 @@ class CountingLocalFileSystem(LocalFileSystem):
             self.active += 1
             self.peak = max(self.peak, self.active)
         try:
-            time.sleep(0.05)  # long enough for the others of a batch to start
+            time.sleep(0.3)  # long enough for the others of a batch to start, under load too
             return super().get_file(path1, path2, callback=callback, **kwargs)
         finally:
             with self._lock:
