@@ -36,7 +36,7 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "hf_save_interval", "export_path", "epochs", "max_training_steps", "train_batch_size",
         "policy_mini_batch_size", "critic_mini_batch_size", "micro_train_batch_size_per_gpu",
         "micro_forward_batch_size_per_gpu", "eval_batch_size", "max_prompt_length",
-        "project_name", "run_name", "logger", "log_path",
+        "project_name", "run_name", "tags", "logger", "log_path",
     ],
     "skyrl.trainer.placement": [
         "colocate_all", "colocate_policy_ref", "policy_num_nodes", "policy_num_gpus_per_node",

@@ -197,6 +197,7 @@ def test_colocated_1x8_skyrl_subtree_field_by_field():
             "max_prompt_length": 512,
             "project_name": "colocated-1x8",
             "run_name": "colocated-1x8@2026.11.29",
+            "tags": ["run:colocated-1x8", "version:2026.11.29", "runtime:skyrl==0.3.0"],
             "logger": "console",
             "log_path": f"{run_root}/attempts",
         },
@@ -382,6 +383,7 @@ def test_wandb_project_names_the_skyrl_project_and_no_eval_data_is_an_empty_list
     assert (trainer["project_name"], trainer["run_name"], trainer["logger"]) == (
         "gsm8k-grpo", "colocated-1x8@2026.11.29", "wandb"
     )
+    assert trainer["tags"] == ["run:colocated-1x8", "version:2026.11.29", "runtime:skyrl==0.3.0"]
     assert doc["execution"]["wandb"] == {"entity": "lab", "project": "gsm8k-grpo"}
     assert doc["skyrl"]["data"]["val_data"] == []
     assert "eval_data" not in doc["inputs"]

@@ -121,9 +121,23 @@ def _trainer(spec: RunSpec, inputs: dict[str, Any], artifacts: dict[str, Any]) -
         "max_prompt_length": spec.lengths.max_prompt_length,
         "project_name": wandb.project if wandb is not None else spec.name,
         "run_name": spec.identity,
+        "tags": _wandb_tags(spec),
         "logger": spec.logger,
         "log_path": artifacts["attempts_root"],
     }
+
+
+def _wandb_tags(spec: RunSpec) -> list[str]:
+    """`trainer.tags`, which SkyRL 0.3.0's `Tracking` passes to `wandb.init(tags=...)`
+    (`skyrl/train/utils/tracking.py`): the run, its version, the runtime pin, and the full run
+    a smoke stands for."""
+    runtime = spec.runtime
+    pin = runtime.package or (f"{runtime.git.repo}@{runtime.git.commit[:12]}"
+                              if runtime.git is not None else runtime.name)
+    tags = [f"run:{spec.name}", f"version:{spec.version}", f"runtime:{pin}"]
+    if spec.smoke_of is not None:
+        tags.append(f"smoke_of:{spec.smoke_of.name}@{spec.smoke_of.version}")
+    return tags
 
 
 def _generator(spec: RunSpec) -> dict[str, Any]:
