@@ -343,6 +343,8 @@ def launch(
             raise LaunchRefused(str(err)) from None
         return LaunchResult(spec.identity, yaml_path, digest, dry_run=True)
     if check_handoffs:
+        # Nothing is recorded for a check, so no lock: the YAML goes where the user expects it.
+        write_atomically(yaml_path, rendered.text)
         with executor:
             return _check_handoffs(plan, executor, yaml_path, digest, document, echo=echo,
                                    say=say, verify=verify)
@@ -378,7 +380,8 @@ def _check_handoffs(
     materialize_inputs(plan, say, verify=verify)
     attempt_id = f"check-{new_attempt_id()}"
     try:
-        submission = executor.submit(yaml_path, document, env={}, attempt_id=attempt_id)
+        submission = executor.submit(yaml_path, document, attempt_id=attempt_id,
+                                     env={LAUNCH_DIGEST_ENV: digest})
     except ExecutorError as err:
         raise LaunchRefused(str(err)) from None
     say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "

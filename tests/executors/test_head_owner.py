@@ -29,9 +29,9 @@ LAUNCHER = """
 import sys, time
 from pathlib import Path
 from rlaunch.executors.local_head import ensure_head
-from rlaunch.render.launchdoc import AllocationSection
-allocation = AllocationSection(num_nodes=1, gpus_per_node=1, accelerator="sim", cpus_per_node=2,
-                               memory_gb_per_node=1, disk_gb_per_node=1)
+from rlaunch.spec.execution import Allocation
+allocation = Allocation(num_nodes=1, gpus_per_node=1, accelerator="sim", cpus_per_node=2,
+                        memory_gb_per_node=1, disk_gb_per_node=1)
 record, started = ensure_head(allocation, Path(sys.argv[1]), lambda m: None)
 print("READY", record.session_id, started, flush=True)
 time.sleep(900)
