@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from executors.helpers import rendered
+from executors.support import SRC
 from rlaunch.executors import ExecutorError, JobStatus
 from rlaunch.executors.iris import IrisExecutor, iris_run_command
 
@@ -41,7 +42,8 @@ def test_the_iris_command_follows_our_convention(tmp_path: Path, monkeypatch) ->
     assert command == [
         "iris", "job", "run", "--cluster", "test-cluster", "--job-name", "rlaunch-echo-run-dev-a1",
         "--priority", "normal", "--retries", "0", "--timeout", "10m", "--gpu", "H100x1",
-        "--replicas", "1", "--runtime", "rlaunch==0.1.0", "--env", "HF_TOKEN",
+        "--replicas", "1", "--runtime", "rlaunch==0.1.0", "--py-module", str(SRC / "rlaunch"),
+        "--env", "HF_TOKEN",
         "--env", "WANDB_API_KEY", "--", "python", "-m", "rlaunch_echo_runtime",
         "dist/echo-run/launch.yaml",
     ]

@@ -22,8 +22,8 @@ from pathlib import Path
 from rlaunch.executors.local_head import (
     HeadRecord,
     is_released,
-    owner_alive,
     owned_pids,
+    owner_alive,
     read_record,
     stop_head,
 )

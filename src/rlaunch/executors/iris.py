@@ -6,6 +6,7 @@ Our convention for the command (docs/launching.md, "Iris"):
         --priority <low|normal|high> --retries <max_retries> --timeout <timeout_minutes>m
         --gpu <accelerator>x<gpus_per_node> --replicas <num_nodes>
         --runtime <runtime pin: name==X.Y.Z | git+<repo>@<commit>>
+        --py-module <the rlaunch package folder>   (ships rlaunch with the job)
         [--env NAME ...]                   (credential names; values come from the environment)
         -- python -m <runtime.entrypoint> <launch.yaml>
 
@@ -32,6 +33,7 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
+from rlaunch.executors.job import shipped_package
 from rlaunch.render.launchdoc import LaunchDocument
 
 IRIS = "iris"
@@ -87,6 +89,7 @@ def iris_run_command(
         "--gpu", f"{allocation.accelerator}x{allocation.gpus_per_node}",
         "--replicas", str(allocation.num_nodes),
         "--runtime", runtime_pin(launch),
+        "--py-module", shipped_package(),
     ]
     for name in launch.execution.env:
         command += ["--env", name]

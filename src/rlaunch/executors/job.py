@@ -14,6 +14,12 @@ def rlaunch_source_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+def shipped_package() -> str:
+    """The `rlaunch` package folder, shipped with every job (`ray`: runtime env `py_modules`;
+    `iris`: `--py-module`)."""
+    return str(rlaunch_source_root() / "rlaunch")
+
+
 def job_pythonpath() -> str:
     """rlaunch's own sources first, then whatever the launcher itself could import."""
     parts = [str(rlaunch_source_root())]

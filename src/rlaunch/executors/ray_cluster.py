@@ -32,7 +32,7 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
-from rlaunch.executors.job import rlaunch_source_root
+from rlaunch.executors.job import rlaunch_source_root, shipped_package
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
 
@@ -42,11 +42,6 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 def is_loopback(address: str) -> bool:
     return (urlparse(address).hostname or "") in _LOOPBACK
-
-
-def shipped_package() -> str:
-    """The `rlaunch` package folder, shipped with every job."""
-    return str(rlaunch_source_root() / "rlaunch")
 
 
 def launcher_pythonpath() -> str:
