@@ -116,6 +116,10 @@ def spec_yaml() -> str:
          "it nests 100000 levels of brackets"),
         ("twice.yaml", lambda: (spec_yaml() + "seed: 43\n").encode(),
          "key 'seed' is written twice (lines "),
+        ("surrogate.yaml", lambda: spec_yaml().replace("name: colocated-1x8",
+                                                       'name: "\\uD83D-run"').encode(),
+         "it holds a string that is not Unicode text ('\\\\ud83d-run': an unpaired surrogate "
+         "escape); write the character itself, or a \\U0001xxxx escape."),
         ("twice.json", lambda: b'{"seed": 1, "seed": 2}',
          "key 'seed' is written twice in one object; JSON readers would silently keep the last "
          "one. Keep one of them."),

@@ -120,8 +120,9 @@ def parse(text: str, as_json: bool) -> Any:
     kind = "JSON" if as_json else "YAML"
     try:
         if as_json:
-            return json.loads(text, object_pairs_hook=_json_pairs)
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+            document = json.loads(text, object_pairs_hook=_json_pairs)
+        else:
+            document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         raise DocumentError(f"not valid {kind}: {err}") from None
     except ValueError as err:  # an integer literal longer than Python parses
@@ -135,6 +136,32 @@ def parse(text: str, as_json: bool) -> Any:
         raise DocumentError(
             f"it nests too deeply to read; a document may nest at most {MAX_DEPTH} levels."
         ) from None
+    broken = _lone_surrogate(document)
+    if broken is not None:
+        raise DocumentError(
+            f"it holds a string that is not Unicode text ({broken!r}: an unpaired surrogate "
+            f"escape); write the character itself, or a \\U0001xxxx escape."
+        )
+    return document
+
+
+def _lone_surrogate(document: Any) -> str | None:
+    """A string of the document that is not Unicode text (YAML's `\\uD83D` escapes can make
+    one), or None. It would fail later, wherever the string is printed or encoded."""
+    pending = [document]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode()[:60]
+    return None
 
 
 def read_document(path: str | os.PathLike) -> Any:
