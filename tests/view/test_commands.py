@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from rlaunch.cli import main
+from rlaunch.ledger import Ledger
+from rlaunch.ledger.records import set_wandb_url
 from view.store_fixture import add_run, step_record
 
 
@@ -44,6 +46,15 @@ def test_ls_lists_every_run_with_its_rewards(store: Path) -> None:
                           "1.200"]
     assert second[9] == "-"
     assert len(lines) == 3
+
+
+def test_ls_shows_the_w_and_b_run_its_runtime_reported(store: Path) -> None:
+    url = "https://wandb.ai/team/countdown/runs/abc123"
+    Ledger(str(store)).update("countdown-lr1e-3", "dev",
+                              lambda record: set_wandb_url(record, "a1", url))
+    runs = json.loads(invoke("ls", "--store", str(store), "--json"))
+    assert runs[0]["wandb"] == url
+    assert runs[1]["wandb"] is None
 
 
 def test_ls_json_holds_the_same_numbers(store: Path) -> None:

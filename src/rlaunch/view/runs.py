@@ -218,7 +218,8 @@ def summarize(store: RunStore, name: str, version: str) -> RunSummary:
         reward_first=rewards[0] if rewards else None,
         reward_last=rewards[-1] if rewards else None,
         eval_reward=eval_rewards[-1] if eval_rewards else None,
-        wandb=wandb_link(store.launch_document(record)),
+        # The run's own page when its runtime reported one, else its W&B project.
+        wandb=attempt.get("wandb_url") or wandb_link(store.launch_document(record)),
         updated_at=record.get("updated_at"),
         smoke_of=record.get("smoke_of"),
     )
