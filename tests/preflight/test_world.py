@@ -52,11 +52,13 @@ def test_an_untracked_file_makes_the_launcher_tree_dirty(tmp_path: Path) -> None
     """A calendar version must not launch from a BUILD file that is not committed (issue 13):
     untracked files count, ignored ones (dist/, caches) do not."""
     git(tmp_path, "init", "-q")
-    (tmp_path / ".gitignore").write_text("dist/\n")
+    (tmp_path / ".gitignore").write_text("*.log\n")
     git(tmp_path, "add", ".gitignore")
     git(tmp_path, "commit", "-q", "-m", "first")
+    (tmp_path / "launch.log").write_text("ignored\n")
+    # dist/ is where launches write their YAML: a smoke's must not block its full run.
     (tmp_path / "dist").mkdir()
-    (tmp_path / "dist" / "launch.yaml").write_text("ignored\n")
+    (tmp_path / "dist" / "launch.yaml").write_text("written by a launch\n")
     assert current_world(cwd=tmp_path).git_dirty is False
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "BUILD").write_text("rl_run(...)\n")

@@ -72,8 +72,10 @@ def current_world(
     where = Path(cwd) if cwd is not None else Path.cwd()
     head = _git(["rev-parse", "HEAD"], where)
     # Untracked files count (a BUILD file not committed defines the run all the same); ignored
-    # ones (dist/, caches) do not.
-    status = _git(["status", "--porcelain", "--untracked-files=normal"], where)
+    # ones do not, nor does dist/, where launches write their YAML (a smoke's output must not
+    # make its full run's tree dirty).
+    status = _git(["status", "--porcelain", "--untracked-files=normal", "--", ":(top)",
+                   ":(exclude)dist"], where)
     return World(
         env=dict(os.environ),
         git_dirty=None if status is None else bool(status.strip()),
