@@ -112,7 +112,7 @@ def calls_of(calls: Path) -> list[str]:
 if __name__ == "__main__":
     artifact = parse(json.loads(Path(sys.argv[1]).read_text()))
     try:
-        build_artifact(artifact, sys.argv[2])
+        build_artifact(artifact, sys.argv[2], force=sys.argv[3:] == ["--force"])
     except BuildError as err:
         print(f"error: {err}", flush=True)
         raise SystemExit(1) from None

@@ -158,14 +158,16 @@ def test_progress_lines_name_each_node(tmp_path: Path) -> None:
     assert lines[5].startswith(f"leaf@2026.01.01 up to date (sha256:{leaf_fp}), 2 file(s)")
 
 
-def _run_build(artifact: dict, store: Path, tmp_path: Path, log: Path) -> subprocess.Popen:
+def _run_build(
+    artifact: dict, store: Path, tmp_path: Path, log: Path, *flags: str
+) -> subprocess.Popen:
     spec = tmp_path / f"spec-{time.monotonic_ns()}.json"
     spec.write_text(json.dumps(artifact))
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
                                           str(helpers.import_root())])}
     return subprocess.Popen(
-        [sys.executable, "-m", helpers.__name__, str(spec), str(store)],
+        [sys.executable, "-m", helpers.__name__, str(spec), str(store), *flags],
         stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env,
     )
 
@@ -203,6 +205,33 @@ def test_a_build_killed_mid_way_leaves_no_record_and_the_next_build_succeeds(
     assert calls_of(calls) == ["a@2026.01.01", "a@2026.01.01"]
     assert sorted(p.name for p in (store / "a").iterdir()) == [".2026.01.01.lock", "2026.01.01"]
     assert (result.local_path / "done.txt").read_text() == "done\n"
+
+
+def test_a_staging_folder_left_beside_an_up_to_date_artifact_goes_when_it_is_reused(
+    tmp_path: Path,
+) -> None:
+    calls, hold, started = tmp_path / "calls", tmp_path / "hold", tmp_path / "started"
+    store = tmp_path / "store"
+    artifact = node("a", calls, hold=str(hold), started=str(started))
+    build_artifact(parse(artifact), str(store), log=quiet)
+    # A --force rebuild killed mid-way: the built artifact keeps its record, the staging stays.
+    started.unlink()
+    hold.touch()
+    process = _run_build(artifact, store, tmp_path, tmp_path / "killed.log", "--force")
+    _wait_for(started.exists, "the forced rebuild to start")
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=30) == -signal.SIGKILL
+    leftovers = [p.name for p in (store / "a").iterdir() if p.name.startswith(".staging")]
+    assert len(leftovers) == 1
+
+    lines: list[str] = []
+    result = build_artifact(parse(artifact), str(store), log=lines.append)
+    assert result.reused == ["a@2026.01.01"]
+    assert lines[0] == (
+        f"a@2026.01.01: removed {store / 'a' / leftovers[0]} (left by an interrupted build)"
+    )
+    assert sorted(p.name for p in (store / "a").iterdir()) == [".2026.01.01.lock", "2026.01.01"]
+    assert calls_of(calls) == ["a@2026.01.01", "a@2026.01.01"]
 
 
 def test_two_processes_building_one_identity_build_it_once(tmp_path: Path) -> None:

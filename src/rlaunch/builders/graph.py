@@ -158,6 +158,7 @@ class BuildSession:
             )
         if self.force:
             return None
+        self._clean_leftovers(artifact)
         self.store.verify(existing, full=self.verify)
         result = NodeResult(
             identity=ident,
@@ -175,6 +176,12 @@ class BuildSession:
         )
         return result
 
+    def _clean_leftovers(self, artifact: AnyArtifact) -> None:
+        """Remove what interrupted builds of this identity left (call under its build lock:
+        every staging folder is made under it, so none of them is being written)."""
+        for leftover in self.store.clean_leftovers(artifact.name, artifact.version):
+            self.log(f"{identity(artifact)}: removed {leftover} (left by an interrupted build)")
+
     def _build(
         self,
         artifact: AnyArtifact,
@@ -185,8 +192,7 @@ class BuildSession:
         ident = identity(artifact)
         name = builder_name(artifact)
         builder, target = load_builder(name)
-        for leftover in self.store.clean_leftovers(artifact.name, artifact.version):
-            self.log(f"{ident}: removed {leftover} (left by an interrupted build)")
+        self._clean_leftovers(artifact)
         inputs = ", ".join(f"{slot}={dep.identity}" for slot, dep in deps.items())
         self.log(f"building {ident} with {name}..." + (f" (deps: {inputs})" if inputs else ""))
         staging = self.store.new_staging(artifact.name, artifact.version)

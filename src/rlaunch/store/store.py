@@ -3,7 +3,8 @@
 Publishing is crash safe. A build writes into a staging folder, the payload is moved into place
 and the record is written last (atomically on a local filesystem; on an object store the record
 object is the commit point). Whatever a killed build leaves behind has no record, so it does not
-count as built, and the next build of that identity removes it while holding the identity's lock.
+count as built, and the next build or reuse of that identity removes it while holding the
+identity's lock.
 """
 
 from __future__ import annotations
