@@ -12,8 +12,19 @@ import pytest
 
 from executors.support import echo_profiles, echo_spec, shared_store
 from rlaunch.launch import EXIT_REFUSED
+from rlaunch.ledger.ledger import Ledger
+from rlaunch.ledger.smoke import record_smoke_success, role_geometry
+from rlaunch.paths import run_paths
+from rlaunch.preflight.smoke_gate import smoke_gate_findings
 from rlaunch.spec import catalog, parse_spec
-from rlaunch.sweep.runner import SweepPoint, launch_order, parallelism, run_sweep
+from rlaunch.sweep.runner import (
+    PointOutcome,
+    SweepPoint,
+    launch_order,
+    parallelism,
+    run_sweep,
+    share_smokes,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -70,3 +81,53 @@ def test_every_point_gets_a_line_and_a_refusal_is_the_launch_refusal(tmp_path: P
     assert "LAUNCH001" in refusal
     for name in ("sweep-p1", "sweep-p2", "sweep-p3"):
         assert (tmp_path / "dist" / name / "launch.yaml").is_file()
+
+
+def test_one_smoke_per_geometry_stands_for_every_calendar_point_of_that_geometry(
+        tmp_path: Path) -> None:
+    version = "2026.11.30"
+    smoke = point(tmp_path, "cal-smoke", smoke_of=f"cal-p1@{version}")
+    first, second = (SweepPoint(f"cal-p{i}.yaml", parse_spec(echo_spec(
+        tmp_path, name=f"cal-p{i}", executor="dry-run", version=version, seed=i)))
+        for i in (1, 2))
+    other = echo_spec(tmp_path, name="cal-p3", executor="dry-run", version=version)
+    other["role_plan"]["rollout"]["weight_sync_backend"] = "nccl"
+    elsewhere = SweepPoint("cal-p3.yaml", parse_spec(other))
+    assert role_geometry(elsewhere.spec) != role_geometry(first.spec)
+    # The smoke succeeded and wrote its terminal manifest: recorded for its smoke_of, cal-p1.
+    terminal = Path(run_paths(str(tmp_path), "cal-smoke", "dev").terminal_manifest)
+    terminal.parent.mkdir(parents=True)
+    terminal.write_text("{}")
+    ledger = Ledger(str(tmp_path))
+    spec = smoke.spec
+    record = {"name": spec.name, "version": spec.version, "smoke_of": f"cal-p1@{version}",
+              "geometry": role_geometry(spec), "runtime_fingerprint": spec.runtime_fingerprint,
+              "fingerprint": spec.fingerprint}
+    assert record_smoke_success(ledger, record, "a1") is not None
+    assert smoke_gate_findings(first.spec, ledger) == []
+    [before] = smoke_gate_findings(second.spec, ledger)
+    assert before.code == "LAUNCH001"
+    said: list[str] = []
+    share_smokes([(smoke, PointOutcome("cal-smoke@dev", "SUCCEEDED", 0))],
+                 [first, second, elsewhere], store=None, say=said.append)
+    assert said == [f"rlaunch: recorded cal-smoke@dev as a successful smoke of "
+                    f"cal-p2@{version} too (same role geometry and runtime fingerprint as "
+                    f"cal-p1@{version})"]
+    assert smoke_gate_findings(second.spec, ledger) == []
+    [shared] = ledger.read("cal-p2", version)["smoke_results"]
+    assert (shared["smoke"], shared["attempt_id"], shared["shared_from"]) == (
+        "cal-smoke@dev", "a1", f"cal-p1@{version}")
+    # A point of another geometry is still refused: the smoke does not stand for it.
+    [refused] = smoke_gate_findings(elsewhere.spec, ledger)
+    assert refused.code == "LAUNCH001"
+    assert refused.message.endswith(
+        f"no smoke is recorded for it in {ledger.record_path('cal-p3', version)}")
+    # Sharing again (a re-run sweep) records nothing twice; a failed smoke shares nothing.
+    share_smokes([(smoke, PointOutcome("cal-smoke@dev", "SUCCEEDED", 0))],
+                 [second], store=None, say=said.append)
+    assert len(ledger.read("cal-p2", version)["smoke_results"]) == 1
+    fourth = SweepPoint("cal-p4.yaml", parse_spec(echo_spec(
+        tmp_path, name="cal-p4", executor="dry-run", version=version, seed=4)))
+    share_smokes([(smoke, PointOutcome("cal-smoke@dev", "FAILED", 3))], [fourth],
+                 store=None, say=said.append)
+    assert ledger.read("cal-p4", version) is None

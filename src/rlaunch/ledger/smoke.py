@@ -70,12 +70,34 @@ def record_smoke_success(
         "recorded_at": utc_now(),
     }
 
-    def add_once(full: dict[str, Any]) -> None:
-        # `rlaunch status` may observe the same success again: record each attempt once.
-        for known in full.get("smoke_results", []):
-            if known.get("smoke") == result["smoke"] and known.get("attempt_id") == attempt_id:
-                return
-        add_smoke_result(full, result)
-
-    ledger.update(full_name, full_version, add_once)
+    ledger.update(full_name, full_version, lambda full: _add_once(full, result))
     return result
+
+
+def _add_once(full: dict[str, Any], result: Mapping[str, Any]) -> None:
+    # `rlaunch status` may observe the same success again: record each attempt once.
+    for known in full.get("smoke_results", []):
+        if (known.get("smoke") == result["smoke"]
+                and known.get("attempt_id") == result["attempt_id"]):
+            return
+    add_smoke_result(full, result)
+
+
+def recorded_smoke_success(
+    ledger: Ledger, smoke: str, full_name: str, full_version: str
+) -> dict[str, Any] | None:
+    """The newest successful result of the smoke run `smoke` (NAME@VERSION) recorded for
+    `full_name@full_version`, or None."""
+    for result in reversed((ledger.read(full_name, full_version) or {}).get("smoke_results", [])):
+        if result.get("smoke") == smoke and result.get("status") == SUCCEEDED:
+            return dict(result)
+    return None
+
+
+def share_smoke_result(
+    ledger: Ledger, result: Mapping[str, Any], name: str, version: str
+) -> None:
+    """Record a smoke result, recorded for another full run, for `name@version` too (a sweep's
+    one smoke per geometry stands for every point of that geometry). The smoke gate still
+    checks its geometry and runtime fingerprint against the run it gates."""
+    ledger.update(name, version, lambda full: _add_once(full, result))

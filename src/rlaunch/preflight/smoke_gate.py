@@ -24,7 +24,7 @@ from rlaunch.spec.syntax import is_calendar
 SMOKE_GATE_CODE = "LAUNCH001"
 
 
-def _mismatch(result: Mapping[str, Any], spec: RunSpec) -> str | None:
+def smoke_mismatch(result: Mapping[str, Any], spec: RunSpec) -> str | None:
     """Why a recorded smoke result does not stand for `spec`, or None when it does."""
     if result.get("status") != SUCCEEDED:
         return f"it ended {result.get('status')}"
@@ -64,7 +64,7 @@ def smoke_gate_findings(spec: RunSpec, ledger: Ledger) -> list[Finding]:
     results = list((ledger.read(spec.name, spec.version) or {}).get("smoke_results", []))
     reasons = []
     for result in reversed(results):
-        reason = _mismatch(result, spec)
+        reason = smoke_mismatch(result, spec)
         if reason is None:
             return []
         reasons.append(f"smoke {result.get('smoke')} attempt {result.get('attempt_id')}: {reason}")

@@ -20,6 +20,9 @@ from pathlib import Path
 
 from rlaunch.executors import local_head
 from rlaunch.launch import EXIT_INTERRUPTED, LaunchRefused, launch, resolve_store
+from rlaunch.ledger.ledger import Ledger
+from rlaunch.ledger.smoke import recorded_smoke_success, share_smoke_result
+from rlaunch.preflight.smoke_gate import smoke_mismatch
 from rlaunch.progress import progress
 from rlaunch.spec import RunSpec
 from rlaunch.view import RunStore, ViewError, summarize
@@ -117,6 +120,48 @@ class _Sweep:
         self.advance(1)
         return PointOutcome(spec.identity, status, result.exit_code)
 
+    def launch_group(self, group: Sequence[tuple[int, SweepPoint]],
+                     workers: int) -> list[PointOutcome]:
+        if workers == 1:
+            return [self.launch_point(index, point) for index, point in group]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda numbered: self.launch_point(*numbered), group))
+
+
+def _ledger(spec: RunSpec, store: str | None) -> Ledger:
+    return Ledger(resolve_store(spec, store)[1])
+
+
+def share_smokes(smokes: Sequence[tuple[SweepPoint, PointOutcome]],
+                 points: Sequence[SweepPoint], *, store: str | None, say: Line) -> None:
+    """Record each smoke that succeeded for every full point it stands for, not only for its
+    `smoke_of`: the points of the same role geometry and runtime fingerprint, which the smoke
+    gate (LAUNCH001) checks again when each point launches. So a calendar-versioned sweep
+    launches all its points after one smoke per geometry."""
+    for smoke, outcome in smokes:
+        if outcome.status != "SUCCEEDED" or smoke.spec.smoke_of is None:
+            continue
+        full_name, full_version = smoke.spec.smoke_of.name, smoke.spec.smoke_of.version
+        full = f"{full_name}@{full_version}"
+        try:
+            result = recorded_smoke_success(_ledger(smoke.spec, store), smoke.spec.identity,
+                                            full_name, full_version)
+        except LaunchRefused:
+            continue
+        if result is None:
+            continue
+        for point in points:
+            spec = point.spec
+            if spec.identity == full or smoke_mismatch(result, spec) is not None:
+                continue
+            try:
+                ledger = _ledger(spec, store)
+            except LaunchRefused:
+                continue  # its launch refuses it and says why
+            share_smoke_result(ledger, dict(result, shared_from=full), spec.name, spec.version)
+            say(f"rlaunch: recorded {smoke.spec.identity} as a successful smoke of "
+                f"{spec.identity} too (same role geometry and runtime fingerprint as {full})")
+
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
@@ -143,13 +188,12 @@ def run_sweep(
             sweep = _Sweep(total=len(ordered), out_dir=out_dir, store=store, repo=repo,
                            line=line, say=say, advance=advance)
             numbered = list(enumerate(ordered, start=1))
-            for group in ([n for n in numbered if n[1].spec.smoke_of is not None],
-                          [n for n in numbered if n[1].spec.smoke_of is None]):
-                if workers == 1:
-                    outcomes += [sweep.launch_point(index, point) for index, point in group]
-                else:
-                    with ThreadPoolExecutor(max_workers=workers) as pool:
-                        outcomes += list(pool.map(lambda n: sweep.launch_point(*n), group))
+            smokes = [n for n in numbered if n[1].spec.smoke_of is not None]
+            fulls = [n for n in numbered if n[1].spec.smoke_of is None]
+            outcomes += sweep.launch_group(smokes, workers)
+            share_smokes(list(zip([point for _, point in smokes], outcomes)),
+                         [point for _, point in fulls], store=store, say=say)
+            outcomes += sweep.launch_group(fulls, workers)
     finally:
         local_head.stop_if_started_since(previous_head, state_dir, say)
     return outcomes
