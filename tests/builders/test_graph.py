@@ -87,6 +87,63 @@ def test_same_calendar_version_with_other_content_is_refused(tmp_path: Path) -> 
         build_artifact(changed, store, force=True, log=quiet)
 
 
+def _edit_record(store: Path, name: str, **fields: object) -> None:
+    path = store / name / "2026.01.01" / RECORD_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def _with_content(root: Path, content: str) -> dict:
+    config = json.loads((root / RECORD_FILE).read_text())["config"]
+    return {**config, "config": {**config["config"], "content": content}}
+
+
+def test_a_fingerprint_edited_by_hand_is_called_an_edit_not_a_new_content(
+    tmp_path: Path,
+) -> None:
+    calls = tmp_path / "calls"
+    store = tmp_path / "store"
+    a = node("a", calls, content="one")
+    top = node("top", calls, deps={"a": a})
+    built = build_artifact(parse(top), str(store), log=quiet)
+    true_a = fingerprint(parse(a))
+    forged = "sha256:" + "e" * 64
+    root = store / "a" / "2026.01.01"
+
+    _edit_record(store, "a", fingerprint=forged)
+    with pytest.raises(BuildError) as raised:
+        build_artifact(parse(top), str(store), log=quiet)
+    assert str(raised.value) == (
+        f"{root}/{RECORD_FILE} was edited by hand or damaged: it records a@2026.01.01 with "
+        f"fingerprint {forged}, but its own config and deps give {true_a}, the fingerprint "
+        f"of this spec too: restore it, or delete {root} and build again"
+    )
+    assert "bump the version" not in str(raised.value)
+
+    # Its config edited (the recorded fingerprint kept) while the spec also changed.
+    _edit_record(store, "a", fingerprint=true_a, config=_with_content(root, "edited"))
+    changed = parse(node("a", calls, content="two"))
+    with pytest.raises(BuildError) as raised:
+        build_artifact(changed, str(store), log=quiet)
+    assert f"{root}/{RECORD_FILE} was edited by hand or damaged" in str(raised.value)
+    assert str(raised.value).endswith(
+        f"and this spec gives {fingerprint(changed)}: delete {root} and build again"
+    )
+
+    # A dependency's fingerprint edited inside its dependent's record (deps are fingerprinted).
+    _edit_record(store, "a", fingerprint=true_a, config=_with_content(root, "one"))
+    top_record = json.loads((store / "top" / "2026.01.01" / RECORD_FILE).read_text())
+    top_record["deps"]["a"]["fingerprint"] = forged
+    _edit_record(store, "top", deps=top_record["deps"])
+    with pytest.raises(BuildError, match=r"top/2026\.01\.01/_record\.json was edited by hand"):
+        build_artifact(parse(top), str(store), log=quiet)
+
+    # Restored by hand: reused again, nothing rebuilt.
+    top_record["deps"]["a"]["fingerprint"] = true_a
+    _edit_record(store, "top", deps=top_record["deps"])
+    assert build_artifact(parse(top), str(store), log=quiet).reused == built.built
+    assert calls_of(calls) == ["a@2026.01.01", "top@2026.01.01"]
+
+
 def test_calendar_version_never_depends_on_a_dev_one(tmp_path: Path) -> None:
     calls = tmp_path / "calls"
     dev = node("data", calls, version="smoke-dev")

@@ -40,6 +40,7 @@ from rlaunch.store import (
     DepRef,
     Provenance,
     StoreError,
+    own_fingerprint,
     scan_payload,
 )
 from rlaunch.store.provenance import launcher_commit
@@ -148,6 +149,16 @@ class BuildSession:
         existing = self.store.read_record(artifact.name, artifact.version, verify=False)
         if existing is None:
             return None
+        if (own := own_fingerprint(existing)) is not None:
+            root = self.store.uri(artifact.name, artifact.version)
+            same = (f"the fingerprint of this spec too: restore it, or delete {root} and build "
+                    f"again" if own == content_fp else
+                    f"and this spec gives {content_fp}: delete {root} and build again")
+            raise BuildError(
+                f"{root}/{RECORD_FILE} was edited by hand or damaged: it records {ident} with "
+                f"fingerprint {existing.fingerprint}, but its own config and deps give {own}, "
+                f"{same}"
+            )
         if existing.fingerprint != content_fp:
             raise BuildError(
                 f"{ident} is already built with fingerprint {existing.fingerprint} (at "

@@ -13,6 +13,7 @@ from rlaunch.store.records import (
     Provenance,
     directory_sha256,
     manifest_sha256,
+    own_fingerprint,
     scan_payload,
     sha256_file,
 )
@@ -20,5 +21,6 @@ from rlaunch.store.store import ArtifactStore
 
 __all__ = [
     "RECORD_FILE", "ArtifactRecord", "ArtifactStore", "DepRef", "FileEntry", "Provenance",
-    "StoreError", "directory_sha256", "manifest_sha256", "scan_payload", "sha256_file",
+    "StoreError", "directory_sha256", "manifest_sha256", "own_fingerprint", "scan_payload",
+    "sha256_file",
 ]

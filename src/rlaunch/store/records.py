@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rlaunch.spec.base import fingerprint_of
 from rlaunch.store.digests import DigestCache, sha256_of
 from rlaunch.store.fs import StoreError
 
@@ -75,6 +76,23 @@ class ArtifactRecord(_RecordModel):
     @property
     def total_bytes(self) -> int:
         return sum(entry.size for entry in self.files)
+
+
+def own_fingerprint(record: ArtifactRecord) -> str | None:
+    """The fingerprint the record's own `config` and `deps` give (as
+    `rlaunch.spec.artifacts.fingerprint` computes it when building), or None when the recorded
+    fingerprint is one of them. A non-None answer means the record was edited by hand or
+    damaged after it was written; a record whose fingerprint and config were edited together
+    consistently cannot be told from one built from other content."""
+    deps = {slot: {"identity": dep.identity, "fingerprint": dep.fingerprint}
+            for slot, dep in record.deps.items()}
+    with_deps = fingerprint_of({**record.config, "deps": deps})
+    candidates = [with_deps]
+    if not deps:  # a hub or adopted artifact fingerprints no deps key at all
+        candidates.append(fingerprint_of(record.config))
+    if record.fingerprint in candidates:
+        return None
+    return with_deps if deps or "builder" in record.config else candidates[-1]
 
 
 def parse_record(text: str, where: str) -> ArtifactRecord:
