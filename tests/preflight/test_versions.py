@@ -59,6 +59,39 @@ def test_ver002_calendar_version_is_immutable() -> None:
     assert messages(data, "VER002") == []
 
 
+def test_ver002_a_fingerprint_edited_in_the_ledger_is_called_an_edit() -> None:
+    data = example()
+    current = parse_spec(data).fingerprint
+    attempts = [{"attempt_id": "a1", "fingerprint": OLD}, {"attempt_id": "a2", "fingerprint": OLD}]
+    # The record's fingerprint edited to the new spec's, to get past immutability.
+    forged = {"fingerprint": current, "status": "SUCCEEDED", "attempts": attempts}
+    [finding] = findings(data, "VER002", world=world(ledger=lambda name, version: forged))
+    assert finding.message == (
+        f"the ledger record of colocated-1x8@2026.11.29 was edited by hand or damaged: it"
+        f" records fingerprint {current}, but its last attempt a2 was launched with {OLD}"
+        f" (this spec's fingerprint is {current})"
+    )
+    assert finding.fix == (
+        f"Restore the record's fingerprint to {OLD}; if this spec's content changed since that"
+        f" launch, also bump the version to 2026.11.29.1."
+    )
+    # The fingerprint edited while the spec is the launched one.
+    edited = {"fingerprint": OLD, "status": "SUCCEEDED",
+              "attempts": [{"attempt_id": "a1", "fingerprint": current}]}
+    [finding] = findings(data, "VER002", world=world(ledger=lambda name, version: edited))
+    assert finding.message.endswith(
+        f"but its last attempt a1 was launched with {current} (this spec's fingerprint too)"
+    )
+    # Consistent: the launched spec passes, another one is told to bump the version.
+    consistent = {"fingerprint": current, "status": "SUCCEEDED",
+                  "attempts": [{"attempt_id": "a1", "fingerprint": current}]}
+    assert messages(data, "VER002", world=world(ledger=lambda name, version: consistent)) == []
+    other = {**consistent, "fingerprint": OLD,
+             "attempts": [{"attempt_id": "a1", "fingerprint": OLD}]}
+    [finding] = findings(data, "VER002", world=world(ledger=lambda name, version: other))
+    assert finding.fix == "Bump the version to 2026.11.29.1 (or restore the launched spec)."
+
+
 def test_ver002_looks_up_the_run_identity() -> None:
     asked: list[tuple[str, str]] = []
 

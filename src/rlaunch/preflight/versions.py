@@ -3,7 +3,8 @@ and a clean launcher tree for calendar versions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from rlaunch.paths import run_paths
 from rlaunch.preflight.check import Check
@@ -71,7 +72,20 @@ def calendar_immutable(check: Check) -> Iterator[Finding]:
     if recorded is None:
         return  # a record that was never launched fixes nothing
     current = spec.fingerprint
-    if recorded != current:
+    attempt = _last_launched_attempt(record)
+    if attempt is not None and attempt["fingerprint"] != recorded:
+        launched_fp = attempt["fingerprint"]
+        spec_is = ("this spec's fingerprint too" if launched_fp == current else
+                   f"this spec's fingerprint is {current}")
+        yield error(
+            "VER002", ("version",),
+            f"the ledger record of {spec.identity} was edited by hand or damaged: it records"
+            f" fingerprint {recorded}, but its last attempt {attempt.get('attempt_id')} was"
+            f" launched with {launched_fp} ({spec_is})",
+            f"Restore the record's fingerprint to {launched_fp}; if this spec's content changed"
+            f" since that launch, also bump the version to {next_calendar(spec.version)}.",
+        )
+    elif recorded != current:
         yield error(
             "VER002", ("version",),
             f"{spec.identity} was launched before (status {record.get('status', 'unknown')})"
@@ -79,6 +93,18 @@ def calendar_immutable(check: Check) -> Iterator[Finding]:
             " version is immutable",
             f"Bump the version to {next_calendar(spec.version)} (or restore the launched spec).",
         )
+
+
+def _last_launched_attempt(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The last attempt that records a fingerprint: the record's own `fingerprint` is a copy of
+    it (rlaunch.ledger.records.start_attempt), so the two differ only after a hand edit."""
+    attempts = record.get("attempts")
+    if not isinstance(attempts, list):
+        return None
+    for attempt in reversed(attempts):
+        if isinstance(attempt, Mapping) and isinstance(attempt.get("fingerprint"), str):
+            return attempt
+    return None
 
 
 @rule(
