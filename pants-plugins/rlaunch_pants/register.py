@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pants.engine.rules import Rule
 
-from rlaunch_pants import origins, process, references, specs
+from rlaunch_pants import origins, process, references, specs, sweep
 from rlaunch_pants import target_types as types
 from rlaunch_pants.goals import check, package, run, run_sweep
 from rlaunch_pants.subsystem import RlaunchSubsystem
@@ -27,4 +27,5 @@ def rules() -> Iterable[Rule]:
         *package.rules(),
         *run.rules(),
         *run_sweep.rules(),
+        *sweep.rules(),
     ]

@@ -1,5 +1,8 @@
 """`./pants check`: preflight every rl_run target with the library, in ONE process.
 
+An rl_sweep stands for its runs: checking it checks each of them (once, also when the runs are
+asked for too).
+
 The specs of all the runs asked for are written into one sandbox and checked by one
 `python -m rlaunch preflight --format json --scope spec` process (cached on the specs, the library
 and the runtime lock); its JSON report is split into one CheckResult per run.
@@ -13,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from pants.core.goals.check import CheckRequest, CheckResult, CheckResults
+from pants.engine.addresses import Addresses
 from pants.engine.fs import CreateDigest, Digest, FileContent
 from pants.engine.process import FallibleProcessResult, ProcessCacheScope
 from pants.engine.rules import Get, MultiGet, collect_rules, rule
-from pants.engine.target import FieldSet
+from pants.engine.target import FieldSet, Target, Targets
 from pants.engine.unions import UnionRule
 from pants.option.option_types import SkipOption
 from pants.option.subsystem import Subsystem
@@ -26,6 +30,7 @@ from pants.util.strutil import help_text, pluralize
 from rlaunch_pants.process import RlaunchProcess
 from rlaunch_pants.run_fields import WORLD_RULES_HELP, RlRunRolePlanField
 from rlaunch_pants.specs import RunSpecDocument, RunSpecRequest, spec_file_path
+from rlaunch_pants.sweep import RlSweepRunsField, SweepRuns, SweepRunsRequest
 
 
 class RlaunchPreflightSubsystem(Subsystem):
@@ -52,9 +57,13 @@ class RlaunchPreflightSubsystem(Subsystem):
 
 @dataclass(frozen=True)
 class RlRunPreflightFieldSet(FieldSet):
-    required_fields = (RlRunRolePlanField,)
+    """An rl_run, or an rl_sweep, which stands for its runs (each run is checked once)."""
 
-    role_plan: RlRunRolePlanField
+    required_fields = ()
+
+    @classmethod
+    def is_applicable(cls, tgt: Target) -> bool:
+        return tgt.has_field(RlRunRolePlanField) or tgt.has_field(RlSweepRunsField)
 
 
 class RlaunchPreflightRequest(CheckRequest):
@@ -103,8 +112,16 @@ async def preflight_runs(
     if subsystem.skip or not request.field_sets:
         return CheckResults([], checker_name=request.tool_name)
 
+    targets = await Get(Targets, Addresses(fs.address for fs in request.field_sets))
+    sweeps = await MultiGet(
+        Get(SweepRuns, SweepRunsRequest(t.address, t[RlSweepRunsField]))
+        for t in targets
+        if t.has_field(RlSweepRunsField)
+    )
+    runs = {t.address for t in targets if t.has_field(RlRunRolePlanField)}
+    runs.update(run.address for sweep in sweeps for run in sweep)
     # Sorted, so that the same set of runs is the same process (and cache key) every time.
-    addresses = sorted(field_set.address for field_set in request.field_sets)
+    addresses = sorted(runs)
     documents = await MultiGet(Get(RunSpecDocument, RunSpecRequest(a)) for a in addresses)
     sources = {spec_file_path(doc.address): str(doc.address) for doc in documents}
     digest = await Get(

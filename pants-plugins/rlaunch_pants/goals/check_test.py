@@ -124,6 +124,36 @@ def test_one_result_per_run_with_the_findings_of_each(rule_runner: RuleRunner) -
     assert results.exit_code == 1
 
 
+SWEEP = 'rl_sweep(name="sweep", dependencies=[":run", ":tp8"])\n'
+
+
+def test_a_sweep_is_checked_as_its_runs_each_once(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD + TP8_ON_12_HEADS + SWEEP})
+    sweep = Address("experiments/x", target_name="sweep")
+    assert RlRunPreflightFieldSet.is_applicable(rule_runner.get_target(sweep))
+    alone = check(rule_runner, sweep)
+    # The sweep and one of its runs asked for together: that run is still checked once.
+    together = check(rule_runner, sweep, Address("experiments/x", target_name="run"))
+    for results in (alone, together):
+        codes = {result.partition_description: result.exit_code for result in results.results}
+        assert codes == {"experiments/x:run": 0, "experiments/x:tp8": 1}
+        assert results.exit_code == 1
+    refused = {r.partition_description: r for r in alone.results}["experiments/x:tp8"]
+    assert "error GEO016 " in refused.stdout
+
+
+def test_a_sweep_of_something_else_than_runs_is_not_checked(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files(
+        {"experiments/x/BUILD": COLOCATED_BUILD + 'rl_sweep(name="odd", dependencies=[":plan"])\n'}
+    )
+    with pytest.raises(ExecutionError) as caught:
+        check(rule_runner, Address("experiments/x", target_name="odd"))
+    assert (
+        "The 'dependencies' field in target experiments/x:odd must list rl_run targets only "
+        "(the points of the sweep and their smokes), but was ['experiments/x:plan']"
+    ) in str(caught.value)
+
+
 def test_skip_reports_nothing(rule_runner: RuleRunner, python: str) -> None:
     rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
     rule_runner.set_options(

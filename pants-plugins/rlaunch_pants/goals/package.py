@@ -1,4 +1,5 @@
-"""`./pants package`: write `dist/<dir>/<target>/launch.yaml` for an rl_run, submitting nothing.
+"""`./pants package`: write `dist/<dir>/<target>/launch.yaml` for an rl_run, submitting nothing
+(for an rl_sweep, that of each of its runs).
 
 Beside it: `spec.json` (the RunSpec the YAML was rendered from) and `identities.txt` (every
 artifact the run uses, `slot  name@version`). Rendering is a cached process and deterministic:
@@ -15,7 +16,7 @@ from pants.engine.addresses import Address
 from pants.engine.env_vars import EnvironmentVars, EnvironmentVarsRequest
 from pants.engine.fs import CreateDigest, Digest, FileContent, MergeDigests
 from pants.engine.process import FallibleProcessResult, ProcessCacheScope, ProcessResult
-from pants.engine.rules import Get, collect_rules, rule
+from pants.engine.rules import Get, MultiGet, collect_rules, rule
 from pants.engine.unions import UnionRule
 from pants.util.frozendict import FrozenDict
 
@@ -29,6 +30,7 @@ from rlaunch_pants.specs import (
     spec_file_path,
 )
 from rlaunch_pants.subsystem import RlaunchSubsystem
+from rlaunch_pants.sweep import RlSweepRunsField, SweepRuns, SweepRunsRequest
 
 # What the library reads to find its default store when no prefix is given: part of the cache
 # key, so a changed $RLAUNCH_STORE renders again.
@@ -140,5 +142,28 @@ async def package_rl_run(
     )
 
 
+@dataclass(frozen=True)
+class RlSweepPackageFieldSet(PackageFieldSet):
+    required_fields = (RlSweepRunsField,)
+
+    runs: RlSweepRunsField
+
+
+@rule(desc="Rendering the launch YAMLs of an rl_sweep")
+async def package_rl_sweep(field_set: RlSweepPackageFieldSet) -> BuiltPackage:
+    """Every run of the sweep packaged as itself (the same cached rule, the same folders)."""
+    targets = await Get(SweepRuns, SweepRunsRequest(field_set.address, field_set.runs))
+    packages = await MultiGet(
+        Get(BuiltPackage, RlRunPackageFieldSet, RlRunPackageFieldSet.create(target))
+        for target in targets
+    )
+    digest = await Get(Digest, MergeDigests(built.digest for built in packages))
+    return BuiltPackage(digest, tuple(a for built in packages for a in built.artifacts))
+
+
 def rules():  # type: ignore[no-untyped-def]
-    return [*collect_rules(), UnionRule(PackageFieldSet, RlRunPackageFieldSet)]
+    return [
+        *collect_rules(),
+        UnionRule(PackageFieldSet, RlRunPackageFieldSet),
+        UnionRule(PackageFieldSet, RlSweepPackageFieldSet),
+    ]

@@ -7,7 +7,7 @@ from pants.engine.fs import DigestContents
 from pants.testutil.rule_runner import QueryRule, RuleRunner
 
 from rlaunch_pants import register
-from rlaunch_pants.goals.package import RlRunPackageFieldSet
+from rlaunch_pants.goals.package import RlRunPackageFieldSet, RlSweepPackageFieldSet
 from rlaunch_pants.specs import RunSpecDocument, RunSpecRequest
 from rlaunch_pants.testutil import COLOCATED_BUILD, runtime_python, write_library
 
@@ -28,6 +28,7 @@ def rule_runner(python: str) -> RuleRunner:
         rules=[
             *register.rules(),
             QueryRule(BuiltPackage, [RlRunPackageFieldSet]),
+            QueryRule(BuiltPackage, [RlSweepPackageFieldSet]),
             QueryRule(RunSpecDocument, [RunSpecRequest]),
         ],
         target_types=register.target_types(),
@@ -88,3 +89,34 @@ def test_packaging_is_deterministic(rule_runner: RuleRunner, python: str) -> Non
     # A fresh engine session: nothing memoized, the process runs again.
     rule_runner.set_options([f"--rlaunch-python={python}"], env={"UNRELATED": "1"})
     assert package(rule_runner) == first
+
+
+def test_a_sweep_packages_each_of_its_runs_as_itself(rule_runner: RuleRunner) -> None:
+    second = COLOCATED_BUILD[COLOCATED_BUILD.index("rl_run(") :].replace(
+        'name="run",\n    run_name="colocated-1x8"', 'name="run-2",\n    run_name="colocated-2"'
+    )
+    rule_runner.write_files(
+        {
+            "experiments/x/BUILD": COLOCATED_BUILD
+            + second
+            + 'rl_sweep(name="sweep", dependencies=[":run", ":run-2"])\n'
+        }
+    )
+    sweep = RlSweepPackageFieldSet.create(
+        rule_runner.get_target(Address("experiments/x", target_name="sweep"))
+    )
+    built = rule_runner.request(BuiltPackage, [sweep])
+    assert [artifact.relpath for artifact in built.artifacts] == [
+        f"experiments/x/{name}/{file}"
+        for name in ("run", "run-2")
+        for file in ("launch.yaml", "spec.json", "identities.txt")
+    ]
+    files = {
+        entry.path: entry.content
+        for entry in rule_runner.request(DigestContents, [built.digest])
+    }
+    # Each run's folder holds exactly what packaging that run alone writes.
+    assert {path: content for path, content in files.items() if "/run/" in path} == package(
+        rule_runner
+    )
+    assert b"colocated-2" in files["experiments/x/run-2/launch.yaml"]

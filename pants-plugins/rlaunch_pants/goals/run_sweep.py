@@ -8,17 +8,19 @@ from dataclasses import dataclass
 from pants.base.build_root import BuildRoot
 from pants.core.goals.run import RunFieldSet, RunInSandboxBehavior, RunRequest
 from pants.core.util_rules.distdir import DistDir
-from pants.engine.addresses import Addresses
 from pants.engine.fs import CreateDigest, Digest, FileContent
 from pants.engine.rules import Get, MultiGet, collect_rules, rule
-from pants.engine.target import DependenciesRequest, InvalidFieldException, Targets
 
 from rlaunch_pants.goals.package import output_dir
 from rlaunch_pants.goals.run import runtime_env, store_args
-from rlaunch_pants.run_fields import RlRunRolePlanField
 from rlaunch_pants.specs import RunSpecDocument, RunSpecRequest, spec_file_path
 from rlaunch_pants.subsystem import RlaunchSubsystem
-from rlaunch_pants.sweep import RlSweepMaxParallelField, RlSweepRunsField
+from rlaunch_pants.sweep import (
+    RlSweepMaxParallelField,
+    RlSweepRunsField,
+    SweepRuns,
+    SweepRunsRequest,
+)
 
 
 @dataclass(frozen=True)
@@ -37,15 +39,7 @@ async def launch_rl_sweep(
     build_root: BuildRoot,
     dist_dir: DistDir,
 ) -> RunRequest:
-    addresses = await Get(Addresses, DependenciesRequest(field_set.runs))
-    targets = await Get(Targets, Addresses, addresses)
-    others = [str(t.address) for t in targets if not t.has_field(RlRunRolePlanField)]
-    if others or not targets:
-        raise InvalidFieldException(
-            f"The 'dependencies' field in target {field_set.address} must list rl_run targets "
-            f"only (the points of the sweep and their smokes), but was "
-            f"{sorted(others) if others else 'empty'}"
-        )
+    targets = await Get(SweepRuns, SweepRunsRequest(field_set.address, field_set.runs))
     documents = await MultiGet(
         Get(RunSpecDocument, RunSpecRequest(target.address)) for target in targets
     )
