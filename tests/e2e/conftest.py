@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+BROKEN_FIXTURES = ("--no-pantsd", '--pants-ignore=-["/tests/fixtures/broken/"]')
+"""Options that make Pants see tests/fixtures/broken/ (pants.toml ignores it, so that `::` is
+clean), without pantsd: an ignore list of its own would restart the repo's pantsd twice."""
 
 # Pants 2.17 keeps pantsd's metadata in <buildroot>/.pids/<hash>/pantsd/ (pants_subprocessdir).
 PANTSD_PID_GLOB = ".pids/*/pantsd/pid"
