@@ -5,6 +5,7 @@ complete or absent, and each failure names the input and the fix."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -140,6 +141,24 @@ def test_an_unbuilt_input_and_a_changed_fingerprint_are_refused(
     stale = StageInput(item.slot, item.identity, "f" * 64, item.uri)
     with pytest.raises(StagingError, match=r"the store changed since the YAML was rendered"):
         stage_inputs([stale], tmp_path / "cache", say=quiet)
+
+
+def test_a_fingerprint_edited_in_the_store_is_called_an_edit(
+    s3_store: str, tmp_path: Path
+) -> None:
+    item = built(s3_store, tmp_path)
+    remote, root = fsspec.core.url_to_fs(item.uri)
+    record = json.loads(remote.cat_file(f"{root}/_record.json"))
+    record["fingerprint"] = "sha256:" + "e" * 64
+    remote.pipe_file(f"{root}/_record.json", json.dumps(record).encode())
+    with pytest.raises(StagingError) as raised:
+        stage_inputs([item], tmp_path / "cache", say=quiet)
+    assert str(raised.value) == (
+        f"inputs.train_data (data@2026.01.01): {item.uri}/_record.json was edited by hand or "
+        f"damaged: it records data@2026.01.01 with fingerprint sha256:{'e' * 64}, but its own "
+        f"config and deps give {item.fingerprint}; restore it, or delete the artifact's folder "
+        "and build it again"
+    )
 
 
 def test_an_unreachable_store_is_a_clear_error(

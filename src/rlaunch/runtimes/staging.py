@@ -30,7 +30,13 @@ from rlaunch.paths import join
 from rlaunch.store import RECORD_FILE, StoreError
 from rlaunch.store.fs import open_location
 from rlaunch.store.digests import DigestCache
-from rlaunch.store.records import ArtifactRecord, parse_record, verify_local
+from rlaunch.store.records import (
+    ArtifactRecord,
+    edited_record,
+    own_fingerprint,
+    parse_record,
+    verify_local,
+)
 from rlaunch.store.transfer import FileCopy, download
 
 NODE_CACHE_ENV = "RLAUNCH_NODE_CACHE"
@@ -109,6 +115,8 @@ def _read_record(item: StageInput) -> ArtifactRecord:
         record = parse_record(text, record_uri)
     except StoreError as err:
         raise StagingError(f"{where}: {err}") from None
+    if record.fingerprint != item.fingerprint and (own := own_fingerprint(record)) is not None:
+        raise StagingError(f"{where}: {edited_record(record_uri, record, own)}")
     if record.identity != item.identity or record.fingerprint != item.fingerprint:
         raise StagingError(
             f"{where}: {record_uri} records {record.identity} with fingerprint "

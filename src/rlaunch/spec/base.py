@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
+
+from rlaunch.fingerprints import canonical_json, fingerprint_of
+
+__all__ = ["MAX_INT", "SpecModel", "canonical_json", "fingerprint_of"]
 
 # The largest integer any field takes: JSON's exact integer range. Beyond it a number has been
 # mistyped (or is an attack), and readers in other languages would round it.
@@ -34,13 +36,3 @@ class SpecModel(BaseModel):
         if type(value) is int and not -MAX_INT <= value <= MAX_INT:
             raise ValueError(f"integers are at most 2**53 in size (got {len(str(value))} digits)")
         return value
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: the input of every fingerprint."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def fingerprint_of(value: Any) -> str:
-    """`sha256:<hex>` of the canonical JSON of a plain (JSON-compatible) value."""
-    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rlaunch.spec.base import fingerprint_of
+from rlaunch.fingerprints import fingerprint_of
 from rlaunch.store.digests import DigestCache, sha256_of
 from rlaunch.store.fs import StoreError
 
@@ -93,6 +93,15 @@ def own_fingerprint(record: ArtifactRecord) -> str | None:
     if record.fingerprint in candidates:
         return None
     return with_deps if deps or "builder" in record.config else candidates[-1]
+
+
+def edited_record(record_path: str, record: ArtifactRecord, own: str) -> str:
+    """What a reader of a record says when `own_fingerprint(record)` is `own` (not None)."""
+    return (
+        f"{record_path} was edited by hand or damaged: it records {record.identity} with "
+        f"fingerprint {record.fingerprint}, but its own config and deps give {own}; restore "
+        f"it, or delete the artifact's folder and build it again"
+    )
 
 
 def parse_record(text: str, where: str) -> ArtifactRecord:

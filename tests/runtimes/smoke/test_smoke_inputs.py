@@ -11,6 +11,7 @@ import pytest
 from rlaunch.render import LaunchDocument
 from rlaunch.runtimes.smoke.config import SmokeConfigError, load_config
 from rlaunch.runtimes.smoke.inputs import refuse_finished_calendar, verify_inputs
+from rlaunch.spec import fingerprint_of
 from rlaunch.store import RECORD_FILE
 
 from .demo import write_records
@@ -74,8 +75,19 @@ def test_a_record_of_other_content_is_refused_with_both_fingerprints(launched) -
     record["fingerprint"] = "sha256:" + "e" * 64
     path.write_text(json.dumps(record))
     assert _refused(config) == (
+        f"inputs.tokenizer: {path} was edited by hand or damaged: it records "
+        f"countdown-smoke-tokenizer@dev with fingerprint sha256:{'e' * 64}, but its own config "
+        f"and deps give {fingerprint_of(record['config'])}; restore it, or "
+        "delete the artifact's folder and build it again"
+    )
+    # (The demo's record has no builder in its config: fingerprinted as a hub artifact is.)
+    # A record that its own content does give: another build of the identity.
+    record["config"] = {"builder": "other", "config": {}}
+    other = record["fingerprint"] = fingerprint_of({**record["config"], "deps": {}})
+    path.write_text(json.dumps(record))
+    assert _refused(config) == (
         f"inputs.tokenizer: {entry['uri']} holds countdown-smoke-tokenizer@dev with fingerprint "
-        f"sha256:{'e' * 64}, but the launch YAML names countdown-smoke-tokenizer@dev with "
+        f"{other}, but the launch YAML names countdown-smoke-tokenizer@dev with "
         f"fingerprint {entry['fingerprint']}; the store changed since the YAML was rendered: "
         "launch again (a dev input is rebuilt), or bump the input's version if its content "
         "changed"

@@ -16,7 +16,7 @@ from rlaunch.runtimes.smoke import checkpoint as ckpt
 from rlaunch.runtimes.smoke.config import InputRef, SmokeConfig, SmokeConfigError
 from rlaunch.spec.syntax import is_calendar, next_calendar
 from rlaunch.store import RECORD_FILE, StoreError
-from rlaunch.store.records import parse_record, verify_local
+from rlaunch.store.records import edited_record, own_fingerprint, parse_record, verify_local
 
 
 def verify_input(ref: InputRef) -> None:
@@ -34,6 +34,8 @@ def verify_input(ref: InputRef) -> None:
         )
     try:
         record = parse_record(record_path.read_text(encoding="utf-8"), str(record_path))
+        if record.fingerprint != ref.fingerprint and (own := own_fingerprint(record)):
+            raise SmokeConfigError(f"{where}: {edited_record(str(record_path), record, own)}")
         if record.identity != ref.identity or record.fingerprint != ref.fingerprint:
             raise SmokeConfigError(
                 f"{where}: {ref.directory} holds {record.identity} with fingerprint "
