@@ -144,7 +144,10 @@ HOSTILE = ["None", "True", "-1", "0", "1e30", "10**30", 'float("inf")', 'float("
 
 
 def literal_sites(text: str) -> list[tuple[int, int]]:
-    return [match.span() for match in LITERAL.finditer(text)]
+    """Every literal field value but a target's `name`: Pants 2.17 reads names before any plugin
+    code runs, and `name=True` stops it with a TypeError naming no target (docs/spec-format.md)."""
+    return [match.span() for match in LITERAL.finditer(text)
+            if not re.search(r"\bname=$", text[max(0, match.start() - 6): match.start()])]
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))

@@ -81,3 +81,19 @@ def test_json_dump_is_sorted_and_stable():
     text = dumps_spec(spec, "json")
     assert text == dumps_spec(spec, "json")
     assert list(json.loads(text)) == sorted(json.loads(text))
+
+
+@pytest.mark.parametrize("accelerator", ["0E0", "1e-6", "2.5E+3"])
+def test_a_string_that_reads_as_a_number_survives_the_spec_and_launch_round_trips(accelerator):
+    # The loader reads `1e-6` as the number a person means (YAML 1.2, JSON), so the writers
+    # must quote a string of that shape; hypothesis found accelerator `0E0` read back as 0.0.
+    from rlaunch.render import render_launch
+    from rlaunch.render.output import loads_launch
+
+    data = worked_example("colocated-1x8")
+    data["execution"]["allocation"]["accelerator"] = accelerator
+    spec = parse_spec(data, "run.yaml")
+    assert loads_spec(dumps_spec(spec)) == spec
+    text = render_launch(spec, store_prefix="/tmp/store", launcher_commit=None)
+    assert f"'{accelerator}'" in text
+    assert loads_launch(text, "launch.yaml").execution.allocation.accelerator == accelerator

@@ -14,6 +14,7 @@ from rlaunch.paths import LAUNCH_DIGEST_ENV
 from rlaunch.render.document import LAUNCH_SCHEMA_VERSION, SECTIONS, launch_document
 from rlaunch.render.launchdoc import LaunchDocument, LaunchError
 from rlaunch.spec import RunSpec
+from rlaunch.spec.documents import Dumper
 
 HEADER = (
     f"# rlaunch launch YAML (schema_version {LAUNCH_SCHEMA_VERSION}), rendered from a RunSpec by "
@@ -22,9 +23,10 @@ HEADER = (
 )
 
 
-class _Dumper(yaml.SafeDumper):
-    """Safe dumper that never writes YAML aliases: a repeated mapping (the same model as
-    policy and tokenizer source, say) is written out each time, so the file reads on its own.
+class _Dumper(Dumper):
+    """Safe dumper (a string our loader reads as a number is quoted) that never writes YAML
+    aliases: a repeated mapping (the same model as policy and tokenizer source, say) is written
+    out each time, so the file reads on its own.
 
     Pure Python on purpose (about 5 ms a document): libyaml's emitter may lay text out
     differently, and the bytes must not depend on whether a machine has libyaml."""

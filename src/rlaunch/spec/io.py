@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from rlaunch.atomic import write_text_atomically
-from rlaunch.spec.documents import DocumentError, parse, read_document
+from rlaunch.spec.documents import DocumentError, Dumper, parse, read_document
 from rlaunch.spec.run import RunSpec
 from rlaunch.spec.sources import SOURCES_KEY, BuildSources
 
@@ -117,7 +117,7 @@ def dumps_spec(spec: RunSpec, fmt: str = "yaml") -> str:
     data = spec.model_dump(mode="json")
     if fmt == "json":
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
-    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=True, default_flow_style=False)
 
 
 def dump_spec(spec: RunSpec, path: str | os.PathLike) -> None:
