@@ -4,7 +4,7 @@ The plugin runs on CPython 3.9 and never imports the library, so the library wri
 plugin needs into `pants-plugins/rlaunch_pants/schema.json` (`scripts/gen-docs`, or
 `python -m rlaunch.buildschema --write`): every key of every section (and of an artifact's model facts) with its type, choices,
 whether it may be null and its meaning (the field's docstring); the artifact slots; the pin and
-version patterns; the world rules that `./pants check` does not run. A test fails when the
+version patterns; the SkyRL settings catalog; the world rules that `./pants check` does not run. A test fails when the
 checked-in file differs from what this module writes.
 """
 
@@ -21,8 +21,10 @@ from pydantic import BaseModel
 
 from rlaunch.preflight import all_rules
 from rlaunch.spec import syntax
+from rlaunch.spec.catalog import PROFILES
 from rlaunch.spec.artifacts import Artifact, ModelFacts
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
+from rlaunch.spec.settings import PLAN_OWNED
 
 SCHEMA_PATH = Path("pants-plugins/rlaunch_pants/schema.json")
 
@@ -79,6 +81,20 @@ def model_keys(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:
     return keys
 
 
+def settings_schema() -> dict[str, Any]:
+    """What the plugin checks a BUILD file's `settings` against before it knows the run's
+    runtime: every name some catalogued release reads, with its type (the library checks the
+    pinned release itself), the sections, and the names the plan decides."""
+    fields: dict[str, Any] = {}
+    sections: dict[str, str] = {}
+    for profile in PROFILES.values():
+        for release in (*profile.releases.values(), *profile.commits.values()):
+            for name, field in release.settings.fields.items():
+                fields.setdefault(name, {"type": field.type, "nullable": field.nullable})
+            sections.update(release.settings.sections)
+    return {"fields": fields, "sections": sections, "plan_owned": dict(PLAN_OWNED)}
+
+
 def build_schema() -> dict[str, Any]:
     keys = model_keys(RunSpec)
     return {
@@ -87,6 +103,7 @@ def build_schema() -> dict[str, Any]:
         "artifact_slots": [name for name, key in keys.items() if key["type"] == "artifact"],
         # An artifact is a target of its own; of its keys, the model facts are a BUILD dict.
         "model_facts": model_keys(ModelFacts, "facts"),
+        "settings": settings_schema(),
         "patterns": {
             "commit": syntax.COMMIT.pattern,
             "sha256": syntax.SHA256.pattern,

@@ -10,6 +10,7 @@ import yaml
 from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
+from rlaunch.spec.settings import PLAN_OWNED
 
 REFERENCE_NAME = "skyrl-0.3.0-config-fields.txt"
 
@@ -88,3 +89,25 @@ def test_a_value_without_a_command_line_form_is_an_error():
     with pytest.raises(TypeError) as caught:
         skyrl_cli_args({"trainer": {"tags": ("a",)}})
     assert str(caught.value) == "no SkyRL command-line form for tuple: ('a',)"
+
+
+@pytest.mark.parametrize("name", sorted(WORKED_EXAMPLES))
+def test_every_rendered_leaf_is_plan_owned_so_no_setting_can_repeat_it(name):
+    subtree = launch_document(parse_spec(worked_example(name)), store_prefix="/s",
+                              launcher_commit=None)["skyrl"]
+    assert sorted(set(leaf_paths(subtree)) - set(PLAN_OWNED)) == []
+
+
+def test_settings_land_at_their_dotted_names_beside_the_rendered_keys():
+    data = {**worked_example("colocated-1x8"), "settings": {
+        "trainer.policy.optimizer_config.weight_decay": 0.0,
+        "trainer.policy.model.lora.rank": 16,
+        "generator.inference_engine.gpu_memory_utilization": 0.85,
+    }}
+    skyrl = launch_document(parse_spec(data), store_prefix="/s", launcher_commit=None)["skyrl"]
+    policy = skyrl["trainer"]["policy"]
+    assert policy["optimizer_config"] == {"lr": 1e-6, "weight_decay": 0.0}
+    assert policy["model"]["lora"] == {"rank": 16}
+    assert policy["model"]["path"].endswith("/qwen2.5-1.5b-instruct/2026.11.01")
+    assert skyrl["generator"]["inference_engine"]["gpu_memory_utilization"] == 0.85
+    assert "generator.inference_engine.gpu_memory_utilization=0.85" in skyrl_cli_args(skyrl)

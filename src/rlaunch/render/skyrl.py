@@ -2,8 +2,9 @@
 
 Field names are exactly those of SkyRL 0.3.0's `SkyRLTrainConfig` (shared reference
 `skyrl-0.3.0-config-fields.txt`); tests/contract proves that SkyRL's own loader and
-`validate_cfg` accept what this writes. Only fields the RunSpec decides are written: everything
-else keeps SkyRL's default, so the subtree says exactly what the spec says.
+`validate_cfg` accept what this writes. Only fields the RunSpec decides are written (the plan's,
+and the run's extra `settings` at their dotted names): everything else keeps SkyRL's default, so
+the subtree says exactly what the spec says.
 
 A role the plan leaves out mirrors the policy's footprint (nodes, GPUs per node), which keeps
 SkyRL's arithmetic on integers it never acts upon (no reference when neither KL flag is set; no
@@ -15,6 +16,7 @@ only an absent reference mirrors the policy's.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -170,13 +172,27 @@ def _data_path(entry: dict[str, Any], slot: str) -> str:
     return entry["uri"] if name is None else f"{entry['uri']}/{name}"
 
 
+def _with_settings(subtree: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """The run's extra settings placed at their dotted names. The RunSpec proved each is a
+    field of the pinned release that the plan does not decide, so none replaces a rendered
+    value."""
+    for name, value in settings.items():
+        *sections, leaf = name.split(".")
+        node = subtree
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[leaf] = copy.deepcopy(value)
+    return subtree
+
+
 def skyrl_subtree(
     spec: RunSpec, *, inputs: dict[str, Any], artifacts: dict[str, Any]
 ) -> dict[str, Any]:
     """The SkyRL config subtree; `inputs` and `artifacts` are the document's own sections, so
-    every path in it is the one written there."""
+    every path in it is the one written there. The run's `settings` come last, each at its
+    dotted name."""
     eval_path = _data_path(inputs["eval_data"], "eval_data") if "eval_data" in inputs else None
-    return {
+    return _with_settings({
         "data": {
             "train_data": [_data_path(inputs["train_data"], "train_data")],
             "val_data": [] if eval_path is None else [eval_path],
@@ -184,7 +200,7 @@ def skyrl_subtree(
         "trainer": _trainer(spec, inputs, artifacts),
         "generator": _generator(spec),
         "environment": {"env_class": spec.algorithm.environment},
-    }
+    }, spec.settings)
 
 
 def _override_value(value: Any) -> str:

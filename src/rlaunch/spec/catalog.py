@@ -13,9 +13,12 @@ nothing about it can be proven.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
+
+from rlaunch.spec import skyrl_fields_0_3_0
+from rlaunch.spec.settings import SettingsCatalog
 
 FIXES: Mapping[str, str] = MappingProxyType(
     {
@@ -48,6 +51,8 @@ class RuntimeRelease:
     """Python modules that run a job from the launch YAML."""
     fixes: frozenset[str]
     """Fix ids (keys of `FIXES`) this release contains."""
+    settings: SettingsCatalog = field(default_factory=lambda: SettingsCatalog("this release"))
+    """The extra settings (a run's `settings`) the release reads, by SkyRL's dotted names."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +86,28 @@ _SKYRL_0_3_0 = RuntimeRelease(
     version="0.3.0",
     entrypoints=("skyrl.train.entrypoints.main_base",),
     fixes=frozenset(FIXES),
+    settings=SettingsCatalog.generated(
+        "SkyRL 0.3.0", skyrl_fields_0_3_0.FIELDS, skyrl_fields_0_3_0.SECTIONS
+    ),
+)
+
+# The SkyRL settings the smoke runtime reads (rlaunch.runtimes.smoke.config.load_config); every
+# other name would be silently ignored there, so it is refused.
+SMOKE_SETTINGS = (
+    "trainer.policy.optimizer_config.weight_decay",
+    "trainer.policy.optimizer_config.adam_betas",
+    "trainer.policy.optimizer_config.max_grad_norm",
+    "trainer.algorithm.grpo_norm_by_std",
 )
 
 _SMOKE_0_1_0 = RuntimeRelease(
     version="0.1.0",
     entrypoints=("rlaunch.runtimes.smoke",),
     fixes=frozenset(),
+    settings=SettingsCatalog.generated(
+        "the smoke runtime 0.1.0", skyrl_fields_0_3_0.FIELDS, skyrl_fields_0_3_0.SECTIONS,
+        only=SMOKE_SETTINGS,
+    ),
 )
 
 PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
@@ -136,3 +157,20 @@ def resolve(
     if commit is not None:
         return found.commits.get(commit)
     return None
+
+
+def settings_catalog(
+    profile_name: str, *, package: str | None, commit: str | None
+) -> SettingsCatalog | str:
+    """The settings catalog of a pinned release, or why there is none (the fix included)."""
+    release = resolve(profile_name, package=package, commit=commit)
+    if release is not None:
+        return release.settings
+    found = PROFILES.get(profile_name)
+    pin = package if package is not None else f"commit {commit}"
+    if found is None:
+        return f"the runtime profile {profile_name!r} is not in rlaunch's catalog"
+    known = ", ".join(sorted(found.releases)) or "none"
+    return (f"{pin} is not a release rlaunch's catalog lists settings for (catalogued "
+            f"{found.name} releases: {known}); pin a catalogued release, or add this one to "
+            f"src/rlaunch/spec/catalog.py with its field list (scripts/gen-skyrl-fields)")

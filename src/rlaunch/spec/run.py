@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
-from pydantic import PrivateAttr
+from pydantic import Field, JsonValue, PrivateAttr, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from rlaunch.spec.artifacts import Artifact, identity, walk
 from rlaunch.spec.base import SpecModel, fingerprint_of
+from rlaunch.spec.catalog import settings_catalog
 from rlaunch.spec.execution import Allocation, Execution
 from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
+from rlaunch.spec.settings import SettingsCatalog
 from rlaunch.spec.sources import BuildSources
 
 SCHEMA_VERSION = 1
@@ -132,6 +133,11 @@ class RunSpec(SpecModel):
     """Prompt and generation lengths in tokens (they must fit in the model's context)."""
     algorithm: Algorithm
     """The RL algorithm."""
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    """Extra runtime settings by SkyRL's dotted config names, e.g.
+    `{"generator.inference_engine.gpu_memory_utilization": 0.85}`; each name must be a field of
+    the pinned release's catalog, each value of its type, and none decided by the plan. Absent
+    or empty: SkyRL's own defaults."""
     logger: Literal["console", "wandb"]
     """Where metrics go: `console` or `wandb` (needs `execution.wandb`)."""
     checkpoint: CheckpointPolicy
@@ -144,6 +150,50 @@ class RunSpec(SpecModel):
     """The full run this run is the smoke test of; null for a full run."""
 
     _build_sources: BuildSources | None = PrivateAttr(default=None)
+
+    def settings_catalog(self) -> SettingsCatalog | str:
+        """The settings the pinned runtime release reads, or why the catalog has none."""
+        runtime = self.runtime
+        return settings_catalog(
+            runtime.profile, package=runtime.package,
+            commit=runtime.git.commit if runtime.git is not None else None,
+        )
+
+    @model_validator(mode="after")
+    def _settings_exist(self) -> RunSpec:
+        """Every setting is a field of the pinned release, of its type, not the plan's."""
+        if not self.settings:
+            return self
+        catalog = self.settings_catalog()
+        if isinstance(catalog, str):
+            problems = [(("settings",), catalog, dict(self.settings))]
+        else:
+            problems = [
+                (("settings", name), problem, value)
+                for name, value in self.settings.items()
+                if (problem := catalog.problem(name, value)) is not None
+            ]
+        if problems:
+            raise ValidationError.from_exception_data(type(self).__name__, [
+                InitErrorDetails(type=PydanticCustomError("setting", "{problem}",
+                                                          {"problem": problem}),
+                                 loc=loc, input=value)
+                for loc, problem, value in problems
+            ])
+        return self
+
+    def skyrl_setting(self, name: str, default: Any = None) -> Any:
+        """The value of SkyRL setting `name`: as the run sets it in `settings`, else `default`
+        when given, else the pinned release's own default (its catalog). KeyError for a name
+        the release does not have."""
+        if name in self.settings:
+            return self.settings[name]
+        if default is not None:
+            return default
+        catalog = self.settings_catalog()
+        if isinstance(catalog, str):
+            raise KeyError(f"{name}: {catalog}")
+        return catalog.default(name)
 
     @property
     def build_sources(self) -> BuildSources | None:
@@ -185,6 +235,9 @@ class RunSpec(SpecModel):
         the allocation counts; executor, address, priority, credentials, W&B and store
         prefix may change without a new version."""
         content = self.model_dump(mode="json", exclude={"name", "version", "execution"})
+        if not content["settings"]:
+            # Runs without settings keep the fingerprints they had before settings existed.
+            del content["settings"]
         content["allocation"] = self.execution.allocation.model_dump(mode="json")
         return fingerprint_of(content)
 

@@ -78,7 +78,11 @@ class BuildSources:
         with the longest prefix of the path that leaves a field to name."""
         best = ""
         for section in self.sections:
-            if section and path.startswith(section + ".") and len(section) > len(best):
+            # A section that names its own field under "" is one key (a setting the run takes
+            # from a shared target); any other section is a field of the run itself.
+            exact = path == section and "" in self.sections[section].fields
+            inside = exact or path.startswith(section + ".")
+            if section and inside and len(section) > len(best):
                 best = section
         origin = self.sections[best]
         return origin, origin.field(path[len(best) + 1:] if best else path)

@@ -1,0 +1,222 @@
+"""Extra runtime settings: the rest of SkyRL's config, by its own dotted names, checked.
+
+A run's `settings` map SkyRL config names (`generator.inference_engine.gpu_memory_utilization`,
+`trainer.policy.model.lora.rank`, ...) to values. Each name must be a field of the pinned
+release's catalog (`SettingsCatalog`, generated from the installed package by
+scripts/gen-skyrl-fields), each value must have the field's type, and no name may be one the
+plan already decides (`PLAN_OWNED`): geometry, batch sizes, lengths, paths, seed, resume and the
+logger's identity are rendered from the plan and never repeated as a literal.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+# Dotted SkyRL name -> the RunSpec field that decides it (what to change instead). Every key the
+# renderer writes into the `skyrl` subtree is here (tests/render/test_skyrl.py proves it), plus a
+# few the plan decides although the renderer leaves them to SkyRL's defaults.
+_ROLLOUT = "role_plan.rollout"
+PLAN_OWNED: Mapping[str, str] = MappingProxyType({
+    "data.train_data": "train_data",
+    "data.val_data": "eval_data",
+    "environment.env_class": "algorithm.environment",
+    "trainer.placement.colocate_all": "role_plan.placement.colocate_all",
+    "trainer.placement.colocate_policy_ref": "role_plan.placement.colocate_policy_ref",
+    "trainer.placement.policy_num_nodes": "role_plan.policy.num_nodes",
+    "trainer.placement.policy_num_gpus_per_node": "role_plan.policy.num_gpus_per_node",
+    "trainer.placement.critic_num_nodes": "role_plan.critic.num_nodes",
+    "trainer.placement.critic_num_gpus_per_node": "role_plan.critic.num_gpus_per_node",
+    "trainer.placement.ref_num_nodes": "role_plan.reference.num_nodes",
+    "trainer.placement.ref_num_gpus_per_node": "role_plan.reference.num_gpus_per_node",
+    "trainer.strategy": "role_plan.strategy",
+    "trainer.policy.model.path": "model",
+    "trainer.policy.optimizer_config.lr": "algorithm.learning_rate",
+    "trainer.policy.sequence_parallel_size": "role_plan.policy.sequence_parallel_size",
+    "trainer.policy.megatron_config.tensor_model_parallel_size":
+        "role_plan.policy.tensor_parallel_size",
+    "trainer.policy.megatron_config.pipeline_model_parallel_size":
+        "role_plan.policy.pipeline_parallel_size",
+    "trainer.policy.megatron_config.context_parallel_size":
+        "role_plan.policy.context_parallel_size",
+    "trainer.policy.megatron_config.expert_model_parallel_size":
+        "role_plan.policy.expert_parallel_size",
+    "trainer.policy.megatron_config.expert_tensor_parallel_size":
+        "role_plan.policy.expert_tensor_parallel_size",
+    "trainer.policy.fsdp_config.fsdp_size": "role_plan.policy (FSDP shards over the role's world)",
+    "trainer.ref.model.path": "reference_model",
+    "trainer.ref.sequence_parallel_size": "role_plan.reference.sequence_parallel_size",
+    "trainer.ref.megatron_config.tensor_model_parallel_size":
+        "role_plan.reference.tensor_parallel_size",
+    "trainer.ref.megatron_config.pipeline_model_parallel_size":
+        "role_plan.reference.pipeline_parallel_size",
+    "trainer.ref.megatron_config.context_parallel_size":
+        "role_plan.reference.context_parallel_size",
+    "trainer.ref.megatron_config.expert_model_parallel_size":
+        "role_plan.reference.expert_parallel_size",
+    "trainer.ref.megatron_config.expert_tensor_parallel_size":
+        "role_plan.reference.expert_tensor_parallel_size",
+    "trainer.ref.fsdp_config.fsdp_size": "role_plan.reference (FSDP shards over the role's world)",
+    "trainer.critic.model.path": "critic_model",
+    "trainer.critic.sequence_parallel_size":
+        "role_plan.policy.sequence_parallel_size (the critic runs the policy's)",
+    "trainer.critic.fsdp_config.fsdp_size": "role_plan.critic (FSDP shards over the role's world)",
+    "trainer.algorithm.advantage_estimator": "algorithm.advantage_estimator",
+    "trainer.algorithm.use_kl_loss": "algorithm.kl.use_kl_loss",
+    "trainer.algorithm.use_kl_in_reward": "algorithm.kl.use_kl_in_reward",
+    "trainer.algorithm.kl_loss_coef": "algorithm.kl.kl_loss_coef",
+    "trainer.algorithm.kl_estimator_type": "algorithm.kl.kl_estimator_type",
+    "trainer.algorithm.eps_clip_low": "algorithm.clip_ratio",
+    "trainer.algorithm.eps_clip_high": "algorithm.clip_ratio",
+    "trainer.algorithm.temperature": "algorithm.temperature",
+    "trainer.fully_async.enabled": "algorithm.fully_async",
+    "trainer.seed": "seed",
+    "trainer.resume_mode": "resume.mode",
+    "trainer.resume_path": "resume.path",
+    "trainer.ckpt_path": "name and version (the checkpoint root derives from the identity)",
+    "trainer.export_path": "name and version (the export root derives from the identity)",
+    "trainer.log_path": "name and version (the attempts root derives from the identity)",
+    "trainer.max_ckpts_to_keep": "checkpoint.max_ckpts_to_keep",
+    "trainer.ckpt_interval": "checkpoint.ckpt_interval",
+    "trainer.hf_save_interval": "checkpoint.hf_save_interval",
+    "trainer.epochs": "algorithm.epochs",
+    "trainer.max_training_steps": "algorithm.max_training_steps",
+    "trainer.train_batch_size": "role_plan.batch.train_batch_size",
+    "trainer.policy_mini_batch_size": "role_plan.batch.policy_mini_batch_size",
+    "trainer.critic_mini_batch_size": "role_plan.batch.critic_mini_batch_size",
+    "trainer.micro_train_batch_size_per_gpu": "role_plan.batch.micro_train_batch_size_per_gpu",
+    "trainer.micro_forward_batch_size_per_gpu":
+        "role_plan.batch.micro_forward_batch_size_per_gpu",
+    "trainer.eval_batch_size": "role_plan.batch.eval_batch_size",
+    "trainer.max_prompt_length": "lengths.max_prompt_length",
+    "trainer.project_name": "execution.wandb.project",
+    "trainer.run_name": "name and version (the run's identity)",
+    "trainer.tags": "name and version (the tags name the run, version and runtime)",
+    "trainer.logger": "logger",
+    "generator.inference_engine.num_engines": f"{_ROLLOUT}.num_engines",
+    "generator.inference_engine.backend": f"{_ROLLOUT}.backend",
+    "generator.inference_engine.weight_sync_backend": f"{_ROLLOUT}.weight_sync_backend",
+    "generator.inference_engine.tensor_parallel_size": f"{_ROLLOUT}.tensor_parallel_size",
+    "generator.inference_engine.pipeline_parallel_size": f"{_ROLLOUT}.pipeline_parallel_size",
+    "generator.inference_engine.data_parallel_size": f"{_ROLLOUT}.data_parallel_size",
+    "generator.inference_engine.expert_parallel_size": f"{_ROLLOUT}.expert_parallel_size",
+    "generator.inference_engine.run_engines_locally": f"{_ROLLOUT} (the plan places the engines)",
+    "generator.inference_engine.external_proxy_url": f"{_ROLLOUT} (the plan places the engines)",
+    "generator.inference_engine.external_server_urls":
+        f"{_ROLLOUT} (the plan places the engines)",
+    "generator.n_samples_per_prompt": "role_plan.batch.n_samples_per_prompt",
+    "generator.max_turns": "lengths.max_turns",
+    "generator.max_input_length": "lengths.max_input_length",
+    "generator.sampling_params.max_generate_length": "lengths.max_generate_length",
+    "generator.sampling_params.temperature": "algorithm.temperature",
+})
+
+_JSON_NAMES = {"bool": "a boolean", "int": "an integer", "float": "a number", "str": "a string",
+               "dict": "a dict with string keys", "any": "any value"}
+
+
+def _describe_type(type_name: str, nullable: bool) -> str:
+    parts = []
+    for member in type_name.split("|"):
+        if member.startswith("list["):
+            parts.append(f"a list of {_describe_type(member[5:-1], False).split(' ', 1)[1]}s")
+        else:
+            parts.append(_JSON_NAMES[member])
+    return " or ".join(parts + (["None"] if nullable else []))
+
+
+def _is(value: Any, type_name: str) -> bool:
+    if type_name == "any":
+        return True
+    if type_name == "bool":
+        return type(value) is bool
+    if type_name == "int":
+        return type(value) is int
+    if type_name == "float":
+        return type(value) in (int, float) and math.isfinite(value)
+    if type_name == "str":
+        return type(value) is str
+    if type_name == "dict":
+        return isinstance(value, Mapping) and all(type(key) is str for key in value)
+    if type_name.startswith("list["):
+        item = type_name[5:-1]
+        return isinstance(value, (list, tuple)) and all(_is(entry, item) for entry in value)
+    raise ValueError(f"unknown catalog type {type_name!r}")
+
+
+@dataclass(frozen=True)
+class SettingField:
+    """One leaf of the runtime's config: its type, null-ability and the runtime's default."""
+
+    type: str
+    nullable: bool
+    default: Any = None
+
+    def describe(self) -> str:
+        return _describe_type(self.type, self.nullable)
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable
+        return any(_is(value, member) for member in self.type.split("|"))
+
+
+@dataclass(frozen=True)
+class SettingsCatalog:
+    """The settings a runtime release reads: its config's leaves, by dotted name."""
+
+    label: str
+    """How messages name the release, e.g. `SkyRL 0.3.0`."""
+    fields: Mapping[str, SettingField] = field(default_factory=dict)
+    sections: Mapping[str, str] = field(default_factory=dict)
+    """Dotted name -> config class of a section (a nested config, not a setting itself)."""
+    reads_only: bool = False
+    """True when the release reads only these few of SkyRL's names (the smoke runtime)."""
+
+    @classmethod
+    def generated(cls, label: str, fields: Mapping[str, Any], sections: Mapping[str, str],
+                  only: tuple[str, ...] | None = None) -> SettingsCatalog:
+        """From a generated module's FIELDS/SECTIONS; `only`: the names a runtime reads."""
+        names = tuple(fields) if only is None else only
+        return cls(
+            label=label,
+            fields=MappingProxyType({name: SettingField(**fields[name]) for name in names}),
+            sections=MappingProxyType(dict(sections) if only is None else {}),
+            reads_only=only is not None,
+        )
+
+    def problem(self, name: str, value: Any) -> str | None:
+        """What is wrong with setting `name` to `value`, with the fix; None when it is fine."""
+        if name in PLAN_OWNED:
+            return (f"{name!r} is decided by the plan, not a setting: set "
+                    f"{PLAN_OWNED[name]} instead (rlaunch renders it into the launch YAML)")
+        if name in self.sections:
+            leaves = [leaf for leaf in self.fields if leaf.startswith(name + ".")]
+            example = f", e.g. {leaves[0]!r}" if leaves else ""
+            return (f"{name!r} is a section of {self.label}'s config ({self.sections[name]}), "
+                    f"not a setting: set its fields one by one{example}")
+        found = self.fields.get(name)
+        if found is None:
+            return self._unknown(name)
+        if not found.accepts(value):
+            return (f"{self.label} types {name!r} as {found.type}"
+                    f"{' or None' if found.nullable else ''}: write {found.describe()}")
+        return None
+
+    def _unknown(self, name: str) -> str:
+        settable = [leaf for leaf in self.fields if leaf not in PLAN_OWNED]
+        close = difflib.get_close_matches(name, settable, n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        if self.reads_only:
+            return (f"{self.label} does not read {name!r}{hint}; it reads "
+                    f"{', '.join(sorted(settable))}")
+        return (f"{self.label} has no config field {name!r}{hint}; settings use its dotted "
+                f"names (docs/spec-format.md, `settings`)")
+
+    def default(self, name: str) -> Any:
+        """The release's own default of a setting; KeyError for a name it does not have."""
+        return self.fields[name].default
