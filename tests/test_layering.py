@@ -40,7 +40,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "experiment launch_commands buildschema cli __main__",  # front ends
     )
 )
-HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub", "matplotlib"})
+HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub", "matplotlib", "botocore",
+                   "s3transfer"})
 """Third-party modules a function may import lazily (start-up time, or optional)."""
 
 

@@ -13,7 +13,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from rlaunch.builders import build_artifact
 from rlaunch.spec.artifacts import AdoptedArtifact
-from rlaunch.store import ArtifactStore, StoreError, directory_sha256, transfer
+from rlaunch.store import ArtifactStore, StoreError, directory_sha256, s3_upload, transfer
 from rlaunch.store.transfer import FileCopy, download, transfer_streams, upload
 
 
@@ -150,3 +150,60 @@ def test_an_s3_store_moves_many_files_at_once_with_progress_by_bytes(
     for relative, data in made:
         assert (copy / relative).read_bytes() == data
     assert (copy / "big.bin").read_bytes() == bytes(range(256)) * 24576
+
+
+def test_an_s3_upload_keeps_at_most_streams_requests_in_flight_for_one_big_file(
+    s3_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One 20 MiB file and two small ones to moto's S3 server through s3transfer: the big file
+    goes up in three 8 MiB parts, never more than `streams` requests at once, progress by bytes."""
+    monkeypatch.setattr(transfer, "_REPORT_EVERY_SECONDS", 0.0)
+    in_flight: list[int] = [0, 0]  # now, peak
+    lock = threading.Lock()
+    made_client = s3_upload.client_like
+
+    def sent(**kwargs: object) -> None:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+
+    def answered(**kwargs: object) -> None:
+        with lock:
+            in_flight[0] -= 1
+
+    def counting_client(fs: object, streams: int) -> object:
+        client = made_client(fs, streams)
+        client.meta.events.register("before-send.s3", sent)
+        client.meta.events.register("after-call.s3", answered)
+        client.meta.events.register("after-call-error.s3", answered)
+        return client
+
+    monkeypatch.setattr(s3_upload, "client_like", counting_client)
+    big = bytes(range(256)) * (80 << 10)  # 20 MiB
+    (tmp_path / "big.bin").write_bytes(big)
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("bb")
+    fs, root = fsspec.core.url_to_fs(s3_store)
+    files = [FileCopy(str(tmp_path / name), f"{root}/m/{name}", size)
+             for name, size in (("big.bin", len(big)), ("a.txt", 1), ("b.txt", 2))]
+    lines: list[str] = []
+    progress = upload(fs, files, what="uploading m@dev", streams=2, log=lines.append)
+    assert in_flight == [0, 2]
+    assert (progress.done_bytes, progress.value) == (len(big) + 3, 3)
+    assert lines[-1].rsplit(", ", 1)[0] == (
+        "uploading m@dev: 21.0 MB of 21.0 MB (100%), 3 of 3 file(s)"
+    )
+    assert len(lines) > 3  # reported as the parts went, not only at the end
+    assert fs.cat_file(f"{root}/m/big.bin") == big
+    assert fs.info(f"{root}/m/big.bin")["ETag"].strip('"').endswith("-3")  # three parts
+    assert sorted(fs.ls(f"{root}/m", detail=False)) == [f"{root}/m/{name}" for name in
+                                                        ("a.txt", "b.txt", "big.bin")]
+
+
+def test_an_s3_upload_of_a_missing_file_fails_and_names_it(
+    s3_store: str, tmp_path: Path
+) -> None:
+    fs, root = fsspec.core.url_to_fs(s3_store)
+    missing = [FileCopy(str(tmp_path / "nope.bin"), f"{root}/m/nope.bin", 1)]
+    with pytest.raises(FileNotFoundError, match="nope.bin"):
+        upload(fs, missing, what="uploading m@dev")

@@ -6,6 +6,10 @@ Object-store filesystems (s3fs, gcsfs) are asynchronous: fsspec's `_get` / `_put
 `_get_file` runs the synchronous copy in a thread, and go through the same batched `_get` /
 `_put`. So every transfer has a bounded number of concurrent streams (`streams`, default
 `$RLAUNCH_TRANSFER_STREAMS`, else 8) and reports progress by bytes.
+
+Uploads to S3 are the exception: they go through s3transfer (`rlaunch.store.s3_upload`), which
+keeps `streams` requests in flight (files and the 8 MiB parts of big files alike); s3fs's own
+multipart upload of one big file reached about half of that rate.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 from fsspec.spec import AbstractFileSystem
 
 from rlaunch.store.fs import StoreError
+from rlaunch.store.s3_upload import upload_files
 
 DEFAULT_STREAMS = 8
 STREAMS_VARIABLE = "RLAUNCH_TRANSFER_STREAMS"
@@ -75,6 +80,12 @@ def download(
     return _run(fs, files, "_get", what=what, streams=streams, log=log)
 
 
+def is_s3(fs: AbstractFileSystem) -> bool:
+    """Whether `fs` is s3fs's filesystem (by protocol: s3fs need not be imported to ask)."""
+    protocol = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return "s3" in protocol
+
+
 def upload(
     fs: AbstractFileSystem,
     files: Sequence[FileCopy],
@@ -85,6 +96,12 @@ def upload(
 ) -> ByteProgress:
     """Copy `files` (source: a local path; target: a path on `fs`), like `download`; the
     targets' folders are made first (once each), for filesystems that have folders."""
+    if is_s3(fs):
+        progress = ByteProgress(files, what=what, log=log)
+        upload_files(fs, [(item.source, item.target) for item in files],
+                     streams=transfer_streams(streams), progress=progress)
+        progress.finish()
+        return progress
     for folder in sorted({posixpath.dirname(item.target) for item in files}):
         fs.makedirs(folder, exist_ok=True)
     return _run(fs, files, "_put", what=what, streams=streams, log=log)
@@ -141,6 +158,11 @@ class ByteProgress(Callback):
 
     def call(self, *args: object, **kwargs: object) -> None:
         """fsspec counts finished files here; bytes arrive through `add_bytes`."""
+
+    def file_done(self) -> None:
+        """One more file finished (for uploads that report files themselves)."""
+        with self._lock:
+            self.value += 1
 
     def add_bytes(self, count: int) -> None:
         with self._lock:
