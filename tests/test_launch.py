@@ -100,11 +100,18 @@ def run(world: World, spec, *, name: str | None = None, **options):
 
 
 def cli(world: World, *args: str, **env: str) -> subprocess.Popen:
-    """`rlaunch ARGS` in a process of its own (with the echo runtime profile)."""
+    """`rlaunch ARGS` in a process of its own (with the echo runtime profile), with Ctrl-C's
+    default disposition: a suite started in the background of a script inherits SIGINT ignored,
+    and Python then installs no KeyboardInterrupt handler."""
     return subprocess.Popen(
         [sys.executable, str(ECHO_CLI), *args], cwd=world.root, env={**os.environ, **env},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,  # noqa: PLW1509 (a signal disposition, no lock is taken)
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def read_until(launcher: subprocess.Popen, text: str, timeout_s: float = 120) -> None:
