@@ -88,6 +88,7 @@ class RlRunReferencesFieldSet(FieldSet):
     role_plan: rf.RlRunRolePlanField
     execution: rf.RlRunExecutionField
     smoke_of: rf.RlRunSmokeOfField
+    skyrl_settings: rf.RlRunSkyrlSettingsField
 
 
 class InferRlRunDependencies(InferDependenciesRequest):
@@ -110,6 +111,7 @@ async def infer_rl_run_dependencies(request: InferRlRunDependencies) -> Inferred
             field_set.role_plan,
             field_set.execution,
             field_set.smoke_of,
+            field_set.skyrl_settings,
         )
     ]
     return await _addresses(field_set.address, references)

@@ -12,6 +12,7 @@ from pants.engine.target import Dependencies, StringSequenceField
 from pants.util.strutil import help_text
 
 from rlaunch_pants import schema
+from rlaunch_pants.settings_fields import RlRunSkyrlSettingsField, SkyrlSettingsField
 from rlaunch_pants.fields import (
     CheckedStringField,
     ChoiceField,
@@ -307,6 +308,7 @@ RUN_REFERENCE_FIELDS = (
     RlRunRolePlanField,
     RlRunExecutionField,
     RlRunSmokeOfField,
+    RlRunSkyrlSettingsField,
 )
 
 RUN_FIELDS = (
@@ -319,6 +321,7 @@ RUN_FIELDS = (
     RlRunLoggerField,
     RlRunCheckpointField,
     RlRunResumeField,
+    SkyrlSettingsField,
     RlRunDependenciesField,
 )
 
@@ -328,7 +331,8 @@ WORLD_RULES_HELP = "\n".join(f"    {code}: {summary}" for code, summary in schem
 RUN_HELP = help_text(
     """
     One RL post-training run: its artifacts, runtime, role plan and execution by address, plus
-    the algorithm, lengths, checkpoint and resume policy (the RunSpec's keys, key for key).
+    the algorithm, lengths, checkpoint and resume policy (the RunSpec's keys, key for key), and
+    extra SkyRL settings by their dotted names (`settings`, over a shared `skyrl_settings`).
 
     `./pants check` preflights it (geometry, batch arithmetic, context, pins, versions, paths,
     runtime, smoke geometry): the checks that depend only on the targets, so their result is
@@ -364,6 +368,7 @@ RUN_HELP = help_text(
             checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
                             export_final=True),
             resume=dict(mode="latest", path=None, compatible_runtimes=[]),
+            settings={"generator.inference_engine.gpu_memory_utilization": 0.85},
         )
     """
 ).replace("{world_rules}", WORLD_RULES_HELP)

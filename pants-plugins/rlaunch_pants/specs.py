@@ -35,6 +35,7 @@ from rlaunch_pants.origins import (
     TargetOriginRequest,
 )
 from rlaunch_pants.references import ReferencedTarget, ReferenceRequest
+from rlaunch_pants.settings_fields import SkyrlSettingsField
 
 SCHEMA_VERSION = schema.SCHEMA["schema_version"]
 ARTIFACT_SLOTS = schema.ARTIFACT_SLOTS
@@ -188,6 +189,13 @@ class RunParts:
     role_plan: dict[str, Any]
     execution: dict[str, Any]
     smoke_of: Optional[dict[str, Any]]
+    # The settings of the run's `skyrl_settings` target (its own `settings` override them).
+    shared_settings: Mapping[str, Any] = FrozenDict()
+
+
+def setting_field(name: str) -> str:
+    """How a BUILD file writes one setting (messages name it so)."""
+    return f"settings[{json.dumps(name)}]"
 
 
 def run_spec_dict(target: Target, parts: RunParts) -> dict[str, Any]:
@@ -201,6 +209,7 @@ def run_spec_dict(target: Target, parts: RunParts) -> dict[str, Any]:
         "role_plan": parts.role_plan,
         "lengths": thaw(target[rf.RlRunLengthsField].value),
         "algorithm": thaw(target[rf.RlRunAlgorithmField].value),
+        "settings": {**thaw(parts.shared_settings), **thaw(target[SkyrlSettingsField].value)},
         "logger": target[rf.RlRunLoggerField].value,
         "checkpoint": thaw(target[rf.RlRunCheckpointField].value),
         "resume": thaw(target[rf.RlRunResumeField].value),
@@ -351,15 +360,23 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
         full_spec = await Get(RunSpecDocument, RunSpecRequest(full.target.address))
         smoke_of = smoke_of_dict(full_spec.data())
 
+    shared = None
+    shared_ref = _reference(target, rf.RlRunSkyrlSettingsField)
+    if shared_ref is not None:
+        shared = (await Get(ReferencedTarget, ReferenceRequest, shared_ref)).target
+
     parts = RunParts(
         artifacts={slot: spec.data() for slot, spec in zip(set_slots, artifact_specs)},
         runtime=runtime_dict(runtime),
         role_plan=role_plan_dict(plan),
         execution=execution_dict(execution),
         smoke_of=smoke_of,
+        shared_settings=shared[SkyrlSettingsField].value if shared is not None else FrozenDict(),
     )
+    own_settings = target[SkyrlSettingsField].value
+    run_fields = {f"settings.{name}": setting_field(name) for name in own_settings}
     sections = [
-        ("", target.address, RUN_FIELD_NAMES),
+        ("", target.address, {**RUN_FIELD_NAMES, **run_fields}),
         ("role_plan", plan.address, {}),
         ("execution", execution.address, {}),
         ("runtime", runtime.address, {}),
@@ -367,6 +384,12 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
     for slot, spec in zip(set_slots, artifact_specs):
         sections += [
             (_join(slot, sub), address, {}) for sub, address in spec.origins
+        ]
+    if shared is not None:
+        # A shared setting is written in the skyrl_settings target: one section per name.
+        sections += [
+            (f"settings.{name}", shared.address, {"": setting_field(name)})
+            for name in parts.shared_settings if name not in own_settings
         ]
     origins = await MultiGet(
         Get(TargetOrigin, TargetOriginRequest(address)) for _, address, _ in sections

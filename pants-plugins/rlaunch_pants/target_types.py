@@ -20,6 +20,7 @@ from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import validation
 from rlaunch_pants.fields import CheckedStringField, SchemaDictField, dict_help, schema_keys
+from rlaunch_pants.settings_fields import SkyrlSettingsTarget
 from rlaunch_pants.sweep import RlSweepTarget
 
 
@@ -301,6 +302,7 @@ ALL_TARGET_TYPES: tuple[type[Target], ...] = (
     RlExecutionTarget,
     RlRunTarget,
     RlSweepTarget,
+    SkyrlSettingsTarget,
 )
 
 

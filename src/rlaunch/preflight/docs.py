@@ -35,6 +35,8 @@ FAMILY_TEXT = {
     "execution": "Executor, credentials (by name), W&B identity, limits, export policy, host."
     + BEYOND_SKYRL,
     "smoke": "A smoke run shares its full run's geometry and pin." + BEYOND_SKYRL,
+    "settings": "A run's extra SkyRL settings (`settings`) where SkyRL 0.3.0 or vLLM refuses,"
+    " ignores or rewrites them. Their names and types are checked when the spec is read.",
     LAUNCH_FAMILY: "Checks `rlaunch launch` (and so `./pants run`) makes besides preflight,"
     " because what they read is only at hand there: the launch ledger, under the launch lock."
     " `rlaunch preflight` does not run them; their findings are printed like preflight's.",

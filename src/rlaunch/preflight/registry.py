@@ -24,7 +24,7 @@ Scope = Literal["spec", "world"]
 
 FAMILIES = (
     "geometry", "allocation", "batch", "context", "algorithm", "artifacts", "versions", "paths",
-    "runtime", "execution", "smoke",
+    "runtime", "execution", "smoke", "settings",
 )
 
 RuleFunc = Callable[["Check"], Iterable[Finding]]

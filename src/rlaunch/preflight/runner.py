@@ -20,6 +20,7 @@ from rlaunch.preflight import (  # noqa: F401
     geometry_roles,
     paths,
     runtime,
+    settings,
     smoke,
     smoke_gate,
     versions,

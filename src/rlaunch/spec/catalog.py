@@ -82,13 +82,15 @@ class RuntimeProfile:
         return tuple(seen)
 
 
+SKYRL_0_3_0_SETTINGS = SettingsCatalog.generated(
+    "SkyRL 0.3.0", skyrl_fields_0_3_0.FIELDS, skyrl_fields_0_3_0.SECTIONS
+)
+
 _SKYRL_0_3_0 = RuntimeRelease(
     version="0.3.0",
     entrypoints=("skyrl.train.entrypoints.main_base",),
     fixes=frozenset(FIXES),
-    settings=SettingsCatalog.generated(
-        "SkyRL 0.3.0", skyrl_fields_0_3_0.FIELDS, skyrl_fields_0_3_0.SECTIONS
-    ),
+    settings=SKYRL_0_3_0_SETTINGS,
 )
 
 # The SkyRL settings the smoke runtime reads (rlaunch.runtimes.smoke.config.load_config); every

@@ -9,7 +9,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from rlaunch.spec.artifacts import Artifact, identity, walk
 from rlaunch.spec.base import SpecModel, fingerprint_of
-from rlaunch.spec.catalog import settings_catalog
+from rlaunch.spec.catalog import SKYRL_0_3_0_SETTINGS, settings_catalog
 from rlaunch.spec.execution import Allocation, Execution
 from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
@@ -184,16 +184,17 @@ class RunSpec(SpecModel):
 
     def skyrl_setting(self, name: str, default: Any = None) -> Any:
         """The value of SkyRL setting `name`: as the run sets it in `settings`, else `default`
-        when given, else the pinned release's own default (its catalog). KeyError for a name
-        the release does not have."""
+        when given, else the pinned release's own default (its catalog), else SkyRL 0.3.0's
+        (the names are SkyRL's; a runtime that does not read one runs as SkyRL's default
+        would). KeyError for a name SkyRL 0.3.0 does not have."""
         if name in self.settings:
             return self.settings[name]
         if default is not None:
             return default
         catalog = self.settings_catalog()
-        if isinstance(catalog, str):
-            raise KeyError(f"{name}: {catalog}")
-        return catalog.default(name)
+        if not isinstance(catalog, str) and name in catalog.fields:
+            return catalog.default(name)
+        return SKYRL_0_3_0_SETTINGS.default(name)
 
     @property
     def build_sources(self) -> BuildSources | None:

@@ -1,0 +1,301 @@
+"""A run's extra SkyRL settings where SkyRL 0.3.0 (or the vLLM it drives) refuses them, or
+silently ignores or rewrites them.
+
+Each rule cites the SkyRL 0.3.0 code it mirrors; tests/contract/test_skyrl_contract.py runs
+SkyRL's own loader and `validate_cfg` on a case of each error rule (refused by SkyRL too) and on
+a case of each warning rule (accepted by SkyRL, with what it does to the setting)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.spec.run import RunSpec
+
+LORA_RANK = "trainer.policy.model.lora.rank"
+GPU_MEMORY = "generator.inference_engine.gpu_memory_utilization"
+ENFORCE_EAGER = "generator.inference_engine.enforce_eager"
+MERGE_LORA = "trainer.policy.megatron_config.lora_config.merge_lora"
+PROFILER = "trainer.policy.torch_profiler_config.enable"
+CPU_OFFLOAD = "trainer.policy.fsdp_config.cpu_offload"
+QAT = "trainer.policy.model.fake_int4_qat.enabled"
+LOSS_REDUCTION = "trainer.algorithm.loss_reduction"
+MAX_SEQ_LEN = "trainer.algorithm.max_seq_len"
+LOGPROBS = "generator.sampling_params.logprobs"
+# skyrl/train/utils/utils.py `validate_cfg`
+LOSS_REDUCTIONS = ("token_mean", "token_mean_legacy", "sequence_mean", "seq_mean_token_sum_norm",
+                   "prompt_mean")
+OFFLOAD_AFTER_STEP = ("trainer.policy.optimizer_config.offload_after_step",
+                      "trainer.critic.optimizer_config.offload_after_step")
+# The trainer builds its roles with the strategy's own section (skyrl/backends/skyrl_train/
+# distributed/fsdp_strategy.py reads `fsdp_config`, megatron_strategy.py `megatron_config`).
+_OTHER_STRATEGY_SECTIONS = {
+    "fsdp": ("trainer.policy.megatron_config.", "trainer.ref.megatron_config."),
+    "megatron": ("trainer.policy.fsdp_config.", "trainer.ref.fsdp_config.",
+                 "trainer.critic.fsdp_config."),
+}
+
+
+def _set(name: str) -> str:
+    return f"settings.{name}"
+
+
+def _lora_example(data: dict[str, Any]) -> None:
+    """`settings: {"trainer.policy.model.lora.rank": 32}`, `role_plan.rollout.backend: "sglang"`"""
+    data["settings"] = {LORA_RANK: 32}
+    data["role_plan"]["rollout"]["backend"] = "sglang"
+
+
+def _uses_lora_weight_sync(spec: RunSpec) -> bool:
+    """skyrl/backends/skyrl_train/inference_servers/utils.py `_uses_lora_weight_sync`: FSDP syncs
+    LoRA adapters whenever the rank is > 0; Megatron only when it does not merge them."""
+    if spec.skyrl_setting(LORA_RANK) <= 0:
+        return False
+    if spec.role_plan.strategy == "megatron":
+        return not spec.skyrl_setting(MERGE_LORA)
+    return True
+
+
+@rule(
+    "SET001",
+    "LoRA on the policy needs the vllm rollout backend.",
+    example=Example(edits=_lora_example),
+)
+def lora_needs_vllm(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: with
+    `trainer.policy.model.lora.rank > 0`, `generator.inference_engine.backend` must be `vllm`
+    ("LoRA enabled requires vLLM backend")."""
+    spec = check.spec
+    rank = spec.skyrl_setting(LORA_RANK)
+    backend = spec.role_plan.rollout.backend
+    if rank > 0 and backend != "vllm":
+        yield error(
+            "SET001", (_set(LORA_RANK), "role_plan.rollout.backend"),
+            f"LoRA rank {rank} with rollout backend {backend}: SkyRL 0.3.0 loads LoRA adapters "
+            f"into vLLM engines only",
+            "Set role_plan.rollout.backend to vllm, or drop the LoRA setting (rank 0: full "
+            "fine-tuning).",
+        )
+
+
+@rule(
+    "SET002",
+    "gpu_memory_utilization is in (0, 1].",
+    example=Example(edits={"settings": {GPU_MEMORY: 1.2}}),
+)
+def gpu_memory_fraction(check: Check) -> Iterator[Finding]:
+    """Error. SkyRL 0.3.0 passes the value to vLLM unchecked
+    (skyrl/backends/skyrl_train/inference_servers/utils.py `build_vllm_cli_args`), and vLLM's
+    `CacheConfig` (vllm/config/cache.py) declares `gpu_memory_utilization` with `gt=0, le=1`: an
+    engine would fail at start-up, after the cluster is paid for."""
+    value = check.spec.skyrl_setting(GPU_MEMORY)
+    if not 0 < value <= 1:
+        yield error(
+            "SET002", (_set(GPU_MEMORY),),
+            f"{GPU_MEMORY} is {value}, outside (0, 1]: it is the fraction of each GPU's memory "
+            f"a vLLM engine may use",
+            "Set it to a fraction such as 0.85 (SkyRL's default is 0.8).",
+        )
+
+
+@rule(
+    "SET003",
+    "Profiling FSDP under colocation needs FSDP's own CPU offload.",
+    example=Example(edits={"settings": {PROFILER: True}}),
+)
+def profiler_needs_native_offload(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/config/config.py `TorchProfilerConfig.validate` (called by
+    `validate_cfg`): with `strategy=fsdp`, colocation (`colocate_all` or `colocate_policy_ref`)
+    and `policy.fsdp_config.cpu_offload=false`, the trainer offloads models with
+    `torch.utils.swap_tensors`, which conflicts with the profiler's references."""
+    spec = check.spec
+    placement = spec.role_plan.placement
+    colocated = placement.colocate_all or placement.colocate_policy_ref
+    if (spec.skyrl_setting(PROFILER) and spec.role_plan.strategy == "fsdp" and colocated
+            and not spec.skyrl_setting(CPU_OFFLOAD)):
+        yield error(
+            "SET003",
+            (_set(PROFILER), _set(CPU_OFFLOAD), "role_plan.placement.colocate_all",
+             "role_plan.placement.colocate_policy_ref"),
+            "the torch profiler is enabled on a colocated FSDP policy whose models SkyRL "
+            "offloads by swapping tensors (fsdp_config.cpu_offload false)",
+            f"Set {CPU_OFFLOAD} to true (FSDP2's own offload), or disable the profiler.",
+        )
+
+
+@rule(
+    "SET004",
+    "enforce_eager is not set with LoRA weight sync (SkyRL turns it off).",
+    example=Example(edits={"settings": {LORA_RANK: 16, ENFORCE_EAGER: True}}),
+)
+def lora_enforce_eager(check: Check) -> Iterator[Finding]:
+    """Warning. skyrl/train/config/config.py `SkyRLTrainConfig.__post_init__`: when LoRA
+    adapters are synced to vLLM and `enforce_eager` is true, SkyRL sets it to false (eager vLLM
+    with LoRA is 2-3x slower), so the setting does not do what it says."""
+    spec = check.spec
+    if (spec.settings.get(ENFORCE_EAGER) is True and _uses_lora_weight_sync(spec)
+            and spec.role_plan.rollout.backend == "vllm"):
+        yield warning(
+            "SET004", (_set(ENFORCE_EAGER), _set(LORA_RANK)),
+            f"{ENFORCE_EAGER} is true with LoRA weight sync (rank "
+            f"{spec.skyrl_setting(LORA_RANK)}): SkyRL 0.3.0 sets it back to false",
+            f"Remove {ENFORCE_EAGER}.",
+        )
+
+
+@rule(
+    "SET005",
+    "A setting takes effect: offload_after_step needs colocate_all; a strategy's own section.",
+    example=Example(edits={"settings": {CPU_OFFLOAD: True}}, base="megatron-moe-5x8"),
+)
+def setting_without_effect(check: Check) -> Iterator[Finding]:
+    """Warning. `OptimizerConfig.offload_after_step` (skyrl/train/config/config.py) is "only
+    applicable when colocate_all=True"; `fsdp_config` is read by the FSDP strategy only and
+    `megatron_config` by the Megatron strategy only (skyrl/backends/skyrl_train/distributed/
+    fsdp_strategy.py, megatron/megatron_strategy.py). A setting SkyRL ignores is written for
+    nothing and misleads whoever reads the recipe."""
+    spec = check.spec
+    plan = spec.role_plan
+    if not plan.placement.colocate_all:
+        for name in OFFLOAD_AFTER_STEP:
+            if name in spec.settings:
+                yield warning(
+                    "SET005", (_set(name), "role_plan.placement.colocate_all"),
+                    f"{name} has no effect: SkyRL offloads the optimizer after a step only "
+                    f"under colocate_all, which the plan does not use",
+                    f"Remove {name}.",
+                )
+    ignored = [name for name in spec.settings
+               if name.startswith(_OTHER_STRATEGY_SECTIONS[plan.strategy])]
+    if ignored:
+        yield warning(
+            "SET005", (*(_set(name) for name in ignored), "role_plan.strategy"),
+            f"{', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect: the "
+            f"{plan.strategy} strategy does not read that section",
+            "Remove them, or set the matching option of the plan's strategy.",
+        )
+
+
+@rule(
+    "SET006",
+    "fake INT4 QAT needs LoRA, Megatron and merge_lora false.",
+    example=Example(edits={"settings": {QAT: True}}),
+)
+def fake_int4_qat(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/config/config.py `ModelConfig.__post_init__` (QAT needs
+    `lora.rank > 0`) and `TrainerConfig.__post_init__` (QAT needs `strategy=megatron` and
+    `megatron_config.lora_config.merge_lora=false`)."""
+    spec = check.spec
+    if not spec.skyrl_setting(QAT):
+        return
+    missing = []
+    if spec.skyrl_setting(LORA_RANK) <= 0:
+        missing.append(f"{LORA_RANK} > 0")
+    if spec.role_plan.strategy != "megatron":
+        missing.append("role_plan.strategy megatron")
+    if spec.skyrl_setting(MERGE_LORA):
+        missing.append(f"{MERGE_LORA} false")
+    if missing:
+        yield error(
+            "SET006", (_set(QAT), _set(LORA_RANK), _set(MERGE_LORA), "role_plan.strategy"),
+            f"{QAT} is true but SkyRL 0.3.0 also needs {', '.join(missing)}",
+            f"Set {', '.join(missing)}, or drop {QAT}.",
+        )
+
+
+@rule(
+    "SET007",
+    "Megatron-only trainer settings are not set with FSDP.",
+    example=Example(edits={"settings": {"trainer.fused_lm_head_logprob": True}}),
+)
+def megatron_only_settings(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/config/config.py `TrainerConfig.__post_init__`:
+    `logprobs_chunk_size=None` and `fused_lm_head_logprob=true` are Megatron-only, and
+    `logprobs_chunk_size` must be a positive integer."""
+    spec = check.spec
+    chunk = spec.skyrl_setting("trainer.logprobs_chunk_size")
+    problems = []
+    if chunk is not None and chunk <= 0:
+        problems.append(("trainer.logprobs_chunk_size", f"logprobs_chunk_size is {chunk}",
+                         "a positive integer"))
+    if spec.role_plan.strategy != "megatron":
+        if "trainer.logprobs_chunk_size" in spec.settings and chunk is None:
+            problems.append(("trainer.logprobs_chunk_size",
+                             "logprobs_chunk_size None (no chunking) is Megatron-only",
+                             "a positive integer, e.g. SkyRL's default 1024"))
+        if spec.skyrl_setting("trainer.fused_lm_head_logprob"):
+            problems.append(("trainer.fused_lm_head_logprob",
+                             "fused_lm_head_logprob is Megatron-only", "false"))
+    for name, what, fix in problems:
+        yield error(
+            "SET007", (_set(name), "role_plan.strategy"),
+            f"{what} (strategy {spec.role_plan.strategy}); SkyRL 0.3.0 refuses it at start-up",
+            f"Set {name} to {fix}.",
+        )
+
+
+@rule(
+    "SET008",
+    "loss_reduction is one SkyRL has; seq_mean_token_sum_norm sets max_seq_len.",
+    example=Example(edits={"settings": {LOSS_REDUCTION: "seq_mean_token_sum_norm"}}),
+)
+def loss_reduction(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: `loss_reduction` is one of
+    token_mean, token_mean_legacy, sequence_mean, seq_mean_token_sum_norm, prompt_mean, and
+    seq_mean_token_sum_norm needs `trainer.algorithm.max_seq_len` (the normalisation constant)."""
+    spec = check.spec
+    reduction = spec.skyrl_setting(LOSS_REDUCTION)
+    if reduction not in LOSS_REDUCTIONS:
+        yield error(
+            "SET008", (_set(LOSS_REDUCTION),),
+            f"{LOSS_REDUCTION} {reduction!r} is not one SkyRL 0.3.0 has",
+            f"Use one of {', '.join(LOSS_REDUCTIONS)}.",
+        )
+    elif reduction == "seq_mean_token_sum_norm" and spec.skyrl_setting(MAX_SEQ_LEN) is None:
+        lengths = spec.lengths
+        total = lengths.max_input_length + lengths.max_generate_length
+        yield error(
+            "SET008", (_set(LOSS_REDUCTION), _set(MAX_SEQ_LEN)),
+            f"{LOSS_REDUCTION} seq_mean_token_sum_norm divides by {MAX_SEQ_LEN}, which is not set",
+            f"Set {MAX_SEQ_LEN} (e.g. {total} = max_input_length {lengths.max_input_length} + "
+            f"max_generate_length {lengths.max_generate_length}).",
+        )
+
+
+@rule(
+    "SET009",
+    "Step-wise trajectories suit outcome estimators; merging needs them; logprobs is 0 or 1.",
+    example=Example(edits={"settings": {"generator.merge_stepwise_output": True}}),
+)
+def generator_settings(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (step_wise_trajectories with gae
+    or reinforce++; merge_stepwise_output without step_wise_trajectories) and
+    `validate_generator_cfg` (`sampling_params.logprobs` above 1)."""
+    spec = check.spec
+    step_wise = spec.skyrl_setting("generator.step_wise_trajectories")
+    estimator = spec.algorithm.advantage_estimator
+    if step_wise and estimator in ("gae", "reinforce++"):
+        yield error(
+            "SET009", (_set("generator.step_wise_trajectories"), "algorithm.advantage_estimator"),
+            f"step-wise trajectories collapse each trajectory to one advantage, which discards "
+            f"the per-token advantages of {estimator}",
+            "Use grpo or rloo, or drop generator.step_wise_trajectories.",
+        )
+    if spec.skyrl_setting("generator.merge_stepwise_output") and not step_wise:
+        yield error(
+            "SET009", (_set("generator.merge_stepwise_output"),
+                       _set("generator.step_wise_trajectories")),
+            "generator.merge_stepwise_output merges step-wise outputs, but "
+            "generator.step_wise_trajectories is false",
+            "Set generator.step_wise_trajectories to true, or drop merge_stepwise_output.",
+        )
+    logprobs = spec.skyrl_setting(LOGPROBS)
+    if logprobs is not None and logprobs > 1:
+        yield error(
+            "SET009", (_set(LOGPROBS),),
+            f"{LOGPROBS} is {logprobs}; SkyRL 0.3.0 takes 0 or 1 (the chosen token's logprob)",
+            f"Set {LOGPROBS} to 1.",
+        )

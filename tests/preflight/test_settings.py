@@ -1,0 +1,147 @@
+"""Rules on a run's extra SkyRL settings (rlaunch/preflight/settings.py)."""
+
+from __future__ import annotations
+
+from preflight.helpers import example, findings, messages
+
+MEGATRON = "megatron-moe-5x8"
+LORA = "trainer.policy.model.lora.rank"
+
+
+def _settings(settings: dict, base: str = "colocated-1x8", **edits) -> dict:
+    return example(base, {"settings": settings, **edits})
+
+
+def test_set001_lora_needs_vllm() -> None:
+    data = _settings({LORA: 32}, **{"role_plan.rollout.backend": "sglang"})
+    (finding,) = findings(data, "SET001")
+    assert finding.message == (
+        "LoRA rank 32 with rollout backend sglang: SkyRL 0.3.0 loads LoRA adapters into vLLM "
+        "engines only"
+    )
+    assert finding.paths == (
+        "settings.trainer.policy.model.lora.rank", "role_plan.rollout.backend")
+    assert messages(_settings({LORA: 32}), "SET001") == []
+
+
+def test_set002_gpu_memory_utilization_is_a_fraction() -> None:
+    for bad in (0, 1.2, -0.5):
+        (finding,) = findings(
+            _settings({"generator.inference_engine.gpu_memory_utilization": bad}), "SET002")
+        assert finding.message == (
+            f"generator.inference_engine.gpu_memory_utilization is {bad}, outside (0, 1]: it is "
+            f"the fraction of each GPU's memory a vLLM engine may use"
+        )
+        assert finding.fix == "Set it to a fraction such as 0.85 (SkyRL's default is 0.8)."
+    for good in (1, 0.85):
+        assert messages(_settings({"generator.inference_engine.gpu_memory_utilization": good}),
+                        "SET002") == []
+
+
+def test_set003_profiling_a_colocated_fsdp_policy_needs_native_offload() -> None:
+    profiler = "trainer.policy.torch_profiler_config.enable"
+    assert messages(_settings({profiler: True}), "SET003") == [
+        "the torch profiler is enabled on a colocated FSDP policy whose models SkyRL offloads "
+        "by swapping tensors (fsdp_config.cpu_offload false)"
+    ]
+    offloaded = {profiler: True, "trainer.policy.fsdp_config.cpu_offload": True}
+    assert messages(_settings(offloaded), "SET003") == []
+
+
+def test_set004_enforce_eager_with_lora_sync_is_a_warning() -> None:
+    eager = "generator.inference_engine.enforce_eager"
+    (finding,) = findings(_settings({LORA: 16, eager: True}), "SET004")
+    assert finding.severity == "warning"
+    assert finding.message == (
+        "generator.inference_engine.enforce_eager is true with LoRA weight sync (rank 16): "
+        "SkyRL 0.3.0 sets it back to false"
+    )
+    assert messages(_settings({eager: True}), "SET004") == []
+    # Megatron merges LoRA into the weights by default: no adapter sync, enforce_eager stays.
+    assert messages(_settings({LORA: 16, eager: True}, MEGATRON), "SET004") == []
+
+
+def test_set005_a_setting_skyrl_ignores_is_a_warning() -> None:
+    offload = "trainer.policy.optimizer_config.offload_after_step"
+    disaggregated = _settings({offload: False}, "disaggregated-8x8-tp8")
+    assert messages(disaggregated, "SET005") == [
+        "trainer.policy.optimizer_config.offload_after_step has no effect: SkyRL offloads the "
+        "optimizer after a step only under colocate_all, which the plan does not use"
+    ]
+    assert messages(_settings({offload: False}), "SET005") == []
+    other = {"trainer.policy.fsdp_config.cpu_offload": True,
+             "trainer.ref.fsdp_config.cpu_offload": True}
+    assert messages(_settings(other, MEGATRON), "SET005") == [
+        "trainer.policy.fsdp_config.cpu_offload, trainer.ref.fsdp_config.cpu_offload have no "
+        "effect: the megatron strategy does not read that section"
+    ]
+
+
+def test_set006_fake_int4_qat_names_everything_it_lacks() -> None:
+    qat = "trainer.policy.model.fake_int4_qat.enabled"
+    assert messages(_settings({qat: True}), "SET006") == [
+        "trainer.policy.model.fake_int4_qat.enabled is true but SkyRL 0.3.0 also needs "
+        "trainer.policy.model.lora.rank > 0, role_plan.strategy megatron, "
+        "trainer.policy.megatron_config.lora_config.merge_lora false"
+    ]
+    complete = {qat: True, LORA: 16,
+                "trainer.policy.megatron_config.lora_config.merge_lora": False}
+    assert messages(_settings(complete, MEGATRON), "SET006") == []
+
+
+def test_set007_megatron_only_trainer_settings() -> None:
+    both = {"trainer.fused_lm_head_logprob": True, "trainer.logprobs_chunk_size": None}
+    assert messages(_settings(both), "SET007") == [
+        "logprobs_chunk_size None (no chunking) is Megatron-only (strategy fsdp); SkyRL 0.3.0 "
+        "refuses it at start-up",
+        "fused_lm_head_logprob is Megatron-only (strategy fsdp); SkyRL 0.3.0 refuses it at "
+        "start-up",
+    ]
+    assert messages(_settings(both, MEGATRON), "SET007") == []
+    assert messages(_settings({"trainer.logprobs_chunk_size": 0}, MEGATRON), "SET007") == [
+        "logprobs_chunk_size is 0 (strategy megatron); SkyRL 0.3.0 refuses it at start-up"
+    ]
+
+
+def test_set008_loss_reduction() -> None:
+    (finding,) = findings(
+        _settings({"trainer.algorithm.loss_reduction": "seq_mean_token_sum_norm"}), "SET008")
+    assert finding.message == (
+        "trainer.algorithm.loss_reduction seq_mean_token_sum_norm divides by "
+        "trainer.algorithm.max_seq_len, which is not set"
+    )
+    assert finding.fix == (
+        "Set trainer.algorithm.max_seq_len (e.g. 1536 = max_input_length 512 + "
+        "max_generate_length 1024)."
+    )
+    normed = {"trainer.algorithm.loss_reduction": "seq_mean_token_sum_norm",
+              "trainer.algorithm.max_seq_len": 1536}
+    assert messages(_settings(normed), "SET008") == []
+    assert messages(_settings({"trainer.algorithm.loss_reduction": "token_sum"}), "SET008") == [
+        "trainer.algorithm.loss_reduction 'token_sum' is not one SkyRL 0.3.0 has"
+    ]
+
+
+def test_set009_generator_settings() -> None:
+    data = _settings({"generator.step_wise_trajectories": True,
+                      "generator.sampling_params.logprobs": 5},
+                     **{"algorithm.advantage_estimator": "reinforce++"})
+    assert messages(data, "SET009") == [
+        "step-wise trajectories collapse each trajectory to one advantage, which discards the "
+        "per-token advantages of reinforce++",
+        "generator.sampling_params.logprobs is 5; SkyRL 0.3.0 takes 0 or 1 (the chosen "
+        "token's logprob)",
+    ]
+    assert messages(_settings({"generator.merge_stepwise_output": True}), "SET009") == [
+        "generator.merge_stepwise_output merges step-wise outputs, but "
+        "generator.step_wise_trajectories is false"
+    ]
+    assert messages(_settings({"generator.step_wise_trajectories": True,
+                               "generator.merge_stepwise_output": True}), "SET009") == []
+
+
+def test_no_settings_no_findings() -> None:
+    codes = {f"SET00{n}" for n in range(1, 10)}
+    for base in ("colocated-1x8", "disaggregated-8x8-tp8", MEGATRON):
+        for code in codes:
+            assert messages(example(base), code) == []
