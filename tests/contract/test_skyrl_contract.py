@@ -126,6 +126,46 @@ def _other_batches(data: dict[str, Any]) -> None:
     data["checkpoint"].update(ckpt_interval=5, max_ckpts_to_keep=-1, hf_save_interval=20)
 
 
+def _settings(settings: dict[str, Any], **plan: Any) -> Edit:
+    def edit(data: dict[str, Any]) -> None:
+        data["settings"] = dict(settings)
+        for path, value in plan.items():
+            section, key = path.split("__")
+            data["role_plan"][section][key] = value
+    return edit
+
+
+# Realistic extra settings (docs/spec-format.md, `settings`): SkyRL must hold each as written.
+LORA_SETTINGS = {
+    "trainer.policy.model.lora.rank": 32,
+    "trainer.policy.model.lora.alpha": 64,
+    "trainer.policy.model.lora.target_modules": "all-linear",
+}
+TUNED_SETTINGS = {
+    "generator.inference_engine.gpu_memory_utilization": 0.85,
+    "trainer.policy.optimizer_config.weight_decay": 0.0,
+    "trainer.policy.optimizer_config.adam_betas": [0.9, 0.95],
+    "trainer.policy.optimizer_config.num_warmup_steps": 10,
+    "trainer.eval_interval": 10,
+    "trainer.algorithm.loss_reduction": "seq_mean_token_sum_norm",
+    "trainer.algorithm.max_seq_len": 1536,
+    "generator.sampling_params.stop": ["</answer>"],
+}
+OFFLOAD_SETTINGS = {
+    "trainer.policy.fsdp_config.cpu_offload": True,
+    "trainer.ref.fsdp_config.cpu_offload": True,
+    "trainer.policy.torch_profiler_config.enable": True,
+    "trainer.policy.torch_profiler_config.save_path": "/tmp/rlaunch-profiles",
+    "trainer.gradient_checkpointing": True,
+}
+MEGATRON_SETTINGS = {
+    "trainer.policy.megatron_config.moe_token_dispatcher_type": "alltoall",
+    "trainer.policy.megatron_config.ddp_config.overlap_grad_reduce": True,
+    "trainer.policy.model.lora.rank": 16,
+    "trainer.logprobs_chunk_size": None,
+    "trainer.fused_lm_head_logprob": True,
+}
+
 VARIATIONS: dict[str, tuple[str, Edit]] = {
     "colocated-no-eval-data": ("colocated-1x8", _no_eval_data),
     "colocated-resume-from-path": ("colocated-1x8", _resume_from_path),
@@ -140,7 +180,79 @@ VARIATIONS: dict[str, tuple[str, Edit]] = {
     "disaggregated-separate-ref": ("disaggregated-8x8-tp8", _separate_reference),
     "disaggregated-fully-async": ("disaggregated-8x8-tp8", _fully_async),
     "megatron-rloo-pp2": ("megatron-moe-5x8", _rloo_pipeline_2),
+    "colocated-lora-settings": ("colocated-1x8", _settings(LORA_SETTINGS)),
+    "colocated-tuned-settings": ("colocated-1x8", _settings(TUNED_SETTINGS)),
+    "colocated-offload-profiler-settings": ("colocated-1x8", _settings(OFFLOAD_SETTINGS)),
+    "megatron-settings": ("megatron-moe-5x8", _settings(MEGATRON_SETTINGS)),
 }
+
+# Settings preflight refuses, each with the code that refuses it and what SkyRL 0.3.0's own
+# loader or validate_cfg says about it (so the rule is no stricter than SkyRL).
+SETTINGS_REFUSED: dict[str, tuple[str, Edit, str, str]] = {
+    "set001-lora-sglang": (
+        "colocated-1x8", _settings(LORA_SETTINGS, rollout__backend="sglang"), "SET001",
+        "AssertionError: LoRA enabled requires vLLM backend"),
+    "set003-profiler-swap-offload": (
+        "colocated-1x8", _settings({"trainer.policy.torch_profiler_config.enable": True,
+                                    "trainer.policy.torch_profiler_config.save_path": "/tmp/p"}),
+        "SET003", "is incompatible with this FSDP configuration"),
+    "set006-qat-without-lora": (
+        "colocated-1x8", _settings({"trainer.policy.model.fake_int4_qat.enabled": True}),
+        "SET006", "currently requires LoRA"),
+    "set007-fused-logprob-fsdp": (
+        "colocated-1x8", _settings({"trainer.fused_lm_head_logprob": True}), "SET007",
+        "ValueError: fused_lm_head_logprob=True is only supported with the Megatron backend"),
+    "set007-no-chunking-fsdp": (
+        "colocated-1x8", _settings({"trainer.logprobs_chunk_size": None}), "SET007",
+        "ValueError: logprobs_chunk_size=None (no chunking) is only supported with the Megatron"),
+    "set008-norm-without-max-seq-len": (
+        "colocated-1x8", _settings({"trainer.algorithm.loss_reduction": "seq_mean_token_sum_norm"}),
+        "SET008", "`trainer.algorithm.max_seq_len` must be set explicitly"),
+    "set008-unknown-reduction": (
+        "colocated-1x8", _settings({"trainer.algorithm.loss_reduction": "token_sum"}), "SET008",
+        "AssertionError: invalid loss_reduction: token_sum"),
+    "set009-merge-without-step-wise": (
+        "colocated-1x8", _settings({"generator.merge_stepwise_output": True}), "SET009",
+        "requires `generator.step_wise_trajectories=True`"),
+    "set010-profiler-without-save-path": (
+        "colocated-1x8", _settings({"trainer.policy.torch_profiler_config.enable": True,
+                                    "trainer.policy.fsdp_config.cpu_offload": True}),
+        "SET010", "ValueError: `torch_profiler_config.save_path` must be set"),
+    "set010-profiler-stacks-without-stack": (
+        "colocated-1x8", _settings({**OFFLOAD_SETTINGS,
+                                    "trainer.policy.torch_profiler_config.export_type": "stacks",
+                                    "trainer.policy.torch_profiler_config.with_stack": False}),
+        "SET010", "requires `with_stack=true`"),
+    "set009-logprobs-5": (
+        "colocated-1x8", _settings({"generator.sampling_params.logprobs": 5}), "SET009",
+        "ValueError: `logprobs` if set should be 0 or 1"),
+}
+
+# Settings preflight only warns about (or that only vLLM refuses): SkyRL 0.3.0 accepts each; the
+# last item is what SkyRL holds for the named setting afterwards.
+SETTINGS_ACCEPTED: dict[str, tuple[str, Edit, str, tuple[str, Any]]] = {
+    "set002-gpu-memory-1.2": (
+        "colocated-1x8", _settings({"generator.inference_engine.gpu_memory_utilization": 1.2}),
+        "SET002", ("generator.inference_engine.gpu_memory_utilization", 1.2)),
+    "set004-lora-enforce-eager": (
+        "colocated-1x8",
+        _settings({**LORA_SETTINGS, "generator.inference_engine.enforce_eager": True}),
+        "SET004", ("generator.inference_engine.enforce_eager", False)),
+    "set005-offload-after-step-disaggregated": (
+        "disaggregated-8x8-tp8",
+        _settings({"trainer.policy.optimizer_config.offload_after_step": False}),
+        "SET005", ("trainer.policy.optimizer_config.offload_after_step", False)),
+}
+
+
+def settings_specs() -> dict[str, RunSpec]:
+    specs = {}
+    for case_id, (base, edit, *_) in {**SETTINGS_REFUSED, **SETTINGS_ACCEPTED}.items():
+        data = worked_example(base)
+        data["name"] = case_id
+        edit(data)
+        specs[case_id] = parse_spec(data, case_id)
+    return specs
 
 
 def candidate_specs() -> dict[str, RunSpec]:
@@ -227,6 +339,7 @@ def contract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     python = contract_python()
     subtrees = {case_id: subtree_for_skyrl(spec) for case_id, spec in {**named, **grid}.items()}
     subtrees[NEGATIVE_ID] = broken_batch_subtree()
+    subtrees.update({case_id: subtree_for_skyrl(spec) for case_id, spec in settings_specs().items()})
     cases = {
         case_id: {
             "skyrl": subtree,
@@ -300,3 +413,28 @@ def test_a_broken_batch_size_is_rejected_by_skyrl_itself(contract):
         "AssertionError: train_batch_size 250 should be divisible by policy_mini_batch_size 64"
     )
     assert outcome["where"].endswith("validate_batch_sizes")
+
+
+@pytest.mark.parametrize("case_id", sorted(SETTINGS_REFUSED))
+def test_a_setting_preflight_refuses_skyrl_refuses_too(contract, case_id):
+    code, said = SETTINGS_REFUSED[case_id][2:]
+    spec = settings_specs()[case_id]
+    assert code in {finding.code for finding in run_preflight(spec) if finding.is_error}
+    outcome = contract["results"][case_id]
+    assert outcome["accepted"] is False
+    assert said in outcome["error"], outcome
+
+
+@pytest.mark.parametrize("case_id", sorted(SETTINGS_ACCEPTED))
+def test_a_setting_preflight_warns_about_skyrl_accepts(contract, case_id):
+    code, (name, held) = SETTINGS_ACCEPTED[case_id][2:]
+    found = {finding.code: finding for finding in run_preflight(settings_specs()[case_id])}
+    outcome = contract["results"][case_id]
+    assert outcome["accepted"] is True, outcome
+    value = outcome["held"]
+    for part in name.split("."):
+        value = value[part]
+    assert value == held
+    # SkyRL lets a gpu_memory_utilization above 1 through to vLLM, whose CacheConfig refuses it:
+    # an error before the cluster is paid for; the others are warnings.
+    assert found[code].severity == ("error" if code == "SET002" else "warning")

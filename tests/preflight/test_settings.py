@@ -141,7 +141,26 @@ def test_set009_generator_settings() -> None:
 
 
 def test_no_settings_no_findings() -> None:
-    codes = {f"SET00{n}" for n in range(1, 10)}
+    codes = {f"SET{n:03d}" for n in range(1, 11)}
     for base in ("colocated-1x8", "disaggregated-8x8-tp8", MEGATRON):
         for code in codes:
             assert messages(example(base), code) == []
+
+
+def test_set010_an_enabled_profiler_is_complete() -> None:
+    profiler = "trainer.policy.torch_profiler_config"
+    settings = {f"{profiler}.enable": True, "trainer.policy.fsdp_config.cpu_offload": True,
+                f"{profiler}.save_path": "s3://bucket/traces", f"{profiler}.ranks": [],
+                f"{profiler}.active": 0}
+    (ranks, save_path, active) = findings(_settings(settings), "SET010")
+    assert ranks.message == "the torch profiler is enabled but torch_profiler_config.ranks is empty"
+    assert save_path.message == (
+        "the torch profiler is enabled but torch_profiler_config.save_path 's3://bucket/traces' "
+        "is not a local path (torch.profiler cannot write to an object store)"
+    )
+    assert active.fix == "In trainer.policy.torch_profiler_config.active: use a count >= 1."
+    complete = {f"{profiler}.enable": True, "trainer.policy.fsdp_config.cpu_offload": True,
+                f"{profiler}.save_path": "/tmp/traces"}
+    assert messages(_settings(complete), "SET010") == []
+    # A worker-local trace directory is no ambient path (ART007 leaves it alone).
+    assert messages(_settings(complete), "ART007") == []

@@ -14,7 +14,15 @@ from rlaunch.preflight.registry import Example, rule
 
 # Checked by their own rules: the store prefix is where the store is (PATH003), the resume path
 # must lie in it (ALGO006), and the executor address is a network URL.
-EXEMPT = frozenset({"execution.store_prefix", "resume.path", "execution.address"})
+# Two SkyRL settings are scratch directories on the worker nodes, which SkyRL requires to be
+# local: the profiler's trace directory (`TorchProfilerConfig.validate` refuses a cloud URI) and
+# the LoRA adapter hand-off directory. They are written by the job, never read from the launching
+# machine.
+EXEMPT = frozenset({
+    "execution.store_prefix", "resume.path", "execution.address",
+    "settings.trainer.policy.torch_profiler_config.save_path",
+    "settings.trainer.policy.model.lora.lora_sync_path",
+})
 
 
 def _may_hold_text(annotation: Any, visiting: frozenset[type]) -> bool:

@@ -299,3 +299,64 @@ def generator_settings(check: Check) -> Iterator[Finding]:
             f"{LOGPROBS} is {logprobs}; SkyRL 0.3.0 takes 0 or 1 (the chosen token's logprob)",
             f"Set {LOGPROBS} to 1.",
         )
+
+
+_PROFILER = "trainer.policy.torch_profiler_config"
+
+
+def _profiler_problems(spec: RunSpec) -> list[tuple[str, str, str]]:
+    """`(setting, what is wrong, fix)` of an enabled profiler, in the order SkyRL checks."""
+    def value(key: str) -> Any:
+        return spec.skyrl_setting(f"{_PROFILER}.{key}")
+
+    problems = []
+    if not value("ranks"):
+        problems.append(("ranks", "ranks is empty", "list the ranks to profile, e.g. [0]"))
+    save_path = value("save_path")
+    if not save_path:
+        problems.append(("save_path", "save_path is not set",
+                         "set an absolute local directory for the traces"))
+    elif "://" in save_path:
+        problems.append(("save_path", f"save_path {save_path!r} is not a local path "
+                         "(torch.profiler cannot write to an object store)",
+                         "set an absolute local directory"))
+    activities = value("activities")
+    bad = [activity for activity in activities if activity.lower() not in ("cpu", "cuda")]
+    if not activities or bad:
+        problems.append(("activities", f"activities {activities} records nothing or names "
+                         f"{bad}", "use cpu and/or cuda"))
+    export = value("export_type")
+    if export not in ("chrome_trace", "stacks"):
+        problems.append(("export_type", f"export_type {export!r} is unknown",
+                         "use chrome_trace or stacks"))
+    elif export == "stacks" and not value("with_stack"):
+        problems.append(("with_stack", "export_type stacks needs with_stack",
+                         "set with_stack to true"))
+    for key in ("skip_first", "wait", "warmup", "repeat"):
+        if value(key) < 0:
+            problems.append((key, f"{key} is {value(key)}", "use a count >= 0"))
+    if value("active") < 1:
+        problems.append(("active", f"active is {value('active')}", "use a count >= 1"))
+    return problems
+
+
+@rule(
+    "SET010",
+    "An enabled torch profiler has ranks, a local save_path, cpu/cuda activities, a schedule.",
+    example=Example(edits={"settings": {PROFILER: True, CPU_OFFLOAD: True}}),
+)
+def profiler_settings(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/config/config.py `TorchProfilerConfig.validate` (called by
+    `validate_cfg` when `enable` is true): non-empty `ranks`, a `save_path` that is set and not a
+    cloud URI, `activities` among cpu/cuda, `export_type` chrome_trace or stacks (stacks with
+    `with_stack`), schedule counts >= 0 and `active` >= 1."""
+    spec = check.spec
+    if not spec.skyrl_setting(PROFILER):
+        return
+    for key, what, fix in _profiler_problems(spec):
+        name = f"{_PROFILER}.{key}"
+        yield error(
+            "SET010", (_set(name), _set(PROFILER)),
+            f"the torch profiler is enabled but {name.rsplit('.', 2)[1]}.{what}",
+            f"In {name}: {fix}.",
+        )
