@@ -147,6 +147,10 @@ def build_world(
     return replace(world, env=dict(env), store_prefix=ledger.prefix)
 
 
+CHECK_GATE_REASON = "--check-handoffs: nothing trains"
+"""Why a handoff check passes the smoke gate (it guards training)."""
+
+
 def preflight(
     spec: RunSpec,
     *,
@@ -184,7 +188,7 @@ def preflight(
             say(f"rlaunch: smoke gate skipped for {spec.identity}: {skip_smoke_gate} "
                 f"(recorded in the ledger when the launch is submitted; a dry run records "
                 f"nothing)")
-        else:
+        elif skip_smoke_gate != CHECK_GATE_REASON:
             say(f"rlaunch: --skip-smoke-gate given, but the smoke gate does not block "
                 f"{spec.identity}; the reason is recorded anyway")
     errors = [f for f in findings if f.is_error]
@@ -319,7 +323,7 @@ def launch(
                 "launch it without --check-handoffs"
             )
         # The smoke gate guards training; a check trains nothing.
-        skip_smoke_gate = skip_smoke_gate or "--check-handoffs: nothing trains"
+        skip_smoke_gate = skip_smoke_gate or CHECK_GATE_REASON
     plan = preflight(spec, source=source, store=store, skip_smoke_gate=skip_smoke_gate,
                      repo=repo, env=env, say=say,
                      smoke_runs_first=smoke_runs_first if dry_run else None)
@@ -346,8 +350,8 @@ def launch(
         # Nothing is recorded for a check, so no lock: the YAML goes where the user expects it.
         write_atomically(yaml_path, rendered.text)
         with executor:
-            return _check_handoffs(plan, executor, yaml_path, digest, document, echo=echo,
-                                   say=say, verify=verify)
+            return _check_handoffs(plan, executor, yaml_path, digest, document, env=env,
+                                   echo=echo, say=say, verify=verify)
     ledger = Ledger(plan.store_prefix)
     lock = ledger.launch_lock(spec.name, spec.version)
     try:
@@ -371,23 +375,27 @@ def _check_handoffs(
     digest: str,
     document: LaunchDocument,
     *,
+    env: dict[str, str],
     echo: Say,
     say: Say,
     verify: bool,
 ) -> LaunchResult:
-    """Build the inputs, submit the adapter's check mode, follow it to its end."""
+    """Build the inputs, submit the adapter's check mode, follow it to its end. The job gets
+    the run's credentials, as a training job would: staging reads the store with them."""
     spec = plan.spec
     materialize_inputs(plan, say, verify=verify)
     attempt_id = f"check-{new_attempt_id()}"
+    credentials = credential_values(spec.execution.credentials, env)
     try:
         submission = executor.submit(yaml_path, document, attempt_id=attempt_id,
-                                     env={LAUNCH_DIGEST_ENV: digest})
+                                     env={**credentials, LAUNCH_DIGEST_ENV: digest})
     except ExecutorError as err:
         raise LaunchRefused(str(err)) from None
     say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); nothing trains")
     try:
-        status = stream(executor, submission, echo=echo, redact=Redactor([]), files=None)
+        status = stream(executor, submission, echo=echo, redact=Redactor(credentials.values()),
+                        files=None)
     except KeyboardInterrupt:
         status = _settle(executor, submission, say, stop=True)
         return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,

@@ -107,7 +107,8 @@ def launch_command(
     except LaunchRefused as err:
         _say(f"rlaunch: launch refused\n{err}")
         sys.exit(err.exit_code)
-    if result.followed and result.submission is not None:
+    # A handoff check trains nothing: there are no curves to plot.
+    if result.followed and result.submission is not None and not check_handoffs:
         _plot_curves(spec, store, result.yaml_path.parent / CURVES_FILE)
     sys.exit(result.exit_code)
 

@@ -7,6 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rlaunch.paths import ATTEMPT_ENV
+from rlaunch.runtimes.skyrl import HANDOFF_MODULE_ENV
+from rlaunch.runtimes.staging import NODE_CACHE_ENV
+
+JOB_SETTINGS = (NODE_CACHE_ENV, HANDOFF_MODULE_ENV)
+"""rlaunch's own job settings: set in the launcher's environment, they reach a job on this
+machine's head (whose jobs inherit only a few variables, rlaunch.executors.local_head)."""
 
 
 def rlaunch_source_root() -> Path:
@@ -28,5 +34,10 @@ def job_pythonpath() -> str:
     return os.pathsep.join(parts)
 
 
+def job_settings() -> dict[str, str]:
+    """The JOB_SETTINGS the launcher's environment sets."""
+    return {name: os.environ[name] for name in JOB_SETTINGS if os.environ.get(name)}
+
+
 def job_env_vars(env: Mapping[str, str], attempt_id: str) -> dict[str, str]:
-    return {**env, "PYTHONPATH": job_pythonpath(), ATTEMPT_ENV: attempt_id}
+    return {**env, **job_settings(), "PYTHONPATH": job_pythonpath(), ATTEMPT_ENV: attempt_id}

@@ -2,8 +2,11 @@
 
 The head (see `local_head`) is started on 127.0.0.1 with simulated GPUs matching the allocation,
 or reused when a previous launch left one for the same allocation. The job is the runtime's
-entrypoint, `python -m <runtime.entrypoint> <launch.yaml>` with this interpreter, submitted
-through the Ray Jobs API with the credentials and `PYTHONPATH` in its runtime env. `close()`
+entrypoint, `python -m <runtime.entrypoint> <launch.yaml>`, with the interpreter of the
+environment that has the pinned runtime (rlaunch.executors.runtime_python: this interpreter for
+the smoke runtime, `$RLAUNCH_SKYRL_PYTHON` for SkyRL), submitted through the Ray Jobs API with the
+credentials, `PYTHONPATH` and rlaunch's job settings (`RLAUNCH_NODE_CACHE`, ...) in its runtime
+env. `close()`
 stops the head when this executor started it and `keep_head` is not set.
 """
 
@@ -25,7 +28,7 @@ from rlaunch.executors.base import (
     shell_command,
 )
 from rlaunch.executors.credentials import wrapped_argv, write_credentials
-from rlaunch.executors.job import job_env_vars, job_pythonpath
+from rlaunch.executors.job import job_env_vars, job_pythonpath, job_settings
 from rlaunch.executors.local_head import (
     HeadRecord,
     default_state_dir,
@@ -34,6 +37,7 @@ from rlaunch.executors.local_head import (
     release_head,
     stop_head,
 )
+from rlaunch.executors.runtime_python import job_python
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
 
@@ -50,13 +54,14 @@ class LocalExecutor(Executor):
         allocation = launch.execution.allocation
         gpus = allocation.total_gpus
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
-                               extra=self.options.runtime_args)
+                               python=job_python(launch), extra=self.options.runtime_args)
         names = launch.execution.env
+        settings = "".join(f", {name}={value}" for name, value in job_settings().items())
         return [
             f"executor: local (a Ray head on 127.0.0.1 with {gpus} simulated GPUs and "
             f"{head_cpus(allocation)} CPUs, reused when one is running for this allocation)",
             f"entrypoint: {shell_command(argv)}",
-            f"job env: PYTHONPATH={job_pythonpath()}, {ATTEMPT_ENV}=<attempt id>"
+            f"job env: PYTHONPATH={job_pythonpath()}, {ATTEMPT_ENV}=<attempt id>{settings}"
             + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
         ]
 
@@ -76,8 +81,9 @@ class LocalExecutor(Executor):
         env: Mapping[str, str],
         attempt_id: str,
     ) -> Submission:
+        python = job_python(launch)
         record = self.head(launch)
-        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
+        argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()), python=python,
                                extra=self.options.runtime_args)
         submission_id = launch.submission_name(attempt_id)
         command = argv

@@ -50,7 +50,8 @@ from rlaunch.store import StoreError
 USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]"
 CHECK_FLAG = "--check-handoffs"
 HANDOFF_MODULE_ENV = "RLAUNCH_SKYRL_HANDOFF_MODULE"
-"""The module run as the handoff check (default rlaunch.runtimes.skyrl_handoff)."""
+"""What runs as the handoff check: a module (default rlaunch.runtimes.skyrl_handoff), or a
+script path ending `.py` (run as `python <path>`, so its own folder is importable)."""
 _WANDB_URL = re.compile(r"https://[\w.-]*wandb\.\w+/\S+/runs/\w+")
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -67,6 +68,8 @@ def command(launch: LaunchDocument, overrides: list[str] | None = None) -> list[
 
 def handoff_command(overrides: list[str]) -> list[str]:
     module = os.environ.get(HANDOFF_MODULE_ENV) or "rlaunch.runtimes.skyrl_handoff"
+    if module.endswith(".py"):
+        return [sys.executable, module, *overrides]
     return [sys.executable, "-m", module, *overrides]
 
 

@@ -1,0 +1,231 @@
+"""`./pants run <rl_run> -- --check-handoffs` for a GSM8K-shaped SkyRL experiment, end to end:
+the real ./pants (a scratch copy of the repository with one experiment added), the artifacts
+built from a local Hub (tests/hubserver.py) into a store on moto's S3 server
+(tests/objectstores.py), the local Ray head, and SkyRL 0.3.0's own handoff check
+(rlaunch.runtimes.skyrl_handoff) in SkyRL's CPython 3.12 environment, which the job's
+interpreter follows from the runtime pin (`RLAUNCH_SKYRL_PYTHON`).
+
+The tokenizer is trained by tests/contract/make_tokenizer.py in that environment and served as
+the model repo with a config.json; the data is tests/gsm8kdata.py's GSM8K-shaped split. The
+environment is tests/contract's: SkyRL's packages without torch and ray, which the stand-ins of
+tests/contract/handoff_runner.py replace for the check (`RLAUNCH_SKYRL_HANDOFF_MODULE`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pants_scratch import ScratchRepo
+
+import gsm8kdata
+from contract.skyrl_env import contract_python
+from hubserver import hub_environment, serve_hub
+from objectstores import ObjectStoreServer
+
+CONTRACT = Path(__file__).resolve().parents[1] / "contract"
+MODEL_REPO = "rlaunch-tests/tiny-chat"
+MODEL_COMMIT = "c" * 40
+# A model folder's config.json: what the facts in BUILD state, and what transformers reads.
+CONFIG = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "max_position_embeddings": 2048, "intermediate_size": 128, "vocab_size": 64,
+    "torch_dtype": "float32",
+}
+BUILD = f'''
+hf_model(
+    name="tiny-chat",
+    description="A word-level tokenizer with a chat template, and a 2-layer config.",
+    repo_id="{MODEL_REPO}",
+    revision="{MODEL_COMMIT}",
+    facts=dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+               num_experts=None),
+    version="2026.11.30",
+)
+
+hf_dataset(name="gsm8k-train", repo_id="{gsm8kdata.REPO}", revision="{gsm8kdata.COMMIT}",
+           config="main", split="train", rows=12, version="2026.11.30")
+hf_dataset(name="gsm8k-test", repo_id="{gsm8kdata.REPO}", revision="{gsm8kdata.COMMIT}",
+           config="main", split="test", rows=4, version="2026.11.30")
+
+_PROMPTS = dict(
+    task="gsm8k",
+    template={gsm8kdata.TEMPLATE!r},
+    ground_truth=dict(column="answer", extract="final_answer"),
+    env_class="gsm8k",
+    reward_method="rule",
+)
+built_artifact(name="train-prompts", builder="prompt_parquet", kind="dataset",
+               deps={{"source": ":gsm8k-train"}}, config=_PROMPTS, rows=12, version="2026.11.30")
+built_artifact(name="test-prompts", builder="prompt_parquet", kind="dataset",
+               deps={{"source": ":gsm8k-test"}}, config=_PROMPTS, rows=4, version="2026.11.30")
+# The same rows with the ground truth left out of the template's config.
+built_artifact(name="no-truth-prompts", builder="prompt_parquet", kind="dataset",
+               deps={{"source": ":gsm8k-train"}}, config=dict(_PROMPTS, ground_truth=None),
+               rows=12, version="2026.11.30")
+
+role_plan(
+    name="colocated-1x2",
+    strategy="fsdp",
+    policy=dict(num_nodes=1, num_gpus_per_node=2, tensor_parallel_size=1,
+                pipeline_parallel_size=1, context_parallel_size=1, expert_parallel_size=1,
+                expert_tensor_parallel_size=1, sequence_parallel_size=1),
+    reference=dict(colocated_with_policy=True, num_nodes=1, num_gpus_per_node=2,
+                   tensor_parallel_size=1, pipeline_parallel_size=1, context_parallel_size=1,
+                   expert_parallel_size=1, expert_tensor_parallel_size=1,
+                   sequence_parallel_size=1),
+    critic=None,
+    rollout=dict(num_engines=2, tensor_parallel_size=1, pipeline_parallel_size=1,
+                 data_parallel_size=1, expert_parallel_size=1, backend="vllm",
+                 weight_sync_backend="nccl"),
+    placement=dict(colocate_all=True, colocate_policy_ref=True),
+    batch=dict(train_batch_size=8, policy_mini_batch_size=8, critic_mini_batch_size=None,
+               micro_train_batch_size_per_gpu=4, micro_forward_batch_size_per_gpu=8,
+               n_samples_per_prompt=8, eval_batch_size=4),
+)
+
+rl_execution(
+    name="local-1x2",
+    executor="local",
+    allocation=dict(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=2,
+                    memory_gb_per_node=8, disk_gb_per_node=10),
+    timeout_minutes=30,
+    # The store is on an S3-compatible server: the job needs its address and keys.
+    credentials=["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_DEFAULT_REGION"],
+)
+
+_RUN = dict(
+    model=":tiny-chat",
+    tokenizer=":tiny-chat",
+    eval_data=":test-prompts",
+    runtime="experiments/runtimes:skyrl-0.3.0",
+    role_plan=":colocated-1x2",
+    execution=":local-1x2",
+    version="dev",
+    seed=1,
+    algorithm=grpo_algorithm(environment="gsm8k", learning_rate=1e-6, kl_loss_coef=0.001,
+                             max_training_steps=2),
+    lengths=dict(max_prompt_length=512, max_generate_length=64, max_input_length=512,
+                 max_turns=1),
+    logger="console",
+    checkpoint=dict(ckpt_interval=1, max_ckpts_to_keep=1, hf_save_interval=-1,
+                    export_final=True),
+    resume=dict(mode="none", path=None, compatible_runtimes=[]),
+)
+rl_run(name="grpo", run_name="tiny-gsm8k-grpo", train_data=":train-prompts", **_RUN)
+rl_run(name="no-truth", run_name="tiny-gsm8k-no-truth", train_data=":no-truth-prompts", **_RUN)
+'''
+
+
+@pytest.fixture(scope="module")
+def scratch(repo_root: Path, s3_server: ObjectStoreServer,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    python = contract_python()
+    root = tmp_path_factory.mktemp("skyrl-handoffs")
+    tokenizer = root / "tokenizer"
+    done = subprocess.run([python, str(CONTRACT / "make_tokenizer.py"), str(tokenizer)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    model = {path.name: path.read_bytes() for path in tokenizer.iterdir()}
+    model["config.json"] = json.dumps(CONFIG, indent=2).encode()
+    repos = {**gsm8kdata.repos(), ("models", MODEL_REPO, MODEL_COMMIT): model}
+    (root / "repo").mkdir()
+    repo = ScratchRepo(repo_root, root / "repo")
+    repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
+    repo.commit_all("a GSM8K-shaped SkyRL experiment")
+    try:
+        with serve_hub(repos) as (url, _):
+            repo.env.update(hub_environment(url))
+            repo.env.update(s3_server.env())
+            repo.env.update({
+                "RLAUNCH_STORE": s3_server.prefix(),
+                "RLAUNCH_SKYRL_PYTHON": python,
+                "RLAUNCH_SKYRL_HANDOFF_MODULE": str(CONTRACT / "handoff_runner.py"),
+                "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
+                "RLAUNCH_LOCAL_HEAD_DIR": str(root / "head"),
+            })
+            yield repo
+    finally:
+        repo.close()
+
+
+def check(scratch: ScratchRepo, target: str) -> subprocess.CompletedProcess[str]:
+    return scratch.pants("run", f"experiments/tiny-gsm8k:{target}", "--", "--check-handoffs")
+
+
+def staged(scratch: ScratchRepo, name: str) -> str:
+    """The node-cache folder the adapter staged artifact `name` into (one per fingerprint)."""
+    folders = sorted((Path(scratch.env["RLAUNCH_NODE_CACHE"]) / name).glob("2026.11.30-*"))
+    assert len(folders) == 1, folders
+    return str(folders[0])
+
+
+def test_skyrls_own_check_runs_in_skyrls_environment_on_inputs_staged_from_s3(
+    scratch: ScratchRepo, s3_server: ObjectStoreServer
+) -> None:
+    result = check(scratch, "grpo")
+    out, err = result.stdout, result.stderr
+    assert result.returncode == 0, out + err
+    store, python = scratch.env["RLAUNCH_STORE"], scratch.env["RLAUNCH_SKYRL_PYTHON"]
+    # The job's interpreter is the one the runtime pin resolved to, not the launcher's.
+    assert f"-- {python} -m rlaunch.runtimes.skyrl " in out
+    model, train, test = (staged(scratch, name)
+                          for name in ("tiny-chat", "train-prompts", "test-prompts"))
+    assert (f"rlaunch: staged path data.train_data: ['{store}/train-prompts/2026.11.30/"
+            f"prompts.parquet'] -> ['{train}/prompts.parquet']") in out
+    assert (f"rlaunch: staged path data.val_data: ['{store}/test-prompts/2026.11.30/"
+            f"prompts.parquet'] -> ['{test}/prompts.parquet']") in out
+    assert (f"rlaunch: staged path trainer.policy.model.path: {store}/tiny-chat/2026.11.30 "
+            f"-> {model}") in out
+    assert "config: accepted by from_cli_overrides and validate_cfg" in out
+    assert f"tokenizer: Qwen2Tokenizer from {model}, chat template present" in out
+    assert (f"train_data: {train}/prompts.parquet (train-prompts@2026.11.30): 12 of 12 rows "
+            "kept, 0 longer than 512 tokens") in out
+    assert (f"val_data: {test}/prompts.parquet (test-prompts@2026.11.30): 4 of 4 rows kept, "
+            "0 longer than 512 tokens") in out
+    assert "env: gsm8k made on the first rows; reward of the ground truth: 1, 1, 1, 1" in out
+    assert "rlaunch: handoff check passed; --check-handoffs: SkyRL not started" in out
+    assert "rlaunch: handoff check of tiny-gsm8k-grpo@dev: passed" in err
+    assert "smoke gate" not in err and "no curves" not in err
+    # Nothing trains, nothing is recorded.
+    assert not s3_server.filesystem().exists(f"{store}/_ledger/tiny-gsm8k-grpo")
+
+
+def test_a_template_without_the_ground_truth_fails_with_the_checks_message(
+    scratch: ScratchRepo,
+) -> None:
+    result = check(scratch, "no-truth")
+    out, err = result.stdout, result.stderr
+    assert result.returncode == 3, out + err
+    train = staged(scratch, "no-truth-prompts")
+    assert (
+        f"train_data {train}/prompts.parquet (no-truth-prompts@2026.11.30): row 0 has no "
+        "ground truth (reward_spec {'method': 'rule', 'ground_truth': None}), and env 'gsm8k' "
+        "grades every answer against it, so every reward would be 0. Declare how the ground "
+        "truth is taken from the source in the artifact's BUILD config (ground_truth={column, "
+        "extract})"
+    ) in out
+    assert ("error: the handoff check refused this launch (exit 1); SkyRL was not started: "
+            "fix what it names above") in out
+    assert "rlaunch: handoff check of tiny-gsm8k-no-truth@dev: FAILED (FAILED)" in err
+
+
+def test_without_an_environment_that_has_the_pinned_runtime_nothing_is_submitted(
+    scratch: ScratchRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delitem(scratch.env, "RLAUNCH_SKYRL_PYTHON")
+    result = check(scratch, "grpo")
+    assert result.returncode == 1, result.stdout + result.stderr
+    launcher = scratch.runtime_python()
+    assert (
+        f"runtime skyrl-0.3.0 pins skyrl==0.3.0, but this launcher's interpreter {launcher} "
+        "(RLAUNCH_SKYRL_PYTHON is not set) has no skyrl installed: the job runs the runtime "
+        "with that interpreter. Set RLAUNCH_SKYRL_PYTHON to the python of an environment "
+        "with skyrl==0.3.0 installed"
+    ) in result.stderr
+    assert "starting a local Ray head" not in result.stderr

@@ -1,0 +1,86 @@
+"""The job's interpreter follows the runtime pin (rlaunch.executors.runtime_python): asked of
+real interpreters, the launcher's own (no SkyRL) and the SkyRL contract env's (skyrl 0.3.0)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from contract.skyrl_env import contract_python
+from executors.helpers import rendered
+from rlaunch.executors import ExecutorError
+from rlaunch.executors.runtime_python import job_python, python_setting
+from rlaunch.render import LaunchDocument
+
+SETTING = "RLAUNCH_SKYRL_PYTHON"
+
+
+def skyrl_launch(tmp_path: Path, package: str = "skyrl==0.3.0") -> LaunchDocument:
+    """The echo run's launch document with its runtime pinned to SkyRL instead."""
+    _, launch = rendered(tmp_path)
+    data = launch.to_dict()
+    data["runtime"].update(name="skyrl-x", profile="skyrl", package=package,
+                           entrypoint="skyrl.train.entrypoints.main_base")
+    return LaunchDocument.parse(data, launch.source)
+
+
+def test_the_setting_is_named_after_the_profile() -> None:
+    assert python_setting("skyrl") == SETTING
+
+
+def test_a_runtime_shipped_with_rlaunch_runs_on_the_launchers_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(python_setting("echo"), "/nowhere/python")
+    _, launch = rendered(tmp_path)
+    assert job_python(launch) == sys.executable
+
+
+def test_skyrl_runs_on_the_interpreter_that_has_the_pinned_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = contract_python()
+    monkeypatch.setenv(SETTING, python)
+    assert job_python(skyrl_launch(tmp_path)) == python
+
+
+def test_an_interpreter_without_skyrl_is_refused_with_the_setting_to_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SETTING, raising=False)
+    with pytest.raises(ExecutorError) as caught:
+        job_python(skyrl_launch(tmp_path))
+    assert str(caught.value) == (
+        f"runtime skyrl-x pins skyrl==0.3.0, but this launcher's interpreter {sys.executable} "
+        f"({SETTING} is not set) has no skyrl installed: the job runs the runtime with that "
+        f"interpreter. Set {SETTING} to the python of an environment with skyrl==0.3.0 installed"
+    )
+
+
+def test_another_release_than_the_pin_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = contract_python()
+    monkeypatch.setenv(SETTING, python)
+    with pytest.raises(ExecutorError) as caught:
+        job_python(skyrl_launch(tmp_path, package="skyrl==0.2.0"))
+    assert str(caught.value) == (
+        f"runtime skyrl-x pins skyrl==0.2.0, but {SETTING}={python} has skyrl==0.3.0: the job "
+        f"runs the runtime with that interpreter. Set {SETTING} to the python of an "
+        f"environment with skyrl==0.2.0 installed"
+    )
+
+
+def test_a_setting_that_is_no_interpreter_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = str(tmp_path / "no-venv" / "bin" / "python")
+    monkeypatch.setenv(SETTING, missing)
+    with pytest.raises(ExecutorError) as caught:
+        job_python(skyrl_launch(tmp_path))
+    assert str(caught.value).startswith(f"{SETTING}={missing}: cannot run it ([Errno 2] ")
+    assert str(caught.value).endswith(
+        f"set {SETTING} to the python of the environment that has the runtime installed"
+    )
