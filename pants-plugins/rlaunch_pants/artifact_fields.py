@@ -82,12 +82,16 @@ class ModelFactsField(SchemaDictField):
         """
         Facts about a model that preflight needs, as the model's `config.json` names them
         (tensor parallel sizes must divide the heads, lengths must fit the context); the
-        builder verifies them. Unset for an artifact that is not a model. Keys (all required):
+        builder verifies them; `rlaunch pin <repo_id>` prints them for a Hugging Face model.
+        Unset for an artifact that is not a model. Keys (all required):
         """,
         FACTS_KEYS,
         """
             facts=dict(num_attention_heads=12, num_key_value_heads=2,
-                       max_position_embeddings=32768, num_experts=None)
+                       max_position_embeddings=32768, num_experts=None,
+                       num_hidden_layers=28, hidden_size=1536, intermediate_size=8960,
+                       vocab_size=151936, head_dim=None, torch_dtype="bfloat16",
+                       num_parameters=1543714304)
         """,
     )
 

@@ -37,7 +37,10 @@ def test_every_address_field_of_a_run_is_a_dependency(rule_runner: RuleRunner) -
             "models/BUILD": (
                 'hf_model(name="ref", repo_id="Qwen/Qwen2.5-14B-Instruct", revision="'
                 + "c" * 40
-                + '", facts=dict(num_attention_heads=40, num_key_value_heads=8, max_position_embeddings=32768, num_experts=None), version="dev")'
+                + '", facts=dict(num_attention_heads=40, num_key_value_heads=8,'
+                ' max_position_embeddings=32768, num_experts=None, num_hidden_layers=48,'
+                ' hidden_size=5120, intermediate_size=13824, vocab_size=152064, head_dim=None,'
+                ' torch_dtype="bfloat16", num_parameters=14770033664), version="dev")'
             ),
         }
     )

@@ -143,7 +143,9 @@ def test_a_separate_reference_model_is_its_own_artifact_in_the_spec(
     base = (
         'hf_model(name="qwen2.5-1.5b", repo_id="Qwen/Qwen2.5-1.5B",'
         ' revision="8faed761d45a263340a0528343f099c05c9a4323", facts=dict(num_attention_heads=12,'
-        ' num_key_value_heads=2, max_position_embeddings=131072, num_experts=None),'
+        ' num_key_value_heads=2, max_position_embeddings=131072, num_experts=None,'
+        ' num_hidden_layers=28, hidden_size=1536, intermediate_size=8960, vocab_size=151936,'
+        ' head_dim=None, torch_dtype="bfloat16", num_parameters=1543714304),'
         ' version="2026.11.01")\n'
     )
     build = COLOCATED_BUILD.replace(
@@ -188,7 +190,10 @@ def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner)
                 'built_artifact(name="sft", builder="sft_model", kind="model",'
                 ' config={"steps": 3, "dims": [64, 2]},'
                 ' deps={"data": "data:problems", "tokenizer": "data:tok"},'
-                ' facts=dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, num_experts=None), version="sft-dev")\n'
+                ' facts=dict(num_attention_heads=4, num_key_value_heads=2,'
+                ' max_position_embeddings=64, num_experts=None, num_hidden_layers=2,'
+                ' hidden_size=64, intermediate_size=256, vocab_size=50, head_dim=None,'
+                ' torch_dtype="float32", num_parameters=101888), version="sft-dev")\n'
             ),
         }
     )
@@ -231,6 +236,13 @@ def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner)
             "num_key_value_heads": 2,
             "max_position_embeddings": 64,
             "num_experts": None,
+            "num_hidden_layers": 2,
+            "hidden_size": 64,
+            "intermediate_size": 256,
+            "vocab_size": 50,
+            "head_dim": None,
+            "torch_dtype": "float32",
+            "num_parameters": 101888,
         },
         "rows": None,
     }

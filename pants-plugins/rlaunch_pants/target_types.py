@@ -46,7 +46,10 @@ class HFModelTarget(Target):
                 # pinned by <where this sha was found>
                 revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
                 facts=dict(num_attention_heads=12, num_key_value_heads=2,
-                           max_position_embeddings=32768, num_experts=None),
+                           max_position_embeddings=32768, num_experts=None,
+                           num_hidden_layers=28, hidden_size=1536, intermediate_size=8960,
+                           vocab_size=151936, head_dim=None, torch_dtype="bfloat16",
+                           num_parameters=1543714304),
                 version="2026.11.01",
             )
         """
@@ -116,7 +119,10 @@ class AdoptedArtifactTarget(Target):
                 sha256="<64 hex characters>",
                 kind="model",
                 facts=dict(num_attention_heads=32, num_key_value_heads=8,
-                           max_position_embeddings=32768, num_experts=None),
+                           max_position_embeddings=32768, num_experts=None,
+                           num_hidden_layers=32, hidden_size=4096, intermediate_size=11008,
+                           vocab_size=32000, head_dim=None, torch_dtype="bfloat16",
+                           num_parameters=6738415616),
                 version="2026.10.14",
             )
         """
@@ -149,7 +155,10 @@ class BuiltArtifactTarget(Target):
                 config={"steps": 300, "d_model": 64},
                 deps={"data": ":countdown_data", "tokenizer": ":char_tokenizer"},
                 facts=dict(num_attention_heads=4, num_key_value_heads=4,
-                           max_position_embeddings=64, num_experts=None),
+                           max_position_embeddings=64, num_experts=None,
+                           num_hidden_layers=2, hidden_size=64, intermediate_size=256,
+                           vocab_size=50, head_dim=None, torch_dtype="float32",
+                           num_parameters=101888),
                 version="dev",
             )
         """

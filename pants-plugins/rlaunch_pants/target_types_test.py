@@ -221,7 +221,9 @@ def test_runtime_pins_exactly_one_way(rule_runner: RuleRunner) -> None:
 def test_model_facts_come_together(rule_runner: RuleRunner) -> None:
     build = (
         'adopted_artifact(name="ckpt", uri="gs://b/c", sha256="' + "0" * 64 + '", kind="model",'
-        ' facts=dict(num_attention_heads=32, num_key_value_heads=True), version="2026.10.14")'
+        ' facts=dict(num_attention_heads=32, num_key_value_heads=True, num_hidden_layers=32,'
+        ' hidden_size=4096, intermediate_size=11008, vocab_size=32000, head_dim=None,'
+        ' torch_dtype="bfloat16", num_parameters=6738415616), version="2026.10.14")'
     )
     assert _target_error(rule_runner, build, "ckpt") == (
         "experiments/x/BUILD:1: The 'facts' field in target experiments/x:ckpt has 3 problems:\n"

@@ -20,7 +20,10 @@ hf_model(
     repo_id="Qwen/Qwen2.5-1.5B-Instruct",
     revision="989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
     facts=dict(num_attention_heads=12, num_key_value_heads=2,
-               max_position_embeddings=32768, num_experts=None),
+               max_position_embeddings=32768, num_experts=None,
+               num_hidden_layers=28, hidden_size=1536, intermediate_size=8960,
+               vocab_size=151936, head_dim=None, torch_dtype="bfloat16",
+               num_parameters=1543714304),
     version="2026.11.01",
 )
 hf_dataset(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rlaunch import __version__
-from rlaunch.builders.commands import build
+from rlaunch.builders.commands import build, pin
 from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
 from rlaunch.preflight.commands import preflight, rules
 from rlaunch.render.commands import render
@@ -36,6 +36,7 @@ for command in (
     preflight,
     render,
     build,
+    pin,
     launch_command,
     status_command,
     logs_command,

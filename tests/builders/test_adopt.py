@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import fsspec
 import pytest
 
+from modelrepo import TINY_QWEN, model_files, parameter_count
 from rlaunch.builders import BuildError, build_artifact
 from rlaunch.spec.artifacts import AdoptedArtifact
 from rlaunch.store import directory_sha256
@@ -41,17 +41,19 @@ def test_a_file_is_copied_under_its_name_after_its_sha256_matches(tmp_path: Path
 def test_a_directory_is_identified_by_its_manifest(tmp_path: Path) -> None:
     source = tmp_path / "model"
     (source / "sub").mkdir(parents=True)
-    (source / "config.json").write_text(json.dumps({
-        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64}))
+    for name, content in model_files(TINY_QWEN).items():
+        (source / name).write_bytes(content)
     (source / "sub" / "weights.bin").write_bytes(b"\x01" * 100)
     manifest = "".join(
         f"{hashlib.sha256((source / name).read_bytes()).hexdigest()}  {name}\n"
-        for name in ["config.json", "sub/weights.bin"]
+        for name in ["config.json", "model.safetensors", "sub/weights.bin"]
     )
     digest = hashlib.sha256(manifest.encode()).hexdigest()
     assert directory_sha256(source) == digest
-    facts = {"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64,
-             "num_experts": None}
+    facts = {"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+             "num_experts": None, "num_hidden_layers": 2, "hidden_size": 64,
+             "intermediate_size": 160, "vocab_size": 96, "head_dim": None,
+             "torch_dtype": "bfloat16", "num_parameters": parameter_count(TINY_QWEN)}
     result = build_artifact(adopted(str(source), digest, kind="model", facts=facts),
                             str(tmp_path / "store"), log=quiet)
     assert (result.local_path / "sub" / "weights.bin").read_bytes() == b"\x01" * 100

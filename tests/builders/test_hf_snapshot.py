@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hubserver import hub_environment, serve_hub
+from modelrepo import TINY_QWEN, model_files, parameter_count
 from rlaunch.builders import BuildError, build_artifact
 from rlaunch.spec.artifacts import HFDataset, HFModel
 
@@ -32,12 +33,17 @@ configs:
 ---
 # data
 """
-CONFIG = {"model_type": "llama", "num_attention_heads": 16, "num_key_value_heads": 4,
-          "max_position_embeddings": 4096, "hidden_size": 64}
+CONFIG = {**TINY_QWEN, "num_attention_heads": 16, "num_key_value_heads": 4,
+          "max_position_embeddings": 4096}
+WEIGHTS = model_files(CONFIG)["model.safetensors"]
+FACTS = {"num_attention_heads": 16, "num_key_value_heads": 4, "max_position_embeddings": 4096,
+         "num_experts": None, "num_hidden_layers": 2, "hidden_size": 64,
+         "intermediate_size": 160, "vocab_size": 96, "head_dim": None,
+         "torch_dtype": "bfloat16", "num_parameters": parameter_count(CONFIG)}
 REPOS: dict[tuple[str, str, str], dict[str, bytes]] = {
     ("models", "org/tiny", MODEL_COMMIT): {
         "config.json": json.dumps(CONFIG).encode(),
-        "model.safetensors": b"\x00weights" * 1000,
+        "model.safetensors": WEIGHTS,
         "tokenizer.json": b'{"model": "old"}',
         "extra/notes.txt": b"nested file\n",
     },
@@ -75,8 +81,7 @@ def model(**changes: object) -> HFModel:
         "type": "hf_model", "name": "tiny", "version": "2026.01.01", "repo_id": "org/tiny",
         "revision": MODEL_COMMIT, "tokenizer_repo_id": "org/tiny",
         "tokenizer_revision": MODEL_COMMIT,
-        "facts": {"num_attention_heads": 16, "num_key_value_heads": 4,
-                  "max_position_embeddings": 4096, "num_experts": None},
+        "facts": FACTS,
     }
     fields.update(changes)
     return HFModel.model_validate(fields)
@@ -90,7 +95,7 @@ def test_a_pinned_model_is_downloaded_verified_and_then_reused(hub, tmp_path: Pa
     assert [entry.path for entry in result.record.files] == [
         "config.json", "extra/notes.txt", "model.safetensors", "tokenizer.json"
     ]
-    assert (root / "model.safetensors").read_bytes() == b"\x00weights" * 1000
+    assert (root / "model.safetensors").read_bytes() == WEIGHTS
     assert not (root / ".cache").exists()
     assert result.record.provenance.builder == "hf_snapshot"
     assert ("GET", f"/api/models/org/tiny/tree/{MODEL_COMMIT}", "Bearer hf_test_token") in hub
@@ -114,8 +119,7 @@ def test_an_unknown_revision_is_a_clear_error(hub, tmp_path: Path) -> None:
 
 
 def test_a_facts_mismatch_names_the_field_and_both_values(hub, tmp_path: Path) -> None:
-    wrong = model(facts={"num_attention_heads": 12, "num_key_value_heads": 4,
-                         "max_position_embeddings": 32768, "num_experts": None})
+    wrong = model(facts={**FACTS, "num_attention_heads": 12, "max_position_embeddings": 32768})
     with pytest.raises(BuildError) as raised:
         build_artifact(wrong, str(tmp_path / "store"), log=quiet)
     message = str(raised.value)

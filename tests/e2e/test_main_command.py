@@ -20,7 +20,7 @@ def test_smoke_then_main_command_train_export_and_record(
 
     smoke = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:smoke", env=env)
     assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-3000:]
-    assert "built sft_model@2026.11.30" in smoke.stdout + smoke.stderr
+    assert "built sft_model@2026.11.30.1" in smoke.stdout + smoke.stderr
     assert "countdown-grpo-smoke@dev attempt" in smoke.stderr
     assert ": SUCCEEDED" in smoke.stderr
 

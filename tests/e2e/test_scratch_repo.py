@@ -72,7 +72,10 @@ PARSE_ERRORS = {
         (
             'hf_model(repo_id="Qwen/Qwen2.5-1.5B-Instruct", revision="main", facts=dict('
             "num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,"
-            ' num_experts=None), version="2026.11.01")'
+            ' num_experts=None, num_hidden_layers=28, hidden_size=1536, intermediate_size=8960,'
+            ' vocab_size=151936, head_dim=None, torch_dtype="bfloat16",'
+            ' num_parameters=1543714304),'
+            ' version="2026.11.01")'
         ),
         (
             "The 'revision' field in target broken/branch-pin:branch-pin must be a 40-character "

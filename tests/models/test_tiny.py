@@ -45,7 +45,8 @@ def test_config_uses_hugging_face_keys() -> None:
     assert config.to_hf() == {
         "model_type": "rlaunch-tiny", "architectures": ["TinyLM"], "vocab_size": 50,
         "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 32, "torch_dtype": "float32",
+        "num_key_value_heads": 2, "max_position_embeddings": 32, "intermediate_size": 128,
+        "torch_dtype": "float32",
     }
     assert TinyConfig.from_hf(config.to_hf()) == config
 

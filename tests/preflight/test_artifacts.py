@@ -80,8 +80,8 @@ def test_art004_model_facts_present_and_consistent() -> None:
     assert messages(no_facts, "ART004") == [
         "model qwen-sft@2026.11.01 is a model but model.facts is null"
     ]
-    bad = dict(QWEN25_1_5B, facts={"num_attention_heads": 12, "num_key_value_heads": 5,
-                                   "max_position_embeddings": 0, "num_experts": None})
+    bad = dict(QWEN25_1_5B, facts={**QWEN25_1_5B["facts"], "num_key_value_heads": 5,
+                                   "max_position_embeddings": 0})
     assert messages(example(edits={"model": bad, "tokenizer": QWEN25_1_5B}), "ART004") == [
         "model.facts.max_position_embeddings is 0; model facts must be at least 1",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import traceback
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -10,10 +11,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from rlaunch.builders.base import AnyArtifact, BuildError
 from rlaunch.builders.graph import build_artifact, plan
+from rlaunch.builders.pin import PinError, hf_model_text, resolve, write_into
 from rlaunch.builders.rules import graph_problems
 from rlaunch.spec.artifacts import Artifact
 from rlaunch.spec.documents import DocumentError, read_document
 from rlaunch.spec.io import validation_problems
+from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
 from rlaunch.store import StoreError
 
 _ARTIFACT = TypeAdapter(Artifact)
@@ -127,3 +130,44 @@ def build(
     click.echo(result.identity)
     click.echo(f"  fingerprint: {result.fingerprint}")
     click.echo(f"  path: {result.uri}")
+
+
+@click.command("pin")
+@click.argument("repo_id")
+@click.option("--revision", default="main", show_default=True,
+              help="Branch, tag or commit of the model repo to pin; resolved to its commit.")
+@click.option("--name", default=None,
+              help="The target's name (default: none written, so the BUILD directory's name).")
+@click.option("--version", "version", default=None,
+              help="The artifact's version. Default: today's date, YYYY.MM.DD (UTC).")
+@click.option("--write", "build_file", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Write the target into this BUILD file, in place of the hf_model of the same "
+              "name (without --name: the one pinning REPO_ID), else at its end.")
+def pin(repo_id: str, revision: str, name: str | None, version: str | None,
+        build_file: Path | None) -> None:
+    """Pin the Hugging Face model REPO_ID: resolve --revision to its 40-hex commit and print
+    (or --write) the hf_model target with the facts read at that commit.
+
+    The facts come from the model's config.json and the parameter count from its safetensors
+    headers, read with huggingface_hub from $HF_ENDPOINT (default https://huggingface.co) with
+    $HF_TOKEN. The snapshot builder checks the same facts against the files it downloads.
+    Exit status: 0 pinned, 1 the Hub refused or the model lacks a fact, 2 bad arguments.
+    """
+    if version is not None and not (is_calendar(version) or is_dev(version)):
+        raise click.BadParameter(
+            f"{version!r} is not YYYY.MM.DD[.N] nor dev / <label>-dev", param_hint="--version")
+    if name is not None and not SAFE_NAME.fullmatch(name):
+        raise click.BadParameter(f"{name!r} is not a target name like qwen2.5-1.5b (lower-case "
+                                 f"letters, digits, '.', '_', '-')", param_hint="--name")
+    try:
+        resolved = resolve(repo_id, revision)
+        text = hf_model_text(resolved, name, version or datetime.now(UTC).strftime("%Y.%m.%d"))
+        if build_file is None:
+            click.echo(text, nl=False)
+            return
+        what = write_into(build_file, text, repo_id, name)
+    except PinError as err:
+        click.echo(f"error: rlaunch pin {repo_id} --revision {revision}: {err}", err=True)
+        raise SystemExit(1) from None
+    click.echo(f"{build_file}: {what} hf_model {name or repo_id} at {resolved.commit}")

@@ -131,6 +131,13 @@ def countdown_model_spec(
             "num_key_value_heads": 2,
             "max_position_embeddings": 64,
             "num_experts": None,
+            "num_hidden_layers": 2,
+            "hidden_size": 64,
+            "intermediate_size": 256,
+            "vocab_size": 50,
+            "head_dim": None,
+            "torch_dtype": "float32",
+            "num_parameters": 101888,
         },
         "rows": None,
     }

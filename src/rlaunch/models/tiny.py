@@ -64,6 +64,8 @@ class TinyConfig:
             "num_attention_heads": self.n_heads,
             "num_key_value_heads": self.n_kv_heads,
             "max_position_embeddings": self.max_position_embeddings,
+            # The MLP is d_model -> 4 d_model -> d_model (_Block).
+            "intermediate_size": 4 * self.d_model,
             "torch_dtype": "float32",
         }
 

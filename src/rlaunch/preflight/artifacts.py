@@ -123,23 +123,16 @@ def model_facts_present(check: Check) -> Iterator[Finding]:
             yield error(
                 "ART004", (f"{path}.facts",),
                 f"{path} {artifact.name}@{artifact.version} is a model but {path}.facts is null",
-                f"Declare {path}.facts (num_attention_heads, num_key_value_heads,"
-                " max_position_embeddings, num_experts) from the model's config.json.",
+                f"Declare {path}.facts from the model's config.json (`rlaunch pin <repo_id>`"
+                " prints them for a Hugging Face model).",
             )
             continue
-        counts = [
-            ("num_attention_heads", facts.num_attention_heads),
-            ("num_key_value_heads", facts.num_key_value_heads),
-            ("max_position_embeddings", facts.max_position_embeddings),
-        ]
-        if facts.num_experts is not None:
-            counts.append(("num_experts", facts.num_experts))
-        bad = [(name, value) for name, value in counts if value < 1]
+        bad = [(name, value) for name, value in facts.counts() if value < 1]
         for name, value in bad:
             yield error(
                 "ART004", (f"{path}.facts.{name}",),
                 f"{path}.facts.{name} is {value}; model facts must be at least 1",
-                f"Copy {name} from the model's config.json.",
+                f"Copy {name} from the model's config.json (`rlaunch pin` reads it).",
             )
         heads, kv = facts.num_attention_heads, facts.num_key_value_heads
         if not bad and heads % kv:

@@ -126,13 +126,7 @@ class Check:
         facts = getattr(self.spec.model, "facts", None)
         if facts is None:
             return None
-        usable = (
-            facts.num_attention_heads > 0
-            and facts.num_key_value_heads > 0
-            and facts.max_position_embeddings > 0
-            and (facts.num_experts is None or facts.num_experts > 0)
-        )
-        return facts if usable else None
+        return facts if all(value > 0 for _, value in facts.counts()) else None
 
     # -- data parallel sizes ----------------------------------------------------------------------
 

@@ -30,6 +30,38 @@ class ModelFacts(SpecModel):
     """Context window in tokens: prompt + generation must fit in it."""
     num_experts: int | None
     """Routed experts for an MoE model; null for a dense model."""
+    num_hidden_layers: int
+    """`num_hidden_layers` in config.json: transformer layers (KV cache and activations scale with
+    it)."""
+    hidden_size: int
+    """`hidden_size` in config.json: the residual width (activations scale with it)."""
+    intermediate_size: int
+    """`intermediate_size` in config.json: the dense MLP width (an MoE model's shared or dense
+    width as its config names it)."""
+    vocab_size: int
+    """`vocab_size` in config.json: embedding rows (the logits of a micro batch scale with it)."""
+    head_dim: int | None
+    """`head_dim` in config.json where the config has it (Qwen3 sets it apart from hidden size /
+    heads); null: hidden_size / num_attention_heads."""
+    torch_dtype: Literal["bfloat16", "float16", "float32"]
+    """`torch_dtype` in config.json: the dtype the weights are stored and served in."""
+    num_parameters: int
+    """Parameters of the whole model (every expert of an MoE), as its safetensors headers count
+    them; `rlaunch pin` reads it, the snapshot builder verifies it."""
+
+    def counts(self) -> list[tuple[str, int]]:
+        """Every count among the facts (the nullable ones when set): each must be at least 1."""
+        names = ("num_attention_heads", "num_key_value_heads", "max_position_embeddings",
+                 "num_experts", "num_hidden_layers", "hidden_size", "intermediate_size",
+                 "vocab_size", "head_dim", "num_parameters")
+        return [(name, getattr(self, name)) for name in names if getattr(self, name) is not None]
+
+    @property
+    def attention_head_dim(self) -> int:
+        """Dimension of one attention head: `head_dim`, else hidden_size / num_attention_heads."""
+        if self.head_dim is not None:
+            return self.head_dim
+        return self.hidden_size // self.num_attention_heads if self.num_attention_heads else 0
 
 
 class HFModel(SpecModel):

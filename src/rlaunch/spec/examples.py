@@ -24,6 +24,13 @@ QWEN25_1_5B = {
         "num_key_value_heads": 2,
         "max_position_embeddings": 32768,
         "num_experts": None,
+        "num_hidden_layers": 28,
+        "hidden_size": 1536,
+        "intermediate_size": 8960,
+        "vocab_size": 151936,
+        "head_dim": None,
+        "torch_dtype": "bfloat16",
+        "num_parameters": 1543714304,
     },
 }
 QWEN25_14B = {
@@ -38,6 +45,13 @@ QWEN25_14B = {
         "num_key_value_heads": 8,
         "max_position_embeddings": 32768,
         "num_experts": None,
+        "num_hidden_layers": 48,
+        "hidden_size": 5120,
+        "intermediate_size": 13824,
+        "vocab_size": 152064,
+        "head_dim": None,
+        "torch_dtype": "bfloat16",
+        "num_parameters": 14770033664,
     },
 }
 QWEN3_30B_A3B = {
@@ -52,6 +66,13 @@ QWEN3_30B_A3B = {
         "num_key_value_heads": 4,
         "max_position_embeddings": 40960,
         "num_experts": 128,
+        "num_hidden_layers": 48,
+        "hidden_size": 2048,
+        "intermediate_size": 6144,
+        "vocab_size": 151936,
+        "head_dim": 128,
+        "torch_dtype": "bfloat16",
+        "num_parameters": 30532122624,
     },
 }
 GSM8K_TRAIN = {

@@ -29,6 +29,12 @@ from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
 MODEL_DIMS = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
               "max_position_embeddings": 64}
+VOCAB_SIZE = CharTokenizer().vocab_size
+# The facts the sft builder checks against the model it trains.
+MODEL_PARAMETERS = sum(
+    parameter.numel()
+    for parameter in TinyLM(TinyConfig(vocab_size=VOCAB_SIZE, **MODEL_DIMS)).parameters()
+)
 
 SMOKE_RUNTIME = {
     "name": "smoke-0.1.0",
@@ -85,7 +91,10 @@ def smoke_spec(
     engines = (policy_nodes * policy_gpus) // engine_tp if num_engines is None else num_engines
     facts = {"num_attention_heads": MODEL_DIMS["n_heads"],
              "num_key_value_heads": MODEL_DIMS["n_kv_heads"],
-             "max_position_embeddings": MODEL_DIMS["max_position_embeddings"], "num_experts": None}
+             "max_position_embeddings": MODEL_DIMS["max_position_embeddings"], "num_experts": None,
+             "num_hidden_layers": MODEL_DIMS["n_layers"], "hidden_size": MODEL_DIMS["d_model"],
+             "intermediate_size": 4 * MODEL_DIMS["d_model"], "vocab_size": VOCAB_SIZE,
+             "head_dim": None, "torch_dtype": "float32", "num_parameters": MODEL_PARAMETERS}
     tokenizer = _built(f"{name}-tokenizer", "tokenizer", "char_tokenizer", {})
     data = _built(f"{name}-data", "dataset", "countdown_data",
                   {"seed": seed, "train_rows": train_rows, "eval_rows": 256}, rows=train_rows)
