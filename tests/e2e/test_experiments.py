@@ -128,6 +128,18 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
     ) in yaml_text
 
 
+def test_every_run_declares_extra_skyrl_settings(pants: PantsRunner) -> None:
+    result = pants("peek", *RUNS)
+    assert result.returncode == 0, result.stderr
+    targets = json.loads(result.stdout)
+    assert sorted(target["address"] for target in targets) == sorted(RUNS)
+    for target in targets:
+        assert target["settings"], target["address"]
+    shared = [t["address"] for t in targets if t["skyrl_settings"]]
+    assert all(not address.startswith("experiments/countdown:") for address in shared)
+    assert len(shared) == 8
+
+
 def test_peek_shows_the_fields_as_written(pants: PantsRunner) -> None:
     result = pants("peek", "experiments/countdown:sft_model")
     assert result.returncode == 0, result.stderr
@@ -233,6 +245,14 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
         folder, name = run.split(":")
         document = yaml.safe_load((repo_root / distdir / folder / name / "launch.yaml").read_text())
         skyrl = document["skyrl"]
+        # Each run declares extra settings; each reaches the subtree at its dotted name.
+        spec = json.loads((repo_root / distdir / folder / name / "spec.json").read_text())
+        assert spec["settings"], run
+        for setting, value in spec["settings"].items():
+            held = skyrl
+            for part in setting.split("."):
+                held = held[part]
+            assert held == value, (run, setting)
         data = skyrl["data"]["train_data"] + skyrl["data"]["val_data"]
         assert data and all(path.endswith("/prompts.parquet") for path in data), (run, data)
         # With wandb, validate_cfg reads WANDB_API_KEY: a launch-time fact, not a config one.
@@ -255,4 +275,7 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
     refused = {run: outcome["error"] for run, outcome in results.items() if not outcome["accepted"]}
     assert refused == {}
     assert all(outcome["cli_equals_yaml"] is True for outcome in results.values())
+    # SkyRL holds every key as written, the settings included.
+    assert {run: outcome["held"] for run, outcome in results.items()} == {
+        run: case["skyrl"] for run, case in cases.items()}
     assert sorted(results) == sorted(runs)

@@ -124,6 +124,33 @@ PARSE_ERRORS = {
             "none)."
         ),
     ),
+    # Extra SkyRL settings: a typo, a wrong type and a key the plan decides.
+    "settings-typo": (
+        'skyrl_settings(settings={"trainer.eval_intervall": 10})',
+        (
+            "The 'settings' field in target broken/settings-typo:settings-typo has an unknown "
+            "SkyRL setting 'trainer.eval_intervall' (did you mean 'trainer.eval_interval'?): "
+            "settings use the dotted names of SkyRL's config fields (docs/spec-format.md, "
+            "`settings`)."
+        ),
+    ),
+    "settings-type": (
+        'skyrl_settings(settings={"generator.inference_engine.gpu_memory_utilization": "0.9"})',
+        (
+            "The 'settings' field in target broken/settings-type:settings-type must set "
+            "'generator.inference_engine.gpu_memory_utilization' to a number (SkyRL types it as "
+            "float), but was '0.9'."
+        ),
+    ),
+    "settings-plan": (
+        'skyrl_settings(settings={"trainer.micro_train_batch_size_per_gpu": 2})',
+        (
+            "The 'settings' field in target broken/settings-plan:settings-plan sets "
+            "'trainer.micro_train_batch_size_per_gpu', which the plan decides: set "
+            "role_plan.batch.micro_train_batch_size_per_gpu instead (rlaunch renders it into "
+            "the launch YAML)."
+        ),
+    ),
 }
 
 
