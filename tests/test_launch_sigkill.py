@@ -1,0 +1,122 @@
+"""Issue 13: kill -9 of the whole launcher, then a relaunch, ends with the uninterrupted weights.
+
+`rlaunch launch` runs a tiny countdown smoke run (30 GRPO steps, a checkpoint every 5) on a local
+Ray head it starts in its own state dir. Once the job's first checkpoint is in the store, the
+launcher's whole process group gets SIGKILL. Then:
+
+- every process of that head is gone within a bounded time (its supervisor noticed its owner's
+  death), and no Ray process names the head's temp dir;
+- the relaunch settles the attempt its killed launcher left unfinished as LOST, starts a new
+  head, resumes from the checkpoint and finishes;
+- the final weights are byte-identical to those of the same spec launched without interruption
+  (another name, same inputs, same store).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from executors.support import SRC, process_tree, ray_processes, wait_gone
+from rlaunch.executors.local_head import STATE_DIR_ENV, read_record
+from rlaunch.ledger import Ledger
+from runtimes.smoke.demo import smoke_spec
+from runtimes.smoke.smoke_helpers import TINY_SPEC
+
+STEPS = 30
+# Steps take ~0.1 s: 25 of them after the first checkpoint leave time to kill mid-training. 150
+# SFT steps (~5 s) give a model that earns some reward, so GRPO moves the weights.
+SHAPE = {"max_training_steps": STEPS, "ckpt_interval": 5, "train_rows": 512, "sft_steps": 150}
+# The head's supervisor polls its owner every 0.5 s, then SIGTERM, 1.5 s grace, SIGKILL.
+BOUNDED_S = 30.0
+
+
+def spec_file(root: Path, name: str, store: Path) -> Path:
+    """A countdown smoke spec: tiny model and batches; the inputs are named apart from the
+    run, so two runs of different names share them."""
+    spec = smoke_spec(name="kill9", **{**TINY_SPEC, **SHAPE})
+    spec["name"] = name
+    spec["execution"]["store_prefix"] = str(store)
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def launcher(spec: Path, root: Path, log: Path) -> subprocess.Popen:
+    """`rlaunch launch SPEC` in a process group of its own, with its own head state dir."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = str(SRC)
+    env[STATE_DIR_ENV] = str(root / "heads")
+    with open(log, "a") as out:
+        return subprocess.Popen([sys.executable, "-m", "rlaunch", "launch", str(spec)],
+                                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def finished(process: subprocess.Popen, log: Path, timeout_s: float = 600) -> str:
+    assert process.wait(timeout=timeout_s) == 0, log.read_text()[-4000:]
+    return log.read_text()
+
+
+def weights(store: Path, name: str) -> str:
+    manifest = json.loads((store / name / "dev" / "terminal.json").read_text())
+    assert manifest["final_step"] == STEPS
+    lines = Path(manifest["metrics_path"]).read_text().splitlines()
+    last = [entry for entry in map(json.loads, lines) if "eval" not in entry][-1]
+    # The policy moved away from the reference: the weights compared are trained ones.
+    assert last["step"] == STEPS and last["kl"] > 0, last
+    return manifest["weights_sha256"]
+
+
+def test_kill_9_of_the_launcher_then_a_relaunch_ends_with_the_uninterrupted_weights(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    log = tmp_path / "launch.log"
+    # The reference: launched once, never interrupted (it also builds the shared inputs).
+    finished(launcher(spec_file(tmp_path, "kill9-whole", store), tmp_path, log), log)
+
+    spec = spec_file(tmp_path, "kill9-killed", store)
+    checkpoints = store / "kill9-killed" / "dev" / "checkpoints"
+    pointer = checkpoints / "latest_ckpt_global_step.txt"
+    first = launcher(spec, tmp_path, log)
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + 300
+        while not pointer.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert first.poll() is None, log.read_text()[-4000:]
+        head = read_record(tmp_path / "heads")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        assert head is not None, "the launcher's head has no record"
+        # Its supervisor notices within 0.5 s, then gives the head 1.5 s to exit: its processes
+        # are still there to see.
+        seen = process_tree({head.session_id})
+        assert len(seen) > 5, f"the head has too few processes: {sorted(seen)}"
+        killed_at = int(pointer.read_text())
+        assert 0 < killed_at < STEPS
+
+        left = wait_gone(seen, BOUNDED_S)
+        assert not left, f"Ray processes outlived their killed launcher: {sorted(left)}"
+        assert not [pid for pid, cmd in ray_processes().items() if head.temp_dir in cmd]
+
+        text = finished(launcher(spec, tmp_path, log), log)
+    finally:
+        for pid in wait_gone(seen, 1):
+            os.kill(pid, signal.SIGKILL)
+    attempts = Ledger(str(store)).read("kill9-killed", "dev")["attempts"]
+    assert [attempt["status"] for attempt in attempts] == ["LOST", "SUCCEEDED"]
+    assert (f"rlaunch: kill9-killed@dev attempt {attempts[0]['attempt_id']} was left "
+            f"PENDING and its job is gone; recorded as LOST") in text
+    assert f"resumed from {checkpoints / f'global_step_{killed_at}'}" in text
+    assert weights(store, "kill9-killed") == weights(store, "kill9-whole")
+    # The relaunch stopped the head it started.
+    assert read_record(tmp_path / "heads") is None
