@@ -3,12 +3,16 @@ addresses that do not answer and clusters too small for the plan."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import secrets
 import shlex
 import socket
 import sys
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -22,6 +26,7 @@ from executors.support import ECHO_DIR, SRC, HeadWatch
 from objectstores import ObjectStoreServer
 from rlaunch.builders import build_artifact
 from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus, jobs_api
+from rlaunch.executors.credentials import new_kv_key, payload, wrapped_argv
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local_head import HeadRecord, start_head
 from rlaunch.executors.ray_cluster import RayClusterExecutor, shipped_package
@@ -68,6 +73,60 @@ def test_the_yaml_travels_as_the_working_dir(cluster: str, tmp_path: Path) -> No
     # Another executor instance finds the job from the submission record alone.
     assert wait_terminal(ray_executor(), submission, 30) == JobStatus.SUCCEEDED
     assert "echo-runtime: done" in "".join(ray_executor().logs(submission, follow=False))
+
+
+def files_holding(root: Path, value: str) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and value.encode() in p.read_bytes()]
+
+
+def test_credentials_reach_the_job_but_no_file_of_the_cluster(
+    cluster_head: HeadRecord, cluster: str, tmp_path: Path
+) -> None:
+    """Issue 13: Ray logs a job's runtime env; the credentials go through a one-time GCS entry
+    that the job takes and deletes, so no file under the head's session dir holds them."""
+    secret = f"tok-{secrets.token_hex(12)}"
+    # The control: a value passed the way the executor used to (runtime env) is on disk.
+    leaked = f"leak-{secrets.token_hex(12)}"
+    control = f"rlaunch-env-vars-control-{os.getpid()}"
+    jobs_api.submit(cluster, entrypoint=f"{sys.executable} -c pass", submission_id=control,
+                    env_vars={"TOK": leaked})
+    assert jobs_api.wait_terminal(cluster, control, 60) == JobStatus.SUCCEEDED
+    assert files_holding(Path(cluster_head.temp_dir), leaked), "Ray no longer logs env_vars?"
+
+    path, launch = rendered(tmp_path, executor="ray", address=cluster, credentials=["TOK"])
+    submission = ray_executor().submit(path, launch, env={"TOK": secret}, attempt_id="cred")
+    assert wait_terminal(ray_executor(), submission, 60) == JobStatus.SUCCEEDED
+    text = "".join(ray_executor().logs(submission, follow=False))
+    digest = hashlib.sha256(secret.encode()).hexdigest()[:12]
+    assert f"echo-runtime: credential TOK present, {len(secret)} chars, sha256 {digest}" in text
+    assert files_holding(Path(cluster_head.temp_dir), secret) == []
+    # Nor do the job's details the Jobs API shows; they name the GCS entry, which is gone.
+    with urllib.request.urlopen(f"{cluster}/api/jobs/{submission.submission_id}") as response:
+        details = response.read().decode()
+    assert secret not in details
+    [key] = re.findall(r"ray-kv (gcs://_rlaunch_credentials_[0-9a-f]{32}\.zip) --", details)
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(f"{cluster}/api/packages/gcs/{key.removeprefix('gcs://')}")
+    assert gone.value.code == 404
+
+
+def test_a_job_whose_credentials_were_taken_stops_with_the_reason(cluster: str) -> None:
+    """The GCS entry is one-time: a second start of the same command finds nothing and says
+    why instead of running without credentials."""
+    key = new_kv_key()
+    jobs_api.put_package(cluster, key, payload({"TOK": "abcdef"}), 10)
+    argv = wrapped_argv("ray-kv", key, [sys.executable, "-c", "import os; print(os.environ['TOK'])"])
+    outputs = []
+    for run in ("first", "second"):
+        job = f"rlaunch-credentials-{run}-{os.getpid()}"
+        jobs_api.submit(cluster, entrypoint=shlex.join(argv), submission_id=job,
+                        env_vars={"PYTHONPATH": str(SRC)})
+        outputs.append((jobs_api.wait_terminal(cluster, job, 60),
+                        "".join(jobs_api.logs(cluster, job, False))))
+    assert outputs[0][0] == JobStatus.SUCCEEDED and "abcdef" in outputs[0][1]
+    assert outputs[1][0] == JobStatus.FAILED
+    assert (f"rlaunch: the job's credentials ({key}) are not in the GCS at ") in outputs[1][1]
+    assert "taken by an earlier start of this job, or dropped by Ray" in outputs[1][1]
 
 
 def test_a_cluster_without_the_planned_gpus_is_refused_before_submitting(

@@ -135,6 +135,35 @@ def check_resources(
     )
 
 
+def put_package(address: str, uri: str, data: bytes, timeout_s: float) -> None:
+    """Store `data` in the cluster's GCS under the package URI `uri` (`gcs://NAME`) through
+    the Jobs API's package endpoint, as Ray's client uploads a working_dir: first a GET, which
+    gives the URI a temporary reference (so Ray drops the entry when that expires unless a job
+    holds it), then the PUT. Errors name the address, never the data."""
+    url = f"{address.rstrip('/')}/api/packages/gcs/{uri.removeprefix('gcs://')}"
+    try:
+        try:
+            urllib.request.urlopen(  # noqa: S310
+                urllib.request.Request(url, headers=_auth_headers()), timeout=timeout_s
+            ).close()
+        except urllib.error.HTTPError as err:
+            if err.code != 404:  # 404: not there yet, the reference is taken all the same
+                raise
+        request = urllib.request.Request(url, data=data, method="PUT", headers=_auth_headers())
+        urllib.request.urlopen(request, timeout=timeout_s).close()  # noqa: S310
+    except urllib.error.HTTPError as err:
+        raise ExecutorError(
+            _auth_hint(address, err)
+            or f"the Ray Jobs API at {address} refused to store {uri} (HTTP {err.code}); "
+            + how_to_check(address)
+        ) from None
+    except (urllib.error.URLError, TimeoutError, OSError, HTTPException) as err:
+        raise ExecutorError(
+            f"cannot store {uri} through the Ray Jobs API at {address} "
+            f"({getattr(err, 'reason', err)}); " + how_to_check(address)
+        ) from None
+
+
 @functools.lru_cache(maxsize=8)
 def _client(address: str) -> Any:
     from ray.job_submission import JobSubmissionClient  # Ray is slow to import: only when used

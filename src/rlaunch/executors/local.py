@@ -4,9 +4,10 @@ The head (see `local_head`) is started on 127.0.0.1 with simulated GPUs matching
 or reused when a previous launch left one for the same allocation. The job is the runtime's
 entrypoint, `python -m <runtime.entrypoint> <launch.yaml>`, with the interpreter of the
 environment that has the pinned runtime (rlaunch.executors.runtime_python: this interpreter for
-the smoke runtime, `$RLAUNCH_SKYRL_PYTHON` for SkyRL), submitted through the Ray Jobs API with the
-credentials, `PYTHONPATH` and rlaunch's job settings (`RLAUNCH_NODE_CACHE`, ...) in its runtime
-env. `close()`
+the smoke runtime, `$RLAUNCH_SKYRL_PYTHON` for SkyRL), submitted through the Ray Jobs API with
+`PYTHONPATH` and rlaunch's job settings (`RLAUNCH_NODE_CACHE`, ...) in its runtime env and the
+credentials in a 0600 file its wrapper reads and deletes (`rlaunch.executors.credentials`).
+`close()`
 stops the head when this executor started it and `keep_head` is not set.
 """
 
@@ -90,7 +91,7 @@ class LocalExecutor(Executor):
         if env:
             # Not in the runtime env: Ray logs that (rlaunch.executors.credentials).
             secrets = write_credentials(Path(record.temp_dir), attempt_id, env)
-            command = wrapped_argv(secrets, argv)
+            command = wrapped_argv("file", str(secrets), argv)
         jobs_api.submit(
             record.dashboard_url,
             entrypoint=shell_command(command),

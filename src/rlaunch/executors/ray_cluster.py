@@ -11,6 +11,10 @@ SkyRL adapter's staging tasks) import it on a cluster whose environment has only
 installed. The entrypoint's interpreter: on a loopback address (a cluster on this machine) it is
 this launcher's interpreter, with the launcher's other `PYTHONPATH` entries; on any other address
 it is the cluster's `python`, whose environment must provide the pinned runtime.
+
+Credentials are not in the runtime env (Ray logs it): they go into a one-time entry of the
+cluster's GCS, uploaded through the Jobs API, which the job takes and deletes before it execs
+the entrypoint (`rlaunch.executors.credentials`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from rlaunch.executors.base import (
     entrypoint_argv,
     shell_command,
 )
+from rlaunch.executors.credentials import new_kv_key, payload, wrapped_argv
 from rlaunch.executors.job import rlaunch_source_root, shipped_package
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
@@ -65,13 +70,16 @@ class RayClusterExecutor(Executor):
             )
         return str(address).rstrip("/")
 
+    @staticmethod
+    def _python(address: str) -> str | None:
+        return None if is_loopback(address) else "python"
+
     def _argv(self, launch: LaunchDocument, address: str) -> tuple[str, ...]:
-        python = None if is_loopback(address) else "python"
-        return entrypoint_argv(launch, STAGED_YAML, python=python,
+        return entrypoint_argv(launch, STAGED_YAML, python=self._python(address),
                                extra=self.options.runtime_args)
 
-    def _env_vars(self, env: Mapping[str, str], address: str, attempt_id: str) -> dict[str, str]:
-        env_vars = {**env, ATTEMPT_ENV: attempt_id}
+    def _env_vars(self, address: str, attempt_id: str) -> dict[str, str]:
+        env_vars = {ATTEMPT_ENV: attempt_id}
         if is_loopback(address) and launcher_pythonpath():
             env_vars["PYTHONPATH"] = launcher_pythonpath()
         return env_vars
@@ -89,7 +97,9 @@ class RayClusterExecutor(Executor):
             f"job env: {ATTEMPT_ENV}=<attempt id>"
             + (", PYTHONPATH=" + launcher_pythonpath()
                if is_loopback(address) and launcher_pythonpath() else "")
-            + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
+            + (f", credentials {', '.join(names)} (values from this environment, handed over "
+               "through a one-time entry in the cluster's GCS, not the runtime env)"
+               if names else ""),
         ]
 
     def preflight_cluster(self, launch: LaunchDocument) -> str:
@@ -111,14 +121,20 @@ class RayClusterExecutor(Executor):
         address = self.preflight_cluster(launch)
         argv = self._argv(launch, address)
         submission_id = launch.submission_name(attempt_id)
+        command = list(argv)
+        if env:
+            # Not in the runtime env: Ray logs that (rlaunch.executors.credentials).
+            key = new_kv_key()
+            jobs_api.put_package(address, key, payload(env), self.options.connect_timeout_s)
+            command = wrapped_argv("ray-kv", key, argv, python=self._python(address))
         staging = Path(tempfile.mkdtemp(prefix="rlaunch-job-"))
         try:
             shutil.copyfile(launch_yaml_path, staging / STAGED_YAML)
             jobs_api.submit(
                 address,
-                entrypoint=shell_command(argv),
+                entrypoint=shell_command(command),
                 submission_id=submission_id,
-                env_vars=self._env_vars(env, address, attempt_id),
+                env_vars=self._env_vars(address, attempt_id),
                 working_dir=str(staging),
                 py_modules=[shipped_package()],
                 metadata={"rlaunch_run": launch.run.id},
