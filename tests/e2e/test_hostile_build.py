@@ -138,7 +138,11 @@ def test_a_change_to_the_prelude_selects_the_runs_its_macros_make(scratch: Scrat
 
 # -- a small BUILD fuzz: one literal of the countdown BUILD replaced by a hostile one --------
 
-LITERAL = re.compile(r'(?<==)(-?\d+(?:\.\d+)?(?:e-?\d+)?|"[^"\n]*"|True|False|None)(?=[,)\n])')
+# A whole value: not the first piece of an implicitly concatenated string ("a" "b" across lines),
+# whose replacement would be a Python syntax error, reported by Pants, not a field value.
+LITERAL = re.compile(
+    r'(?<==)(-?\d+(?:\.\d+)?(?:e-?\d+)?|"[^"\n]*"|True|False|None)(?=[,)]|\n(?!\s*"))'
+)
 HOSTILE = ["None", "True", "-1", "0", "1e30", "10**30", 'float("inf")', 'float("nan")', '""',
            '"2"', "[]", "{}", '"x" * 5000', "2.5"]
 
