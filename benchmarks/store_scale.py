@@ -14,11 +14,26 @@ deleted at the end): `scale-shards` (1 MiB files) and `scale-big` (one file). Fo
   (`materialize` in the launcher, then the runtime's own input check `verify_input`), next to
   the same process doing nothing but import the same modules.
 
-Then against the moto S3 server of `tests/objectstores.py` (127.0.0.1): upload (a build into an
-`s3://` store: `ArtifactStore.publish`) and download (`ArtifactStore.local_path` into an empty
-node cache), next to a plain parallel copy of the same bytes with boto3's transfer manager
-(s3transfer, the engine of `aws s3 cp`; multipart uploads and ranged downloads, the same number
-of concurrent streams).
+Then against the moto S3 server of `tests/objectstores.py` (127.0.0.1): upload and download of
+each artifact's files with `rlaunch.store.transfer` (what `ArtifactStore.publish` and
+`ArtifactStore.local_path` run), next to a plain parallel copy of the same bytes with s3transfer's
+`TransferManager` (the engine of boto3 and `aws s3 cp`; multipart uploads and ranged downloads)
+with the same number of requests in flight and the same part and range sizes. rlaunch's S3
+transfers run on s3transfer too (`rlaunch.store.s3_transfer`), so this measures what rlaunch adds:
+its client made from the s3fs settings, one listing per folder instead of a HEAD per file on the
+way down, progress by bytes.
+
+Two things about moto decide what can be measured at 2 GiB (docs/artifacts.md):
+- CompleteMultipartUpload assembles the object in the request (every part read back and joined in
+  memory, then written to a temporary file): tens of seconds for 2 GiB on a loaded machine, past
+  s3fs's 15 s read timeout (botocore's is 60 s). The client then retried while the first
+  completion was still running, and moto failed the retry (`seek of closed file`, then
+  `NoSuchUpload`). Both clients here get a read timeout of `READ_TIMEOUT_SECONDS`.
+- every GET, ranged or not, reads the whole object from its temporary file under the object's
+  lock before slicing out the range, so one ranged read of a 2 GiB object costs a full 2 GiB read
+  and ranged reads of one object run one at a time. A download's time is the number of ranges
+  times that, whatever the client: both copies use 50 MiB ranges (41 for 2 GiB; 8 MiB ranges
+  would be 256 full reads).
 
 Targets (issue 17): a no-op build and a no-op launch within 0.2 s of start-up; transfers at
 least 70% of the plain parallel copy's throughput.
@@ -40,9 +55,12 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import fsspec
 from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
 from s3transfer.manager import TransferManager
 
+from rlaunch.store import s3_transfer
 from rlaunch.store.transfer import FileCopy, download, upload
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,6 +70,9 @@ from objectstores import running  # noqa: E402
 
 MIB = 1 << 20
 REPEATS = 5
+READ_TIMEOUT_SECONDS = 900  # moto's CompleteMultipartUpload of 2 GiB, at load (see above)
+UPLOAD_PART_BYTES = s3_transfer.PART_BYTES  # rlaunch's S3 upload parts (s3transfer's default)
+DOWNLOAD_RANGE_BYTES = s3_transfer.RANGE_BYTES  # rlaunch's S3 ranged reads (s3fs's block size)
 NEEDED_FREE_FACTOR = 5  # sources, store copies, the S3 server's copies, downloads, slack
 
 # What a launch does with an input that is already built, in a fresh process: the launcher's
@@ -180,6 +201,10 @@ def _flipped(copies: list[FileCopy], target_root: Path, store_root: str) -> list
     ]
 
 
+def _load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
 def _rate(count: int, seconds: float) -> str:
     return f"{count / seconds / 1e6:7.1f} MB/s"
 
@@ -187,24 +212,32 @@ def _rate(count: int, seconds: float) -> str:
 def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
     """Upload and download each source folder with rlaunch's transfers and with s3transfer."""
     with running("s3", scratch / "s3-logs") as server, server.applied():
-        fs = server.filesystem()
+        timeouts = {"read_timeout": READ_TIMEOUT_SECONDS}
+        fs = fsspec.get_filesystem_class("s3")(skip_instance_cache=True,
+                                               **server.storage_options(),
+                                               config_kwargs=timeouts)
         bucket = server.bucket("store-scale")
-        client = boto3.client("s3", endpoint_url=server.endpoint)
-        config = TransferConfig()  # aws s3 cp's defaults: 10 threads, 8 MiB parts
-        print(f"S3: moto server at {server.endpoint}; rlaunch: {streams} files at once (s3fs "
-              f"adds up to {fs.max_concurrency} parts per big file); s3transfer: "
-              f"{config.max_request_concurrency} threads for files and parts")
+        client = boto3.client("s3", endpoint_url=server.endpoint, config=Config(**timeouts))
+        configs = (
+            TransferConfig(max_concurrency=streams, multipart_threshold=UPLOAD_PART_BYTES,
+                           multipart_chunksize=UPLOAD_PART_BYTES),
+            TransferConfig(max_concurrency=streams, multipart_threshold=DOWNLOAD_RANGE_BYTES,
+                           multipart_chunksize=DOWNLOAD_RANGE_BYTES),
+        )
+        print(f"S3: moto server at {server.endpoint}; at most {streams} requests in flight "
+              f"each; {UPLOAD_PART_BYTES // MIB} MiB parts up, {DOWNLOAD_RANGE_BYTES // MIB} MiB "
+              f"ranges down; read timeout {READ_TIMEOUT_SECONDS} s", flush=True)
         for name, source in sources.items():
             try:
-                _compare(fs, client, config, bucket, scratch, name, source, streams)
+                _compare(fs, client, configs, bucket, scratch, name, source, streams)
             except Exception as err:  # a server failure ends this artifact, not the benchmark
                 kept = Path(tempfile.gettempdir()) / f"store-scale-{server.log.name}"
                 shutil.copy(server.log, kept)
                 print(f"{name}: failed: {type(err).__name__}: {err} (server log: {kept})")
 
 
-def _compare(fs: Any, client: Any, config: TransferConfig, bucket: str, scratch: Path, name: str,
-             source: Path, streams: int) -> None:
+def _compare(fs: Any, client: Any, configs: tuple[TransferConfig, TransferConfig], bucket: str,
+             scratch: Path, name: str, source: Path, streams: int) -> None:
     """Upload then download `source` with rlaunch's transfers, then with s3transfer; print
     both rates and their ratio."""
     total = sum(item.size for item in _copies(source, "x"))
@@ -222,17 +255,21 @@ def _compare(fs: Any, client: Any, config: TransferConfig, bucket: str, scratch:
 
     plain_up = _copies(source, plain_root)
     started = time.perf_counter()
-    with TransferManager(client, config) as manager:
-        for item in plain_up:
-            manager.upload(item.source, bucket, item.target[len(bucket) + 1:])
+    with TransferManager(client, configs[0]) as manager:
+        futures = [manager.upload(item.source, bucket, item.target[len(bucket) + 1:])
+                   for item in plain_up]
+        for future in futures:
+            future.result()
     base_up = time.perf_counter() - started
     plain_down = _flipped(plain_up, scratch / "down-plain" / name, plain_root)
     for item in plain_down:
         Path(item.target).parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with TransferManager(client, config) as manager:
-        for item in plain_down:
-            manager.download(bucket, item.source[len(bucket) + 1:], item.target)
+    with TransferManager(client, configs[1]) as manager:
+        futures = [manager.download(bucket, item.source[len(bucket) + 1:], item.target)
+                   for item in plain_down]
+        for future in futures:
+            future.result()
     base_down = time.perf_counter() - started
     fs.rm(plain_root, recursive=True)
     shutil.rmtree(scratch / "down-plain" / name)
@@ -243,6 +280,7 @@ def _compare(fs: Any, client: Any, config: TransferConfig, bucket: str, scratch:
     print(f"  download  rlaunch {ours_down:7.2f}s {_rate(total, ours_down)}   "
           f"s3transfer {base_down:7.2f}s {_rate(total, base_down)}   ratio "
           f"{base_down / ours_down:5.0%} (target >= 70%)")
+    print(f"  load average after: {_load()}", flush=True)
 
 
 def main() -> None:
@@ -278,7 +316,7 @@ def main() -> None:
             artifacts["scale-big"] = artifact_file(scratch, "scale-big",
                                                    sources["scale-big"] / "model.bin", sha)
         print(f"made {len(sources)} x {args.gib:g} GiB in {scratch} in "
-              f"{time.perf_counter() - started:.1f}s", flush=True)
+              f"{time.perf_counter() - started:.1f}s; load average {_load()}", flush=True)
         if not args.skip_local:
             local_overheads(scratch, artifacts)
         if not args.skip_s3:

@@ -13,7 +13,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from rlaunch.builders import build_artifact
 from rlaunch.spec.artifacts import AdoptedArtifact
-from rlaunch.store import ArtifactStore, StoreError, directory_sha256, s3_upload, transfer
+from rlaunch.store import ArtifactStore, StoreError, directory_sha256, s3_transfer, transfer
 from rlaunch.store.transfer import FileCopy, download, transfer_streams, upload
 
 
@@ -152,15 +152,16 @@ def test_an_s3_store_moves_many_files_at_once_with_progress_by_bytes(
     assert (copy / "big.bin").read_bytes() == bytes(range(256)) * 24576
 
 
-def test_an_s3_upload_keeps_at_most_streams_requests_in_flight_for_one_big_file(
+def test_s3_transfers_keep_at_most_streams_requests_in_flight_for_one_big_file(
     s3_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One 20 MiB file and two small ones to moto's S3 server through s3transfer: the big file
-    goes up in three 8 MiB parts, never more than `streams` requests at once, progress by bytes."""
+    """One 20 MiB file and two small ones to moto's S3 server and back through s3transfer: the
+    big file goes up in three 8 MiB parts, never more than `streams` requests at once either way,
+    progress by bytes."""
     monkeypatch.setattr(transfer, "_REPORT_EVERY_SECONDS", 0.0)
     in_flight: list[int] = [0, 0]  # now, peak
     lock = threading.Lock()
-    made_client = s3_upload.client_like
+    made_client = s3_transfer.client_like
 
     def sent(**kwargs: object) -> None:
         with lock:
@@ -178,7 +179,7 @@ def test_an_s3_upload_keeps_at_most_streams_requests_in_flight_for_one_big_file(
         client.meta.events.register("after-call-error.s3", answered)
         return client
 
-    monkeypatch.setattr(s3_upload, "client_like", counting_client)
+    monkeypatch.setattr(s3_transfer, "client_like", counting_client)
     big = bytes(range(256)) * (80 << 10)  # 20 MiB
     (tmp_path / "big.bin").write_bytes(big)
     (tmp_path / "a.txt").write_text("a")
@@ -199,6 +200,19 @@ def test_an_s3_upload_keeps_at_most_streams_requests_in_flight_for_one_big_file(
     assert sorted(fs.ls(f"{root}/m", detail=False)) == [f"{root}/m/{name}" for name in
                                                         ("a.txt", "b.txt", "big.bin")]
 
+    in_flight[:] = [0, 0]
+    lines.clear()
+    back = [FileCopy(item.target, str(tmp_path / "back" / "deep" / Path(item.source).name),
+                     item.size) for item in files]
+    progress = download(fs, back, what="downloading m@dev", streams=2, log=lines.append)
+    assert in_flight == [0, 2]
+    assert lines[-1].rsplit(", ", 1)[0] == (
+        "downloading m@dev: 21.0 MB of 21.0 MB (100%), 3 of 3 file(s)"
+    )
+    assert (tmp_path / "back" / "deep" / "big.bin").read_bytes() == big
+    assert sorted(p.name for p in (tmp_path / "back" / "deep").iterdir()) == [
+        "a.txt", "b.txt", "big.bin"]
+
 
 def test_an_s3_upload_of_a_missing_file_fails_and_names_it(
     s3_store: str, tmp_path: Path
@@ -207,3 +221,16 @@ def test_an_s3_upload_of_a_missing_file_fails_and_names_it(
     missing = [FileCopy(str(tmp_path / "nope.bin"), f"{root}/m/nope.bin", 1)]
     with pytest.raises(FileNotFoundError, match="nope.bin"):
         upload(fs, missing, what="uploading m@dev")
+
+
+def test_an_s3_download_of_a_missing_object_fails_before_anything_moves(
+    s3_store: str, tmp_path: Path
+) -> None:
+    fs, root = fsspec.core.url_to_fs(s3_store)
+    fs.pipe_file(f"{root}/m/here.bin", b"here")
+    wanted = [FileCopy(f"{root}/m/here.bin", str(tmp_path / "here.bin"), 4),
+              FileCopy(f"{root}/m/gone.bin", str(tmp_path / "gone.bin"), 4)]
+    with pytest.raises(FileNotFoundError) as raised:
+        download(fs, wanted, what="downloading m@dev")
+    assert str(raised.value) == f"s3://{root}/m/gone.bin: no such object in the store"
+    assert not (tmp_path / "here.bin").exists()

@@ -7,9 +7,9 @@ Object-store filesystems (s3fs, gcsfs) are asynchronous: fsspec's `_get` / `_put
 `_put`. So every transfer has a bounded number of concurrent streams (`streams`, default
 `$RLAUNCH_TRANSFER_STREAMS`, else 8) and reports progress by bytes.
 
-Uploads to S3 are the exception: they go through s3transfer (`rlaunch.store.s3_upload`), which
-keeps `streams` requests in flight (files and the 8 MiB parts of big files alike); s3fs's own
-multipart upload of one big file reached about half of that rate.
+Transfers to and from S3 are the exception: they go through s3transfer
+(`rlaunch.store.s3_transfer`), which keeps `streams` requests in flight (files and the parts of
+big files alike); s3fs's own multipart transfer of one big file reached about half of that rate.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 from fsspec.spec import AbstractFileSystem
 
 from rlaunch.store.fs import StoreError
-from rlaunch.store.s3_upload import upload_files
+from rlaunch.store.s3_transfer import download_files, upload_files
 
 DEFAULT_STREAMS = 8
 STREAMS_VARIABLE = "RLAUNCH_TRANSFER_STREAMS"
@@ -77,6 +77,8 @@ def download(
     """Copy `files` (source: a path on `fs`; target: a local path) at most `streams` at a
     time; `log` gets a progress line (`what`: bytes, files, rate) every few seconds. Returns
     the progress: bytes and files done."""
+    if is_s3(fs):
+        return _run_s3(download_files, fs, files, what=what, streams=streams, log=log)
     return _run(fs, files, "_get", what=what, streams=streams, log=log)
 
 
@@ -97,14 +99,28 @@ def upload(
     """Copy `files` (source: a local path; target: a path on `fs`), like `download`; the
     targets' folders are made first (once each), for filesystems that have folders."""
     if is_s3(fs):
-        progress = ByteProgress(files, what=what, log=log)
-        upload_files(fs, [(item.source, item.target) for item in files],
-                     streams=transfer_streams(streams), progress=progress)
-        progress.finish()
-        return progress
+        return _run_s3(upload_files, fs, files, what=what, streams=streams, log=log)
     for folder in sorted({posixpath.dirname(item.target) for item in files}):
         fs.makedirs(folder, exist_ok=True)
     return _run(fs, files, "_put", what=what, streams=streams, log=log)
+
+
+def _run_s3(
+    move: Callable[..., None],
+    fs: AbstractFileSystem,
+    files: Sequence[FileCopy],
+    *,
+    what: str,
+    streams: int | None,
+    log: Log | None,
+) -> ByteProgress:
+    batch = transfer_streams(streams)
+    progress = ByteProgress(files, what=what, log=log)
+    if files:
+        move(fs, [(item.source, item.target, item.size) for item in files], streams=batch,
+             progress=progress)
+    progress.finish()
+    return progress
 
 
 def _run(
