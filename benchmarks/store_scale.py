@@ -231,9 +231,10 @@ def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
             try:
                 _compare(fs, client, configs, bucket, scratch, name, source, streams)
             except Exception as err:  # a server failure ends this artifact, not the benchmark
-                kept = Path(tempfile.gettempdir()) / f"store-scale-{server.log.name}"
-                shutil.copy(server.log, kept)
-                print(f"{name}: failed: {type(err).__name__}: {err} (server log: {kept})")
+                print(f"{name}: failed: {type(err).__name__}: {err}")
+        kept = Path(tempfile.gettempdir()) / f"store-scale-{server.log.name}"
+        shutil.copy(server.log, kept)
+        print(f"server log (one line per request, with its time): {kept}")
 
 
 def _compare(fs: Any, client: Any, configs: tuple[TransferConfig, TransferConfig], bucket: str,
