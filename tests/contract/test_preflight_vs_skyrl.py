@@ -173,20 +173,31 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
-def drawn_cases() -> dict[str, dict[str, Any]]:
-    """`case id -> {errors: [codes], skyrl: subtree}` for CASES plans (deterministic)."""
+def collect_cases(
+    drawn: st.SearchStrategy[dict[str, Any]], count: int, prefix: str, kept: str
+) -> dict[str, dict[str, Any]]:
+    """`case id -> {errors: [codes], skyrl: subtree, <kept>: spec[kept]}` for `count` specs
+    drawn deterministically."""
     cases: dict[str, dict[str, Any]] = {}
 
-    @settings(max_examples=CASES, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(plans())
+    @given(drawn)
     def collect(data: dict[str, Any]) -> None:
-        spec = parse_spec(data, "drawn")
+        spec = parse_spec(data, prefix)
         errors = sorted({f.code for f in run_preflight(spec) if f.is_error})
-        cases[f"drawn-{len(cases):04d}"] = {"errors": errors, "skyrl": subtree_for_skyrl(spec),
-                                            "plan": data["role_plan"]}
+        cases[f"{prefix}-{len(cases):04d}"] = {"errors": errors, "skyrl": subtree_for_skyrl(spec),
+                                               kept: data[kept]}
 
     collect()
+    return cases
+
+
+def drawn_cases() -> dict[str, dict[str, Any]]:
+    """CASES role plans (`plan`: the drawn role plan)."""
+    cases = collect_cases(plans(), CASES, "drawn", "role_plan")
+    for case in cases.values():
+        case["plan"] = case.pop("role_plan")
     return cases
 
 

@@ -1,0 +1,96 @@
+"""Property: preflight's `settings` rules against SkyRL 0.3.0's own loader and `validate_cfg`.
+
+Hypothesis draws extra settings (LoRA, the torch profiler and FSDP offload, enforce_eager, fake
+INT4 QAT, logprob chunking, loss reduction and max_seq_len, step-wise trajectories, logprobs,
+gpu_memory_utilization, offload_after_step) onto the three documented worked examples, with the
+estimator and the rollout backend varied where the plan allows. Each spec runs through
+spec-scope preflight here; ONE CPython 3.12 subprocess (tests/contract/skyrl_harness.py) builds
+every rendered `skyrl` subtree with SkyRL's loader and runs `validate_cfg`.
+
+- Preflight accepts nothing SkyRL rejects, and errors on everything SkyRL rejects.
+- Where preflight errors and SkyRL accepts, the only code is SET002 (`gpu_memory_utilization`
+  outside (0, 1]), which SkyRL hands to vLLM unchecked and vLLM's `CacheConfig` refuses.
+
+The confusion matrix is printed (pytest -s shows it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from contract.test_preflight_vs_skyrl import collect_cases, run_skyrl
+from contract.test_skyrl_contract import DOCUMENTED_EXAMPLES, subtree_for_skyrl
+from rlaunch.spec.examples import worked_example
+
+CASES = 200
+VLLM_ONLY = {"SET002"}
+PROFILER = "trainer.policy.torch_profiler_config"
+
+# Each setting with the values drawn for it (absent is always one of the choices).
+POOL: dict[str, tuple[Any, ...]] = {
+    "trainer.policy.model.lora.rank": (8, 32),
+    "trainer.policy.megatron_config.lora_config.merge_lora": (False,),
+    "generator.inference_engine.enforce_eager": (True, False),
+    f"{PROFILER}.enable": (True,),
+    f"{PROFILER}.save_path": ("/tmp/rlaunch-traces", "s3://bucket/traces"),
+    f"{PROFILER}.export_type": ("stacks", "chrome_trace", "json"),
+    f"{PROFILER}.with_stack": (False,),
+    f"{PROFILER}.active": (0, 2),
+    "trainer.policy.fsdp_config.cpu_offload": (True, False),
+    "trainer.policy.model.fake_int4_qat.enabled": (True,),
+    "trainer.logprobs_chunk_size": (None, 0, 512),
+    "trainer.fused_lm_head_logprob": (True,),
+    "trainer.algorithm.loss_reduction": ("token_mean", "seq_mean_token_sum_norm", "prompt_mean",
+                                         "token_sum"),
+    "trainer.algorithm.max_seq_len": (1536,),
+    "generator.step_wise_trajectories": (True,),
+    "generator.merge_stepwise_output": (True,),
+    "generator.sampling_params.logprobs": (None, 0, 1, 2),
+    "generator.inference_engine.gpu_memory_utilization": (0.5, 1.0, 1.2),
+    "trainer.policy.optimizer_config.offload_after_step": (False,),
+}
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> dict[str, Any]:
+    base = draw(st.sampled_from(DOCUMENTED_EXAMPLES))
+    data = worked_example(base)
+    chosen = draw(st.sets(st.sampled_from(sorted(POOL)), min_size=1, max_size=5))
+    data["settings"] = {name: draw(st.sampled_from(POOL[name])) for name in sorted(chosen)}
+    if base != "megatron-moe-5x8":
+        # Megatron needs vLLM (ALGO003): only the FSDP examples vary the backend and estimator.
+        data["role_plan"]["rollout"]["backend"] = draw(st.sampled_from(("vllm", "vllm", "sglang")))
+        data["algorithm"]["advantage_estimator"] = draw(
+            st.sampled_from(("grpo", "rloo", "reinforce++")))
+    return data
+
+
+def test_preflight_settings_rules_against_skyrl_validate_cfg(tmp_path: Path) -> None:
+    cases = collect_cases(specs(), CASES, "settings", "settings")
+    report = run_skyrl(cases, tmp_path)
+    matrix: Counter[str] = Counter()
+    missed, unexplained = {}, {}
+    for case_id, case in cases.items():
+        outcome = report["results"][case_id]
+        skyrl_ok, errors = outcome["accepted"], case["errors"]
+        matrix[f"preflight {'accepts' if not errors else 'errors'},"
+               f" SkyRL {'accepts' if skyrl_ok else 'rejects'}"] += 1
+        if not errors and not skyrl_ok:
+            missed[case_id] = (outcome["error"], case["settings"])
+        if errors and skyrl_ok and not set(errors) <= VLLM_ONLY:
+            unexplained[case_id] = (errors, case["settings"])
+    print(f"\n{len(cases)} drawn settings, SkyRL {report['skyrl_version']} in"
+          f" {report['check_seconds']} s:", file=sys.stderr)
+    for cell in sorted(matrix):
+        print(f"  {cell}: {matrix[cell]}", file=sys.stderr)
+    assert missed == {}, "preflight accepts these, SkyRL 0.3.0 rejects them"
+    assert unexplained == {}, "preflight errors, SkyRL accepts, and not for a vLLM reason"
+    assert set(matrix) == {
+        "preflight accepts, SkyRL accepts", "preflight errors, SkyRL rejects",
+        "preflight errors, SkyRL accepts",
+    }
