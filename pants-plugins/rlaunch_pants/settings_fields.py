@@ -29,14 +29,17 @@ SECTIONS: Mapping[str, str] = _SETTINGS["sections"]
 PLAN_OWNED: Mapping[str, str] = _SETTINGS["plan_owned"]
 SETTABLE = tuple(name for name in FIELDS if name not in PLAN_OWNED)
 
-_WORDS = {"bool": "a boolean", "int": "an integer", "float": "a number", "str": "a string",
-          "dict": "a dict with string keys", "any": "any value"}
+# Catalog type -> (one value, several values) in words.
+_WORDS = {"bool": ("a boolean", "booleans"), "int": ("an integer", "integers"),
+          "float": ("a number", "numbers"), "str": ("a string", "strings"),
+          "dict": ("a dict with string keys", "dicts with string keys"),
+          "any": ("any value", "values")}
 
 
 def _words(type_name: str) -> str:
     if type_name.startswith("list["):
-        return "a list of " + _WORDS[type_name[5:-1]].split(" ", 1)[1] + "s"
-    return _WORDS[type_name]
+        return "a list of " + _WORDS[type_name[5:-1]][1]
+    return _WORDS[type_name][0]
 
 
 def _is(value: Any, type_name: str) -> bool:

@@ -101,7 +101,8 @@ def _projection(config: Any, subtree: dict[str, Any]) -> dict[str, Any]:
     """The built config's values at the subtree's own keys: what SkyRL holds for what we wrote."""
     projected: dict[str, Any] = {}
     for key, value in subtree.items():
-        held = getattr(config, key)
+        # A dict-typed field (engine_init_kwargs, a setting) holds a plain dict.
+        held = config[key] if isinstance(config, dict) else getattr(config, key)
         projected[key] = _projection(held, value) if isinstance(value, dict) else held
     return projected
 

@@ -150,6 +150,8 @@ TUNED_SETTINGS = {
     "trainer.algorithm.loss_reduction": "seq_mean_token_sum_norm",
     "trainer.algorithm.max_seq_len": 1536,
     "generator.sampling_params.stop": ["</answer>"],
+    "generator.inference_engine.engine_init_kwargs": {"max_model_len": 2048,
+                                                       "kv_cache_dtype": "fp8"},
 }
 OFFLOAD_SETTINGS = {
     "trainer.policy.fsdp_config.cpu_offload": True,

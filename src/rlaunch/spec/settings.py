@@ -115,17 +115,16 @@ PLAN_OWNED: Mapping[str, str] = MappingProxyType({
     "generator.sampling_params.temperature": "algorithm.temperature",
 })
 
-_JSON_NAMES = {"bool": "a boolean", "int": "an integer", "float": "a number", "str": "a string",
-               "dict": "a dict with string keys", "any": "any value"}
+# Catalog type -> (one value, several values) in words.
+_WORDS = {"bool": ("a boolean", "booleans"), "int": ("an integer", "integers"),
+          "float": ("a number", "numbers"), "str": ("a string", "strings"),
+          "dict": ("a dict with string keys", "dicts with string keys"),
+          "any": ("any value", "values")}
 
 
 def _describe_type(type_name: str, nullable: bool) -> str:
-    parts = []
-    for member in type_name.split("|"):
-        if member.startswith("list["):
-            parts.append(f"a list of {_describe_type(member[5:-1], False).split(' ', 1)[1]}s")
-        else:
-            parts.append(_JSON_NAMES[member])
+    parts = [f"a list of {_WORDS[member[5:-1]][1]}" if member.startswith("list[")
+             else _WORDS[member][0] for member in type_name.split("|")]
     return " or ".join(parts + (["None"] if nullable else []))
 
 
