@@ -53,6 +53,9 @@ POOL: dict[str, tuple[Any, ...]] = {
     "generator.sampling_params.logprobs": (None, 0, 1, 2),
     "generator.inference_engine.gpu_memory_utilization": (0.5, 1.0, 1.2),
     "trainer.policy.optimizer_config.offload_after_step": (False,),
+    "trainer.algorithm.policy_loss_type": ("gspo", "kl_cov", "ppo"),
+    "trainer.algorithm.off_policy_correction.tis_ratio_type": ("token", "tokens"),
+    "trainer.algorithm.off_policy_correction.sequence_mask_metric": ("geometric", "mean"),
 }
 
 

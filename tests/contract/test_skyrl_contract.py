@@ -149,6 +149,8 @@ TUNED_SETTINGS = {
     "trainer.eval_interval": 10,
     "trainer.algorithm.loss_reduction": "seq_mean_token_sum_norm",
     "trainer.algorithm.max_seq_len": 1536,
+    "trainer.algorithm.policy_loss_type": "gspo",
+    "trainer.algorithm.off_policy_correction.tis_ratio_type": "sequence",
     "generator.sampling_params.stop": ["</answer>"],
     "generator.inference_engine.engine_init_kwargs": {"max_model_len": 2048,
                                                        "kv_cache_dtype": "fp8"},
@@ -225,6 +227,14 @@ SETTINGS_REFUSED: dict[str, tuple[str, Edit, str, str]] = {
                                     "trainer.policy.torch_profiler_config.export_type": "stacks",
                                     "trainer.policy.torch_profiler_config.with_stack": False}),
         "SET010", "requires `with_stack=true`"),
+    "set011-unregistered-policy-loss": (
+        "colocated-1x8", _settings({"trainer.algorithm.policy_loss_type": "ppo"}), "SET011",
+        "AssertionError: invalid policy_loss_type: ppo"),
+    "set011-correction-with-kl-cov": (
+        "colocated-1x8", _settings({
+            "trainer.algorithm.policy_loss_type": "kl_cov",
+            "trainer.algorithm.off_policy_correction.tis_ratio_type": "token"}), "SET011",
+        "NotImplementedError: `trainer.algorithm.off_policy_correction` doesn't support"),
     "set009-logprobs-5": (
         "colocated-1x8", _settings({"generator.sampling_params.logprobs": 5}), "SET009",
         "ValueError: `logprobs` if set should be 0 or 1"),

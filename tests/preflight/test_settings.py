@@ -141,7 +141,7 @@ def test_set009_generator_settings() -> None:
 
 
 def test_no_settings_no_findings() -> None:
-    codes = {f"SET{n:03d}" for n in range(1, 11)}
+    codes = {f"SET{n:03d}" for n in range(1, 12)}
     for base in ("colocated-1x8", "disaggregated-8x8-tp8", MEGATRON):
         for code in codes:
             assert messages(example(base), code) == []
@@ -164,3 +164,19 @@ def test_set010_an_enabled_profiler_is_complete() -> None:
     assert messages(_settings(complete), "SET010") == []
     # A worker-local trace directory is no ambient path (ART007 leaves it alone).
     assert messages(_settings(complete), "ART007") == []
+
+
+def test_set011_policy_loss_and_off_policy_correction() -> None:
+    (finding,) = findings(_settings({"trainer.algorithm.policy_loss_type": "ppo"}), "SET011")
+    assert finding.message == (
+        "trainer.algorithm.policy_loss_type 'ppo' is not a policy loss SkyRL 0.3.0 registers")
+    correction = {"trainer.algorithm.policy_loss_type": "kl_cov",
+                  "trainer.algorithm.off_policy_correction.tis_ratio_type": "tokens"}
+    assert messages(_settings(correction), "SET011") == [
+        "trainer.algorithm.off_policy_correction.tis_ratio_type 'tokens' is not one SkyRL "
+        "0.3.0 has",
+        "off-policy correction does not support the policy loss kl_cov",
+    ]
+    good = {"trainer.algorithm.policy_loss_type": "gspo",
+            "trainer.algorithm.off_policy_correction.tis_ratio_type": "sequence"}
+    assert messages(_settings(good), "SET011") == []

@@ -360,3 +360,41 @@ def profiler_settings(check: Check) -> Iterator[Finding]:
             f"the torch profiler is enabled but {name.rsplit('.', 2)[1]}.{what}",
             f"In {name}: {fix}.",
         )
+
+
+# skyrl/backends/skyrl_train/utils/ppo_utils.py `PolicyLossType`: what `PolicyLossRegistry`
+# lists after `repopulate_all_registries` (validate_cfg checks the setting against it).
+POLICY_LOSSES = ("regular", "dual_clip", "gspo", "cispo", "rollout_is", "clip_cov", "kl_cov",
+                 "sapo", "cross_entropy", "importance_sampling", "dppo")
+_CORRECTION = "trainer.algorithm.off_policy_correction"
+
+
+@rule(
+    "SET011",
+    "policy_loss_type is registered; off-policy correction has known types and a loss it takes.",
+    example=Example(edits={"settings": {"trainer.algorithm.policy_loss_type": "ppo"}}),
+)
+def policy_loss(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: `policy_loss_type` is in
+    `PolicyLossRegistry`; with off-policy correction, `tis_ratio_type` is token or sequence,
+    `sequence_mask_metric` product or geometric, and the loss is not clip_cov or kl_cov."""
+    spec = check.spec
+    loss = spec.skyrl_setting("trainer.algorithm.policy_loss_type")
+    name = "trainer.algorithm.policy_loss_type"
+    if loss not in POLICY_LOSSES:
+        yield error("SET011", (_set(name),),
+                    f"{name} {loss!r} is not a policy loss SkyRL 0.3.0 registers",
+                    f"Use one of {', '.join(POLICY_LOSSES)}.")
+    ratio = spec.skyrl_setting(f"{_CORRECTION}.tis_ratio_type")
+    metric = spec.skyrl_setting(f"{_CORRECTION}.sequence_mask_metric")
+    for key, value, allowed in (("tis_ratio_type", ratio, ("token", "sequence")),
+                                ("sequence_mask_metric", metric, ("product", "geometric"))):
+        if value and value not in allowed:
+            yield error("SET011", (_set(f"{_CORRECTION}.{key}"),),
+                        f"{_CORRECTION}.{key} {value!r} is not one SkyRL 0.3.0 has",
+                        f"Use {' or '.join(allowed)}, or null (no correction).")
+    if (ratio is not None or metric is not None) and loss in ("clip_cov", "kl_cov"):
+        yield error("SET011", (_set(name), _set(f"{_CORRECTION}.tis_ratio_type"),
+                               _set(f"{_CORRECTION}.sequence_mask_metric")),
+                    f"off-policy correction does not support the policy loss {loss}",
+                    "Use another policy_loss_type, or drop the off-policy correction.")
