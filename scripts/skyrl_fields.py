@@ -37,10 +37,10 @@ def _type_name(annotation: Any, path: str) -> tuple[str, bool]:
         return "|".join(names), nullable
     if annotation in _SIMPLE:
         return _SIMPLE[annotation], False
-    if origin in (list, typing.List):
+    if origin is list:
         (item,) = typing.get_args(annotation) or (Any,)
         return f"list[{_type_name(item, path)[0]}]", False
-    if origin in (dict, typing.Dict):
+    if origin is dict:
         return "dict", False
     if annotation is Any:
         return "any", False
@@ -63,9 +63,9 @@ def _default(field: dataclasses.Field) -> tuple[bool, Any]:
 def _section_of(annotation: Any) -> Any:
     """`Optional[SomeConfig]` is the section `SomeConfig` (SkyRL fills it in by default)."""
     members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-    if typing.get_origin(annotation) in (Union, types.UnionType) and len(members) == 1:
-        if dataclasses.is_dataclass(members[0]):
-            return members[0]
+    union = typing.get_origin(annotation) in (Union, types.UnionType)
+    if union and len(members) == 1 and dataclasses.is_dataclass(members[0]):
+        return members[0]
     return annotation
 
 

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 
 from rlaunch.preflight import all_rules
 from rlaunch.spec import syntax
-from rlaunch.spec.catalog import PROFILES
 from rlaunch.spec.artifacts import Artifact, ModelFacts
+from rlaunch.spec.catalog import PROFILES
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
 from rlaunch.spec.settings import PLAN_OWNED
 

@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from contract.test_preflight_vs_skyrl import collect_cases, run_skyrl
-from contract.test_skyrl_contract import DOCUMENTED_EXAMPLES, subtree_for_skyrl
+from contract.test_skyrl_contract import DOCUMENTED_EXAMPLES
 from rlaunch.spec.examples import worked_example
 
 CASES = 200

@@ -13,9 +13,9 @@ nothing about it can be proven.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from rlaunch.spec import skyrl_fields_0_3_0
 from rlaunch.spec.settings import SettingsCatalog
