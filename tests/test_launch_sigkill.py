@@ -10,15 +10,20 @@ launcher's whole process group gets SIGKILL. Then:
   head, resumes from the checkpoint and finishes;
 - the final weights are byte-identical to those of the same spec launched without interruption
   (another name, same inputs, same store).
+
+That uninterrupted launch runs with its stderr on a pseudo-terminal: its training steps show as
+a bar there (issue 16), while its stdout, a file, gets the job's plain lines.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -49,15 +54,47 @@ def spec_file(root: Path, name: str, store: Path) -> Path:
     return path
 
 
-def launcher(spec: Path, root: Path, log: Path) -> subprocess.Popen:
-    """`rlaunch launch SPEC` in a process group of its own, with its own head state dir."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+class Terminal:
+    """A pseudo-terminal for a launcher's stderr, read on a thread as it is written."""
+
+    def __init__(self) -> None:
+        self.leader, self.follower = pty.openpty()
+        self.shown = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.leader, 65536)
+            except OSError:  # the last writer closed it
+                return
+            if not data:
+                return
+            self.shown += data
+
+    def close(self) -> bytes:
+        self._reader.join(timeout=10)
+        os.close(self.leader)
+        return bytes(self.shown)
+
+
+def launcher(spec: Path, root: Path, log: Path, terminal: Terminal | None = None
+             ) -> subprocess.Popen:
+    """`rlaunch launch SPEC` in a process group of its own, with its own head state dir;
+    stdout (and stderr, unless it goes to `terminal`) appended to `log`."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "FORCE_COLOR", "TTY_COMPATIBLE")}
     env["PYTHONPATH"] = str(SRC)
     env[STATE_DIR_ENV] = str(root / "heads")
     with open(log, "a") as out:
-        return subprocess.Popen([sys.executable, "-m", "rlaunch", "launch", str(spec)],
-                                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rlaunch", "launch", str(spec)], cwd=root, env=env,
+            stdout=out, stderr=subprocess.STDOUT if terminal is None else terminal.follower,
+            start_new_session=True)
+    if terminal is not None:
+        os.close(terminal.follower)  # the launcher holds it now
+    return process
 
 
 def finished(process: subprocess.Popen, log: Path, timeout_s: float = 600) -> str:
@@ -80,8 +117,15 @@ def test_kill_9_of_the_launcher_then_a_relaunch_ends_with_the_uninterrupted_weig
 ) -> None:
     store = tmp_path / "store"
     log = tmp_path / "launch.log"
-    # The reference: launched once, never interrupted (it also builds the shared inputs).
-    finished(launcher(spec_file(tmp_path, "kill9-whole", store), tmp_path, log), log)
+    # The reference: launched once, never interrupted (it also builds the shared inputs), with
+    # its stderr on a terminal (issue 16: the training steps show as a bar there).
+    terminal = Terminal()
+    whole = launcher(spec_file(tmp_path, "kill9-whole", store), tmp_path, log, terminal)
+    plain = finished(whole, log)
+    shown = terminal.close().decode(errors="replace")
+    assert f"training: step {STEPS}/{STEPS}" in shown and "\x1b[" in shown, shown[-2000:]
+    # The job's output went to stdout (a file here) as it was, one plain line per step.
+    assert f"step {STEPS}/{STEPS} | reward" in plain and "\x1b" not in plain
 
     spec = spec_file(tmp_path, "kill9-killed", store)
     checkpoints = store / "kill9-killed" / "dev" / "checkpoints"

@@ -34,6 +34,7 @@ from rlaunch.executors import (
 )
 from rlaunch.executors.follow import AttemptFiles, Redactor, credential_values, stream
 from rlaunch.executors.follow import wait_terminal as wait_job
+from rlaunch.executors.job_progress import JobProgress
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
@@ -49,6 +50,7 @@ from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.world import World, current_world
+from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
 from rlaunch.runtimes.skyrl import CHECK_FLAG
 from rlaunch.spec import RunSpec
@@ -394,8 +396,8 @@ def _check_handoffs(
     say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); nothing trains")
     try:
-        status = stream(executor, submission, echo=echo, redact=Redactor(credentials.values()),
-                        files=None)
+        status = follow_job(executor, submission, echo=echo,
+                            redact=Redactor(credentials.values()), files=None)
     except KeyboardInterrupt:
         status = _settle(executor, submission, say, stop=True)
         return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
@@ -460,8 +462,8 @@ def _submit_and_follow(
     interrupted = False
     status: JobStatus | None = None
     try:
-        status = stream(executor, submission, echo=echo,
-                        redact=Redactor(credentials.values()), files=files)
+        status = follow_job(executor, submission, echo=echo,
+                            redact=Redactor(credentials.values()), files=files)
     except KeyboardInterrupt:
         interrupted = True
         say(f"rlaunch: interrupted; stopping job {submission.submission_id}")
@@ -473,6 +475,21 @@ def _submit_and_follow(
         record_status(ledger, spec.name, spec.version, attempt_id, status, say)
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status, interrupted,
                         followed=True)
+
+
+def follow_job(
+    executor: Executor,
+    submission: Submission,
+    *,
+    echo: Say,
+    redact: Redactor,
+    files: AttemptFiles | None,
+) -> JobStatus:
+    """Stream the job's output to its end; meanwhile its training steps and staged bytes show
+    as bars on a terminal (`job_progress`)."""
+    with progress_board() as board:
+        return stream(executor, submission, echo=echo, redact=redact, files=files,
+                      watch=JobProgress(board).feed)
 
 
 def _settle(

@@ -65,14 +65,18 @@ def stream(
     echo: Callable[[str], None],
     redact: Redactor,
     files: AttemptFiles | None,
+    watch: Callable[[str], None] | None = None,
     save_every_s: float = 5.0,
 ) -> JobStatus:
-    """Echo the job's output until it ends; returns its terminal status."""
+    """Echo the job's output until it ends (`watch` reads it too: `job_progress`); returns
+    its terminal status."""
     last_save = time.monotonic()
     try:
         for chunk in executor.logs(submission, follow=True):
             shown = redact(chunk)
             echo(shown)
+            if watch is not None:
+                watch(shown)
             if files is not None:
                 files.append_log(shown)
                 if time.monotonic() - last_save > save_every_s:
