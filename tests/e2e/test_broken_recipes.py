@@ -24,6 +24,7 @@ EXPECTED = {
     "tests/fixtures/broken:calendar-on-dev": ["ART006"],
     "tests/fixtures/broken:unknown-runtime": ["RT002"],
     "tests/fixtures/broken:smoke-other-geometry": ["GEO016", "SMOKE002", "SMOKE002"],
+    "tests/fixtures/broken:raw-snapshot-data": ["ART008"],
 }
 
 

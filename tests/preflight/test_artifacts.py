@@ -9,7 +9,12 @@ import pytest
 from preflight.helpers import example, findings, messages
 from rlaunch.spec import parse_spec
 from rlaunch.spec.artifacts import fingerprint
-from rlaunch.spec.examples import GSM8K_TRAIN, QWEN25_1_5B
+from rlaunch.spec.examples import (
+    GSM8K_PROMPTS_CONFIG,
+    GSM8K_TRAIN,
+    GSM8K_TRAIN_PROMPTS,
+    QWEN25_1_5B,
+)
 
 ADOPTED_MODEL = {
     "type": "adopted", "name": "qwen-sft", "version": "2026.11.01", "kind": "model",
@@ -37,11 +42,11 @@ def built_model(base: dict[str, Any], version: str = "2026.11.02", **config: Any
     ],
 )
 def test_art001_hf_revisions_are_commits(revision: str, problem: str) -> None:
-    data = example(edits={"train_data.revision": revision})
+    data = example(edits={"train_data.deps.source.revision": revision})
     [finding] = findings(data, "ART001")
-    assert finding.message == f"train_data.revision {revision!r} {problem}"
+    assert finding.message == f"train_data.deps.source.revision {revision!r} {problem}"
     assert finding.fix == (
-        "Pin train_data.revision to the 40-hex commit sha of openai/gsm8k you mean (the Hub"
+        "Pin train_data.deps.source.revision to the 40-hex commit sha of openai/gsm8k you mean (the Hub"
         " shows it under 'Files and versions' > 'History')."
     )
 
@@ -94,23 +99,23 @@ def test_art004_model_facts_present_and_consistent() -> None:
 
 
 def test_art005_one_identity_one_artifact() -> None:
-    data = example(edits={"eval_data.name": "gsm8k-train"})
+    data = example(edits={"eval_data.name": "gsm8k-train-prompts"})
     [finding] = findings(data, "ART005")
     spec = parse_spec(data)
     train, test = fingerprint(spec.train_data), fingerprint(spec.eval_data)
     assert finding.paths == ("train_data", "eval_data")
     assert finding.message == (
-        f"gsm8k-train@2026.11.01 names two different artifacts: train_data ({train}) and"
-        f" eval_data ({test})"
+        f"gsm8k-train-prompts@2026.11.30 names two different artifacts: train_data ({train})"
+        f" and eval_data ({test})"
     )
     assert finding.fix == (
-        "Give one of them another name or version; gsm8k-train@2026.11.01 must always mean the"
-        " same content."
+        "Give one of them another name or version; gsm8k-train-prompts@2026.11.30 must always"
+        " mean the same content."
     )
     # Each further distinct artifact is reported against the first; repeats of one are not.
-    thrice = example(edits={"eval_data.name": "gsm8k-train",
-                            "reference_model": dict(GSM8K_TRAIN, split="validation"),
-                            "critic_model": dict(GSM8K_TRAIN, split="validation")})
+    other = dict(GSM8K_TRAIN_PROMPTS, config=dict(GSM8K_PROMPTS_CONFIG, env_class="other"))
+    thrice = example(edits={"eval_data.name": "gsm8k-train-prompts",
+                            "reference_model": other, "critic_model": other})
     assert [f.paths for f in findings(thrice, "ART005")] == [
         ("reference_model", "train_data"), ("reference_model", "eval_data"),
     ]
@@ -121,7 +126,7 @@ def test_art005_one_identity_one_artifact() -> None:
 def test_art006_no_dev_under_calendar() -> None:
     assert messages(example(edits={"train_data.version": "dev"}), "ART006") == [
         "the run colocated-1x8@2026.11.29 is calendar-versioned (immutable) but train_data"
-        " gsm8k-train@dev is a dev version that changes under it"
+        " gsm8k-train-prompts@dev is a dev version that changes under it"
     ]
     dev_base = dict(QWEN25_1_5B, version="base-dev")
     built = example(edits={"model": built_model(dev_base), "tokenizer": QWEN25_1_5B})
@@ -148,10 +153,12 @@ def test_art006_no_dev_under_calendar() -> None:
     ],
 )
 def test_art007_ambient_paths_in_any_string_field(value: str, reason: str) -> None:
-    data = example(edits={"train_data.repo_id": value})
+    data = example(edits={"train_data.deps.source.repo_id": value})
     [finding] = findings(data, "ART007")
-    assert finding.message == f"train_data.repo_id {value!r} is an ambient path: {reason}"
-    assert finding.paths == ("train_data.repo_id",)
+    assert finding.message == (
+        f"train_data.deps.source.repo_id {value!r} is an ambient path: {reason}"
+    )
+    assert finding.paths == ("train_data.deps.source.repo_id",)
 
 
 def test_art007_scans_builder_configs_lists_and_smoke_sections() -> None:
@@ -169,13 +176,13 @@ def test_art007_scans_builder_configs_lists_and_smoke_sections() -> None:
 
 def test_art007_local_paths_inside_a_local_store_are_fine() -> None:
     inside = example(edits={"execution.store_prefix": "/srv/rlaunch",
-                            "train_data.repo_id": "/srv/rlaunch/gsm8k/raw"})
+                            "train_data.deps.source.repo_id": "/srv/rlaunch/gsm8k/raw"})
     assert messages(inside, "ART007") == []
     no_store = example(edits={"execution.store_prefix": None,
-                              "train_data.repo_id": "/srv/rlaunch/gsm8k/raw"})
+                              "train_data.deps.source.repo_id": "/srv/rlaunch/gsm8k/raw"})
     assert messages(no_store, "ART007") == [
-        "train_data.repo_id '/srv/rlaunch/gsm8k/raw' is an ambient path: it is a local path,"
-        " and execution.store_prefix is null"
+        "train_data.deps.source.repo_id '/srv/rlaunch/gsm8k/raw' is an ambient path: it is a"
+        " local path, and execution.store_prefix is null"
     ]
     for name in ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8"):
         assert messages(example(name), "ART007") == []

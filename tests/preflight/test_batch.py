@@ -176,8 +176,8 @@ def test_batch010_dataset_covers_train_batches() -> None:
     [short] = findings(example(edits={"train_data.rows": 100}), "BATCH010")
     assert (short.severity, short.message) == (
         "error",
-        "train_data gsm8k-train@2026.11.01 has 100 rows, fewer than train_batch_size 256: not"
-        " one training step",
+        "train_data gsm8k-train-prompts@2026.11.30 has 100 rows, fewer than train_batch_size"
+        " 256: not one training step",
     )
     assert messages(example(edits={"train_data.rows": 7424}), "BATCH010") == []
     assert messages(example(edits={"train_data.rows": None}), "BATCH010") == []
@@ -187,7 +187,7 @@ def test_batch011_eval_batch_within_eval_data() -> None:
     [finding] = findings(example(edits={f"{B}.eval_batch_size": 2048}), "BATCH011")
     assert (finding.severity, finding.message) == (
         "warning",
-        "eval_batch_size 2048 exceeds the 1319 rows of eval_data gsm8k-test@2026.11.01:"
+        "eval_batch_size 2048 exceeds the 1319 rows of eval_data gsm8k-test-prompts@2026.11.30:"
         " evaluation runs one partial batch",
     )
     assert messages(example(edits={"eval_data": None}), "BATCH011") == []

@@ -33,12 +33,12 @@ def test_path001_checks_artifact_names_too() -> None:
 
 
 def test_path002_run_root_is_no_artifact_root() -> None:
-    data = example(edits={"name": "gsm8k-train", "version": "2026.11.01"})
+    data = example(edits={"name": "gsm8k-train-prompts", "version": "2026.11.30"})
     assert messages(data, "PATH002") == [
-        "the run gsm8k-train@2026.11.01 and train_data gsm8k-train@2026.11.01 derive the same"
-        " root gs://rlaunch-example/store/gsm8k-train/2026.11.01/"
+        "the run gsm8k-train-prompts@2026.11.30 and train_data gsm8k-train-prompts@2026.11.30"
+        " derive the same root gs://rlaunch-example/store/gsm8k-train-prompts/2026.11.30/"
     ]
-    assert messages(example(edits={"name": "gsm8k-train"}), "PATH002") == []
+    assert messages(example(edits={"name": "gsm8k-train-prompts"}), "PATH002") == []
 
 
 def test_path002_a_smoke_is_not_its_own_full_run() -> None:

@@ -16,7 +16,12 @@ from rlaunch.render import (
     render_launch,
 )
 from rlaunch.spec import parse_spec
-from rlaunch.spec.examples import QWEN25_1_5B, reference_role, worked_example
+from rlaunch.spec.examples import (
+    GSM8K_PROMPTS_CONFIG,
+    QWEN25_1_5B,
+    reference_role,
+    worked_example,
+)
 
 PREFIX = "/srv/rlaunch-store"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -123,11 +128,16 @@ def test_artifact_roots_derive_from_run_paths_and_inputs_from_artifact_root():
         },
     }
     assert doc["inputs"]["model"]["fingerprint"].startswith("sha256:")
-    assert doc["inputs"]["eval_data"]["uri"] == "/srv/rlaunch-store/gsm8k-test/2026.11.01"
+    assert doc["inputs"]["eval_data"]["uri"] == "/srv/rlaunch-store/gsm8k-test-prompts/2026.11.30"
     assert doc["inputs"]["eval_data"]["source"] == {
-        "repo_id": "openai/gsm8k",
-        "revision": "e53f048856ff4f594e959d75785d2c2d37b678ee",
-        "config": "main",
+        "builder": "prompt_parquet",
+        "config": {
+            "env_class": "gsm8k",
+            "ground_truth": {"column": "answer", "extract": "final_answer"},
+            "reward_method": "rule",
+            "task": "gsm8k",
+            "template": GSM8K_PROMPTS_CONFIG["template"],
+        },
     }
 
 
@@ -144,8 +154,8 @@ def test_colocated_1x8_skyrl_subtree_field_by_field():
     run_root = "/srv/rlaunch-store/colocated-1x8/2026.11.29"
     assert doc["skyrl"] == {
         "data": {
-            "train_data": ["/srv/rlaunch-store/gsm8k-train/2026.11.01"],
-            "val_data": ["/srv/rlaunch-store/gsm8k-test/2026.11.01"],
+            "train_data": ["/srv/rlaunch-store/gsm8k-train-prompts/2026.11.30/prompts.parquet"],
+            "val_data": ["/srv/rlaunch-store/gsm8k-test-prompts/2026.11.30/prompts.parquet"],
         },
         "trainer": {
             "placement": {

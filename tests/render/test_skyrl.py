@@ -82,7 +82,7 @@ def test_cli_args_of_a_worked_example_cover_the_whole_subtree():
     assert [arg.split("=", 1)[0] for arg in args] == leaf_paths(subtree)
     assert "trainer.policy.megatron_config.expert_model_parallel_size=8" in args
     assert "generator.inference_engine.data_parallel_size=8" in args
-    assert 'data.train_data=["gs://b/s/gsm8k-train/2026.11.01"]' in args
+    assert 'data.train_data=["gs://b/s/gsm8k-train-prompts/2026.11.30/prompts.parquet"]' in args
 
 
 def test_a_value_without_a_command_line_form_is_an_error():

@@ -45,7 +45,7 @@ def test_artifact_fingerprint_follows_content_and_dependencies():
 
 def test_built_artifact_fingerprint_changes_when_a_dependency_is_repinned():
     data = worked_example("colocated-1x8")
-    dataset = data["train_data"]
+    dataset = data["train_data"]["deps"]["source"]
     built = {
         "type": "built", "name": "filtered", "version": "dev", "kind": "dataset",
         "builder": "filter", "config": {"min_len": 3}, "deps": {"source": dataset},
@@ -58,6 +58,7 @@ def test_built_artifact_fingerprint_changes_when_a_dependency_is_repinned():
     assert fingerprint(first.train_data) != fingerprint(second.train_data)
     assert [path for path, _ in first.artifacts()] == [
         "model", "tokenizer", "train_data", "train_data.deps.source", "eval_data",
+        "eval_data.deps.source",
     ]
 
 

@@ -148,7 +148,7 @@ def model_facts_present(check: Check) -> Iterator[Finding]:
 @rule(
     "ART005",
     "An identity name@version names one artifact (one fingerprint) across the spec.",
-    example=Example(edits={"eval_data.name": "gsm8k-train"}),
+    example=Example(edits={"eval_data.name": "gsm8k-train-prompts"}),
 )
 def unique_identities(check: Check) -> Iterator[Finding]:
     # Each distinct artifact behind an identity is reported once, against the first one seen.

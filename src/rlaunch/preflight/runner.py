@@ -11,6 +11,7 @@ from rlaunch.preflight import (  # noqa: F401
     allocation,
     artifacts,
     artifacts_ambient,
+    artifacts_format,
     batch,
     batch_tail,
     context,

@@ -86,6 +86,34 @@ GSM8K_TRAIN = {
     "rows": 7473,
 }
 GSM8K_TEST = {**GSM8K_TRAIN, "name": "gsm8k-test", "split": "test", "rows": 1319}
+# The raw splits above in SkyRL's runtime format (builder prompt_parquet -> prompts.parquet), as
+# experiments/datasets/BUILD declares them: SkyRL 0.3.0's PromptDataset reads a path ending
+# .parquet and takes a folder for a Hub dataset name (preflight ART008).
+GSM8K_PROMPTS_CONFIG = {
+    "task": "gsm8k",
+    "template": "{question} Let's think step by step and output the final answer after \"####\".",
+    "ground_truth": {"column": "answer", "extract": "final_answer"},
+    "env_class": "gsm8k",
+    "reward_method": "rule",
+}
+GSM8K_TRAIN_PROMPTS = {
+    "type": "built",
+    "name": "gsm8k-train-prompts",
+    "version": "2026.11.30",
+    "kind": "dataset",
+    "builder": "prompt_parquet",
+    "config": GSM8K_PROMPTS_CONFIG,
+    "deps": {"source": GSM8K_TRAIN},
+    "facts": None,
+    "rows": 7473,
+}
+GSM8K_TEST_PROMPTS = {
+    **GSM8K_TRAIN_PROMPTS,
+    "name": "gsm8k-test-prompts",
+    "config": copy.deepcopy(GSM8K_PROMPTS_CONFIG),
+    "deps": {"source": GSM8K_TEST},
+    "rows": 1319,
+}
 
 SKYRL_RUNTIME = {
     "name": "skyrl-0.3.0",
@@ -139,8 +167,8 @@ def _base(model: dict[str, Any], nodes: int, gpus_per_node: int) -> dict[str, An
         "tokenizer": model,
         "reference_model": None,
         "critic_model": None,
-        "train_data": GSM8K_TRAIN,
-        "eval_data": GSM8K_TEST,
+        "train_data": GSM8K_TRAIN_PROMPTS,
+        "eval_data": GSM8K_TEST_PROMPTS,
         "runtime": SKYRL_RUNTIME,
         "role_plan": {
             "strategy": "fsdp",
