@@ -12,6 +12,7 @@ import shlex
 import socket
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -127,6 +128,30 @@ def test_a_job_whose_credentials_were_taken_stops_with_the_reason(cluster: str) 
     assert outputs[1][0] == JobStatus.FAILED
     assert (f"rlaunch: the job's credentials ({key}) are not in the GCS at ") in outputs[1][1]
     assert "taken by an earlier start of this job, or dropped by Ray" in outputs[1][1]
+
+
+def test_credentials_no_job_takes_are_dropped_when_their_reference_expires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher's GET before the upload gives the entry Ray's temporary reference: a job
+    that never starts leaves nothing behind for long (here 3 s instead of the default 600 s,
+    on a head of its own)."""
+    monkeypatch.setenv("RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S", "3")
+    watch = HeadWatch(tmp_path / "head")
+    record = start_head(ALLOCATION, watch.state_dir, lambda message: None)
+    watch.snapshot()
+    try:
+        key = new_kv_key()
+        url = f"{record.dashboard_url}/api/packages/gcs/{key.removeprefix('gcs://')}"
+        jobs_api.put_package(record.dashboard_url, key, payload({"TOK": "abcdef"}), 10)
+        with urllib.request.urlopen(url) as response:  # there (and pinned 3 s more)
+            assert response.status == 200
+        time.sleep(12)
+        with pytest.raises(urllib.error.HTTPError) as gone:
+            urllib.request.urlopen(url)
+        assert gone.value.code == 404
+    finally:
+        watch.finish()
 
 
 def test_a_cluster_without_the_planned_gpus_is_refused_before_submitting(
