@@ -27,7 +27,7 @@ from contract.test_preflight_vs_skyrl import collect_cases, run_skyrl
 from contract.test_skyrl_contract import DOCUMENTED_EXAMPLES
 from rlaunch.spec.examples import worked_example
 
-CASES = 200
+CASES = 300
 VLLM_ONLY = {"SET002"}
 PROFILER = "trainer.policy.torch_profiler_config"
 
@@ -56,6 +56,17 @@ POOL: dict[str, tuple[Any, ...]] = {
     "trainer.algorithm.policy_loss_type": ("gspo", "kl_cov", "ppo"),
     "trainer.algorithm.off_policy_correction.tis_ratio_type": ("token", "tokens"),
     "trainer.algorithm.off_policy_correction.sequence_mask_metric": ("geometric", "mean"),
+    "generator.inference_engine.enable_pd": (True,),
+    "generator.inference_engine.num_prefill": (1, 8),
+    "generator.inference_engine.distributed_executor_backend": ("mp", "ray"),
+    "generator.inference_engine.enable_return_routed_experts": (True,),
+    "trainer.policy.megatron_config.moe_enable_routing_replay": (True,),
+    "data.dataloader.num_workers": (-1, 0, 4),
+    "data.dataloader.persistent_workers": (True,),
+    "trainer.algorithm.dppo.dppo_type": ("binary_kl", "tv"),
+    "trainer.policy.language_model_only": (True,),
+    "trainer.ref.language_model_only": (True,),
+    "generator.inference_engine.language_model_only": (True,),
 }
 
 
@@ -63,7 +74,7 @@ POOL: dict[str, tuple[Any, ...]] = {
 def specs(draw: st.DrawFn) -> dict[str, Any]:
     base = draw(st.sampled_from(DOCUMENTED_EXAMPLES))
     data = worked_example(base)
-    chosen = draw(st.sets(st.sampled_from(sorted(POOL)), min_size=1, max_size=5))
+    chosen = draw(st.sets(st.sampled_from(sorted(POOL)), min_size=1, max_size=6))
     data["settings"] = {name: draw(st.sampled_from(POOL[name])) for name in sorted(chosen)}
     if base != "megatron-moe-5x8":
         # Megatron needs vLLM (ALGO003): only the FSDP examples vary the backend and estimator.

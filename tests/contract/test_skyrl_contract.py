@@ -235,6 +235,26 @@ SETTINGS_REFUSED: dict[str, tuple[str, Edit, str, str]] = {
             "trainer.algorithm.policy_loss_type": "kl_cov",
             "trainer.algorithm.off_policy_correction.tis_ratio_type": "token"}), "SET011",
         "NotImplementedError: `trainer.algorithm.off_policy_correction` doesn't support"),
+    "set012-pd-without-prefill": (
+        "colocated-1x8", _settings({"generator.inference_engine.enable_pd": True}), "SET012",
+        "AssertionError: num_prefill must be > 0 when enable_pd=True"),
+    "set012-routing-replay-without-experts": (
+        "megatron-moe-5x8",
+        _settings({"trainer.policy.megatron_config.moe_enable_routing_replay": True}), "SET012",
+        "rollout router replay (r3) is only supported when enable_return_routed_experts is True"),
+    "set013-negative-workers": (
+        "colocated-1x8", _settings({"data.dataloader.num_workers": -1}), "SET013",
+        "ValueError: data.dataloader.num_workers must be None or >= 0, got -1."),
+    "set013-persistent-without-workers": (
+        "colocated-1x8", _settings({"data.dataloader.persistent_workers": True,
+                                    "data.dataloader.num_workers": 0}), "SET013",
+        "persistent_workers requires num_workers > 0"),
+    "set013-dppo-type": (
+        "colocated-1x8", _settings({"trainer.algorithm.dppo.dppo_type": "tv"}), "SET013",
+        "ValueError: Invalid DPPO type"),
+    "set013-language-model-only-policy": (
+        "colocated-1x8", _settings({"trainer.policy.language_model_only": True}), "SET013",
+        "language_model_only should be set consistently"),
     "set009-logprobs-5": (
         "colocated-1x8", _settings({"generator.sampling_params.logprobs": 5}), "SET009",
         "ValueError: `logprobs` if set should be 0 or 1"),

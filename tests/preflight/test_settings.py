@@ -141,7 +141,7 @@ def test_set009_generator_settings() -> None:
 
 
 def test_no_settings_no_findings() -> None:
-    codes = {f"SET{n:03d}" for n in range(1, 12)}
+    codes = {f"SET{n:03d}" for n in range(1, 14)}
     for base in ("colocated-1x8", "disaggregated-8x8-tp8", MEGATRON):
         for code in codes:
             assert messages(example(base), code) == []
@@ -180,3 +180,50 @@ def test_set011_policy_loss_and_off_policy_correction() -> None:
     good = {"trainer.algorithm.policy_loss_type": "gspo",
             "trainer.algorithm.off_policy_correction.tis_ratio_type": "sequence"}
     assert messages(_settings(good), "SET011") == []
+
+
+def test_set012_inference_engine_settings() -> None:
+    engine = "generator.inference_engine"
+    assert messages(_settings({f"{engine}.enable_pd": True}), "SET012") == [
+        "prefill/decode disaggregation with num_prefill 0 of 8 engines: SkyRL needs "
+        "0 < num_prefill < num_engines (a decode engine left)"
+    ]
+    assert messages(_settings({f"{engine}.enable_pd": True, f"{engine}.num_prefill": 2}),
+                    "SET012") == []
+    assert messages(_settings({f"{engine}.distributed_executor_backend": "uni"}), "SET012") == [
+        "distributed_executor_backend 'uni' is neither mp nor ray"]
+    assert messages(_settings({f"{engine}.enable_return_routed_experts": True}), "SET012") == [
+        "rollout router replay (enable_return_routed_experts) needs the mp executor backend, "
+        "the megatron strategy and moe_enable_routing_replay"
+    ]
+    replay = {"trainer.policy.megatron_config.moe_enable_routing_replay": True}
+    assert messages(_settings(replay, MEGATRON), "SET012") == [
+        "moe_enable_routing_replay replays the experts the engines routed, but "
+        "enable_return_routed_experts is false"
+    ]
+    complete = {**replay, f"{engine}.enable_return_routed_experts": True,
+                f"{engine}.distributed_executor_backend": "mp"}
+    assert messages(_settings(complete, MEGATRON), "SET012") == []
+
+
+def test_set013_values_skyrl_config_classes_refuse() -> None:
+    assert messages(_settings({"data.dataloader.num_workers": -1,
+                               "trainer.algorithm.dppo.dppo_type": "tv"}), "SET013") == [
+        "data.dataloader.num_workers is -1; SkyRL 0.3.0 (DataLoaderConfig.__post_init__) takes "
+        "None or >= 0",
+        "trainer.algorithm.dppo.dppo_type is 'tv'; SkyRL 0.3.0 (DPPOConfig.__post_init__) takes "
+        "binary_tv or binary_kl",
+    ]
+    assert messages(_settings({"data.dataloader.persistent_workers": True,
+                               "data.dataloader.num_workers": 0}), "SET013") == [
+        "persistent dataloader workers with num_workers 0: there is no worker to keep"]
+    assert messages(_settings({"trainer.policy.language_model_only": True}), "SET013") == [
+        "trainer.policy.language_model_only is true but the engines load the whole model "
+        "(generator.inference_engine.language_model_only false)",
+        "trainer.policy.language_model_only is true and the run uses a reference, which loads "
+        "the whole model (trainer.ref.language_model_only false)",
+    ]
+    everywhere = {"trainer.policy.language_model_only": True,
+                  "trainer.ref.language_model_only": True,
+                  "generator.inference_engine.language_model_only": True}
+    assert messages(_settings(everywhere), "SET013") == []

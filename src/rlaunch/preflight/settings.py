@@ -398,3 +398,122 @@ def policy_loss(check: Check) -> Iterator[Finding]:
                                _set(f"{_CORRECTION}.sequence_mask_metric")),
                     f"off-policy correction does not support the policy loss {loss}",
                     "Use another policy_loss_type, or drop the off-policy correction.")
+
+
+_ENGINE = "generator.inference_engine"
+_ROUTING_REPLAY = "trainer.policy.megatron_config.moe_enable_routing_replay"
+
+
+def _engine_problems(spec: RunSpec) -> list[tuple[tuple[str, ...], str, str]]:
+    """`(paths, what is wrong, fix)` of the inference-engine settings, in SkyRL's order."""
+    def value(key: str) -> Any:
+        return spec.skyrl_setting(f"{_ENGINE}.{key}")
+
+    rollout = spec.role_plan.rollout
+    problems: list[tuple[tuple[str, ...], str, str]] = []
+    if value("enable_pd"):
+        prefill, engines = value("num_prefill"), rollout.num_engines
+        if not 0 < prefill < engines:
+            problems.append(
+                ((_set(f"{_ENGINE}.num_prefill"), "role_plan.rollout.num_engines"),
+                 f"prefill/decode disaggregation with num_prefill {prefill} of {engines} "
+                 f"engines: SkyRL needs 0 < num_prefill < num_engines (a decode engine left)",
+                 "Set num_prefill between 1 and num_engines - 1 (num_engines >= 2)."))
+    backend = value("distributed_executor_backend")
+    if backend not in ("mp", "ray"):
+        problems.append(((_set(f"{_ENGINE}.distributed_executor_backend"),),
+                         f"distributed_executor_backend {backend!r} is neither mp nor ray",
+                         "Use ray (SkyRL's default) or mp."))
+    replay = spec.role_plan.strategy == "megatron" and spec.skyrl_setting(_ROUTING_REPLAY)
+    if value("enable_return_routed_experts") and not (
+            backend == "mp" and spec.role_plan.strategy == "megatron" and replay):
+        problems.append(((_set(f"{_ENGINE}.enable_return_routed_experts"),
+                          _set(f"{_ENGINE}.distributed_executor_backend"), _set(_ROUTING_REPLAY)),
+                         "rollout router replay (enable_return_routed_experts) needs the mp "
+                         "executor backend, the megatron strategy and moe_enable_routing_replay",
+                         "Set all three, or drop enable_return_routed_experts."))
+    elif replay and not value("enable_return_routed_experts"):
+        problems.append(((_set(_ROUTING_REPLAY), _set(f"{_ENGINE}.enable_return_routed_experts")),
+                         "moe_enable_routing_replay replays the experts the engines routed, but "
+                         "enable_return_routed_experts is false",
+                         f"Set {_ENGINE}.enable_return_routed_experts to true (with the mp "
+                         f"backend), or drop moe_enable_routing_replay."))
+    gpus_per_node = spec.role_plan.policy.num_gpus_per_node
+    tp_pp = rollout.tensor_parallel_size * rollout.pipeline_parallel_size
+    if spec.role_plan.placement.colocate_all and backend == "mp" and tp_pp > gpus_per_node:
+        problems.append(((_set(f"{_ENGINE}.distributed_executor_backend"),
+                          "role_plan.rollout.tensor_parallel_size"),
+                         f"with the mp backend an engine's TP x PP {tp_pp} must fit in one node "
+                         f"of {gpus_per_node} GPUs",
+                         "Use the ray backend for engines that span nodes."))
+    return problems
+
+
+@rule(
+    "SET012",
+    "Inference-engine settings: PD split, executor backend, router replay, mp engines in a node.",
+    example=Example(edits={"settings": {f"{_ENGINE}.enable_pd": True}}),
+)
+def engine_settings(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors skyrl/train/utils/utils.py `validate_inference_engine_cfg` (PD
+    disaggregation's `num_prefill`, the executor backend, rollout router replay, an mp engine
+    within one node under colocate_all) and `validate_megatron_cfg` (routing replay needs the
+    engines to return routed experts)."""
+    for paths, what, fix in _engine_problems(check.spec):
+        yield error("SET012", paths, what, fix)
+
+
+# Values SkyRL 0.3.0's config dataclasses and validate_cfg refuse on their own:
+# `(name, accepted?, requirement, where SkyRL checks it)`.
+_VALUE_CHECKS = (
+    ("trainer.sequence_parallel_backend", lambda v: v == "ulysses", "ulysses",
+     "validate_cfg"),
+    ("data.dataloader.num_workers", lambda v: v is None or v >= 0, "None or >= 0",
+     "DataLoaderConfig.__post_init__"),
+    ("trainer.algorithm.dppo.dppo_type", lambda v: v in ("binary_tv", "binary_kl"),
+     "binary_tv or binary_kl", "DPPOConfig.__post_init__"),
+    ("trainer.policy.megatron_config.hf_export_config.save_every_n_ranks", lambda v: v >= 1,
+     ">= 1", "MegatronHFExportConfig.__post_init__"),
+)
+
+
+@rule(
+    "SET013",
+    "Values SkyRL's own config classes refuse (SP backend, dataloader, DPPO type, export ranks).",
+    example=Example(edits={"settings": {"data.dataloader.num_workers": -1}}),
+)
+def config_values(check: Check) -> Iterator[Finding]:
+    """Error. Mirrors the checks of skyrl/train/config/config.py's dataclasses
+    (`DataLoaderConfig`, `DPPOConfig`, `MegatronHFExportConfig` `__post_init__`,
+    `SkyRLTrainConfig.__post_init__`: persistent workers need num_workers > 0) and of
+    skyrl/train/utils/utils.py `validate_cfg` (ulysses sequence parallelism only;
+    `language_model_only` on the policy needs it on the engines)."""
+    spec = check.spec
+    for name, accepted, requirement, where in _VALUE_CHECKS:
+        value = spec.skyrl_setting(name)
+        if not accepted(value):
+            yield error("SET013", (_set(name),),
+                        f"{name} is {value!r}; SkyRL 0.3.0 ({where}) takes {requirement}",
+                        f"Set {name} to {requirement}.")
+    workers = "data.dataloader.num_workers"
+    if spec.skyrl_setting("data.dataloader.persistent_workers") and spec.settings.get(workers) == 0:
+        yield error("SET013", (_set("data.dataloader.persistent_workers"), _set(workers)),
+                    "persistent dataloader workers with num_workers 0: there is no worker to "
+                    "keep", f"Set {workers} above 0 (SkyRL's default is 8), or drop "
+                    f"persistent_workers.")
+    if (spec.skyrl_setting("trainer.policy.language_model_only")
+            and not spec.skyrl_setting(f"{_ENGINE}.language_model_only")):
+        yield error("SET013", (_set("trainer.policy.language_model_only"),
+                               _set(f"{_ENGINE}.language_model_only")),
+                    "trainer.policy.language_model_only is true but the engines load the whole "
+                    "model (generator.inference_engine.language_model_only false)",
+                    f"Set {_ENGINE}.language_model_only to true as well.")
+    kl = spec.algorithm.kl
+    if (spec.skyrl_setting("trainer.policy.language_model_only") and
+            (kl.use_kl_loss or kl.use_kl_in_reward)
+            and not spec.skyrl_setting("trainer.ref.language_model_only")):
+        yield error("SET013", (_set("trainer.policy.language_model_only"),
+                               _set("trainer.ref.language_model_only")),
+                    "trainer.policy.language_model_only is true and the run uses a reference, "
+                    "which loads the whole model (trainer.ref.language_model_only false)",
+                    "Set trainer.ref.language_model_only to true as well.")
