@@ -25,6 +25,7 @@ EXPECTED = {
     "tests/fixtures/broken:unknown-runtime": ["RT002"],
     "tests/fixtures/broken:smoke-other-geometry": ["GEO016", "SMOKE002", "SMOKE002"],
     "tests/fixtures/broken:raw-snapshot-data": ["ART008"],
+    "tests/fixtures/broken:profiler-on-swap-offload": ["SET002", "SET003"],
 }
 
 
@@ -103,3 +104,18 @@ def test_run_names_the_build_targets_and_fields_as_written(
     assert f"\n{title} (tp8-on-12-heads@2026.11.29): refused, " in output
     assert _finding(output, "GEO016") == where
     assert "__rlaunch_specs" not in output
+
+
+def test_a_setting_finding_names_the_setting_as_the_build_file_writes_it(
+    pants: PantsRunner, repo_root: Path
+) -> None:
+    result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:profiler-on-swap-offload")
+    assert result.returncode == 1, result.stderr
+    build = (repo_root / "tests/fixtures/broken/BUILD").read_text().splitlines()
+    line = next(n for n, text in enumerate(build, 1) if '_run("profiler-on-swap-offload"' in text)
+    assert _finding(result.stderr, "SET002") == [
+        "    in tests/fixtures/broken/BUILD:"
+        f"{line} (tests/fixtures/broken:profiler-on-swap-offload): "
+        'settings["generator.inference_engine.gpu_memory_utilization"]',
+        "    fix: Set it to a fraction such as 0.85 (SkyRL's default is 0.8).",
+    ]
