@@ -7,7 +7,7 @@ import click
 from rlaunch import __version__
 from rlaunch.builders.commands import build, pin
 from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
-from rlaunch.preflight.commands import preflight, rules
+from rlaunch.preflight.commands import preflight, rules, settings_command
 from rlaunch.render.commands import render
 from rlaunch.sweep.commands import sweep_command
 from rlaunch.view.commands import ls_command, plot_command, show_command
@@ -33,6 +33,7 @@ def main() -> None:
 # Each package owns its commands; this group only lists them.
 for command in (
     rules,
+    settings_command,
     preflight,
     render,
     build,

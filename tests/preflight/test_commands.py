@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from preflight.helpers import example
-from rlaunch.preflight.commands import preflight, rules
+from rlaunch.preflight.commands import preflight, rules, settings_command
 from rlaunch.preflight.docs import rules_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
@@ -146,3 +146,26 @@ def test_scope_all_reads_the_ledger_of_the_spec_store(tmp_path: Path, monkeypatc
     assert ("error VER002 version: colocated-1x8@2026.11.29 was launched before (status"
             f" SUCCEEDED) with fingerprint sha256:{'0' * 64}") in result.output
     assert CliRunner().invoke(preflight, [spec]).exit_code == 0  # spec scope: no ledger
+
+
+def test_settings_lists_a_releases_settings_with_types_defaults_and_the_plans_names() -> None:
+    runner = CliRunner()
+    result = runner.invoke(settings_command, ["lora.rank"])
+    assert (result.exit_code, result.output) == (0, (
+        "trainer.policy.model.lora.rank  int              default 0\n"
+        "trainer.ref.model.lora.rank     int              default 0\n"
+        "trainer.critic.model.lora.rank  int              default 0\n"
+    ))
+    result = runner.invoke(settings_command, ["trainer.train_batch"])
+    assert result.output == (
+        "trainer.train_batch_size  (the plan's: role_plan.batch.train_batch_size)\n")
+    result = runner.invoke(settings_command, ["--runtime", "rlaunch==0.1.0"])
+    assert result.output.splitlines()[0] == (
+        "trainer.policy.optimizer_config.weight_decay   float            default 0.01")
+    assert len(result.output.splitlines()) == 4
+    result = runner.invoke(settings_command, ["x", "--runtime", "skyrl==0.4.0"])
+    assert result.exit_code == 1
+    assert "skyrl==0.4.0 is not a release rlaunch's catalog lists settings for" in result.output
+    result = runner.invoke(settings_command, ["no_such_thing"])
+    assert result.output == (
+        "Error: SkyRL 0.3.0 has no setting whose name contains 'no_such_thing'\n")

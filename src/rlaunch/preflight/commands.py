@@ -13,6 +13,7 @@ from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
 from rlaunch.preflight.report import format_json, format_text, spec_report
 from rlaunch.preflight.runner import run_preflight
 from rlaunch.preflight.world import World, current_world
+from rlaunch.spec.catalog import PROFILES, settings_catalog
 from rlaunch.spec.io import SpecError, load_spec
 from rlaunch.spec.run import RunSpec
 
@@ -54,6 +55,29 @@ def rules(output_format: str) -> None:
         click.echo(rules_json(), nl=False)
     else:
         click.echo(rules_table(), nl=False)
+
+
+@click.command("settings")
+@click.argument("pattern", default="")
+@click.option(
+    "--runtime", "pin", default="skyrl==0.3.0", show_default=True,
+    help="The runtime pin whose settings to list, e.g. skyrl==0.3.0 or rlaunch==0.1.0 (the smoke"
+    " runtime).",
+)
+def settings_command(pattern: str, pin: str) -> None:
+    """List the extra settings a runtime release takes (a run's `settings`): every config field
+    whose dotted name contains PATTERN, with its type and the release's default, and the plan
+    field to set instead for a name the plan decides."""
+    package, _, _ = pin.partition("==")
+    profile = next((p.name for p in PROFILES.values() if p.package == package), package)
+    catalog = settings_catalog(profile, package=pin, commit=None)
+    if isinstance(catalog, str):
+        raise click.ClickException(catalog)
+    lines = catalog.table(pattern)
+    if not lines:
+        raise click.ClickException(f"{catalog.label} has no setting whose name contains "
+                                   f"{pattern!r}")
+    click.echo("\n".join(lines))
 
 
 @click.command("preflight")

@@ -11,6 +11,7 @@ logger's identity are rendered from the plan and never repeated as a literal.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -219,3 +220,19 @@ class SettingsCatalog:
     def default(self, name: str) -> Any:
         """The release's own default of a setting; KeyError for a name it does not have."""
         return self.fields[name].default
+
+    def table(self, pattern: str = "") -> list[str]:
+        """One line per field whose name contains `pattern`: name, type and default for a
+        setting; the plan field to set for a name the plan decides."""
+        names = [name for name in self.fields if pattern in name]
+        width = max((len(name) for name in names), default=0)
+        lines = []
+        for name in names:
+            found = self.fields[name]
+            if name in PLAN_OWNED:
+                lines.append(f"{name:<{width}}  (the plan's: {PLAN_OWNED[name]})")
+                continue
+            kind = found.type + (" | None" if found.nullable else "")
+            default = json.dumps(found.default) if found.default is not None else "null"
+            lines.append(f"{name:<{width}}  {kind:<16} default {default}")
+        return lines
