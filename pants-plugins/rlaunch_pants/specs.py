@@ -177,6 +177,7 @@ def smoke_of_dict(full_run: Mapping[str, Any]) -> dict[str, Any]:
             for slot in ARTIFACT_SLOTS
             if full_run[slot] is not None
         },
+        "settings": full_run["settings"],
     }
 
 

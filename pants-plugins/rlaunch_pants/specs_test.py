@@ -271,6 +271,7 @@ def test_smoke_of_is_filled_from_the_full_run(rule_runner: RuleRunner) -> None:
             "train_data": "dataset",
             "eval_data": "dataset",
         },
+        "settings": {},
     }
 
 

@@ -141,7 +141,7 @@ def test_set009_generator_settings() -> None:
 
 
 def test_no_settings_no_findings() -> None:
-    codes = {f"SET{n:03d}" for n in range(1, 14)}
+    codes = {f"SET{n:03d}" for n in range(1, 15)}
     for base in ("colocated-1x8", "disaggregated-8x8-tp8", MEGATRON):
         for code in codes:
             assert messages(example(base), code) == []
@@ -227,3 +227,27 @@ def test_set013_values_skyrl_config_classes_refuse() -> None:
                   "trainer.ref.language_model_only": True,
                   "generator.inference_engine.language_model_only": True}
     assert messages(_settings(everywhere), "SET013") == []
+
+
+def test_set014_a_smoke_sets_what_its_full_run_sets() -> None:
+    from_full = {"name": "colocated-1x8", "version": "2026.11.29"}
+
+    def smoke(own: dict, full: dict) -> dict:
+        data = example()
+        data.update(name="colocated-1x8-smoke", version="dev", settings=own, smoke_of={
+            **from_full, "role_plan": data["role_plan"], "runtime": data["runtime"],
+            "allocation": data["execution"]["allocation"],
+            "handoff_kinds": {"model": "model", "tokenizer": "model", "train_data": "dataset",
+                              "eval_data": "dataset"},
+            "settings": full})
+        return data
+
+    (finding,) = findings(smoke({"trainer.eval_interval": 1}, {LORA: 32}), "SET014")
+    assert finding.severity == "warning"
+    assert finding.message == (
+        "the smoke's settings differ from its full run's colocated-1x8@2026.11.29: "
+        "trainer.eval_interval 1 vs '(unset)', trainer.policy.model.lora.rank '(unset)' vs 32 "
+        "(smoke vs full run)"
+    )
+    assert finding.paths == ("settings.trainer.eval_interval", f"settings.{LORA}")
+    assert messages(smoke({LORA: 32}, {LORA: 32}), "SET014") == []

@@ -517,3 +517,43 @@ def config_values(check: Check) -> Iterator[Finding]:
                     "trainer.policy.language_model_only is true and the run uses a reference, "
                     "which loads the whole model (trainer.ref.language_model_only false)",
                     "Set trainer.ref.language_model_only to true as well.")
+
+
+def _smoke_with_other_settings(data: dict[str, Any]) -> None:
+    """a smoke of the run whose full run sets LoRA rank 32, the smoke none"""
+    data["version"] = "dev"
+    data["smoke_of"] = {
+        "name": data["name"], "version": "2026.11.29", "role_plan": data["role_plan"],
+        "runtime": data["runtime"], "allocation": data["execution"]["allocation"],
+        "handoff_kinds": {"model": "model", "tokenizer": "model", "train_data": "dataset",
+                          "eval_data": "dataset"},
+        "settings": {LORA_RANK: 32},
+    }
+    data["name"] = f"{data['name']}-smoke"
+
+
+@rule(
+    "SET014",
+    "A smoke run sets what its full run sets (it tests the full run's configuration).",
+    example=Example(edits=_smoke_with_other_settings),
+)
+def smoke_settings(check: Check) -> Iterator[Finding]:
+    """Warning. Beyond SkyRL: a smoke stands for its full run before GPUs are paid for, and
+    settings such as LoRA, offload or the vLLM memory fraction change what the run loads and
+    syncs; a smoke without them proves less than it claims (the BUILD macro
+    `rl_run_with_smoke` gives both the same settings)."""
+    spec = check.spec
+    if spec.smoke_of is None:
+        return
+    full, own = spec.smoke_of.settings, spec.settings
+    differ = sorted(name for name in {*full, *own} if full.get(name) != own.get(name))
+    if differ:
+        shown = ", ".join(f"{name} {own.get(name, '(unset)')!r} vs {full.get(name, '(unset)')!r}"
+                          for name in differ)
+        yield warning(
+            "SET014", tuple(_set(name) for name in differ),
+            f"the smoke's settings differ from its full run's {spec.smoke_of.name}@"
+            f"{spec.smoke_of.version}: {shown} (smoke vs full run)",
+            "Give the smoke the full run's settings (rl_run_with_smoke does), so that it tests "
+            "the configuration the full run launches.",
+        )

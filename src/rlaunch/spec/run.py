@@ -100,6 +100,8 @@ class SmokeOf(SpecModel):
     """The full run's allocation."""
     handoff_kinds: dict[str, str]
     """Slot -> artifact kind of the full run (`model: model`, `train_data: dataset`, ...)."""
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    """The full run's extra SkyRL settings (absent: none)."""
 
 
 class RunSpec(SpecModel):
@@ -236,9 +238,11 @@ class RunSpec(SpecModel):
         the allocation counts; executor, address, priority, credentials, W&B and store
         prefix may change without a new version."""
         content = self.model_dump(mode="json", exclude={"name", "version", "execution"})
+        # Runs without settings keep the fingerprints they had before settings existed.
         if not content["settings"]:
-            # Runs without settings keep the fingerprints they had before settings existed.
             del content["settings"]
+        if content["smoke_of"] is not None and not content["smoke_of"]["settings"]:
+            del content["smoke_of"]["settings"]
         content["allocation"] = self.execution.allocation.model_dump(mode="json")
         return fingerprint_of(content)
 
