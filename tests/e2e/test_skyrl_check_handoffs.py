@@ -14,6 +14,7 @@ tests/contract/handoff_runner.py replace for the check (`RLAUNCH_SKYRL_HANDOFF_M
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,10 @@ CONFIG = {
     "max_position_embeddings": 2048, "intermediate_size": 128, "vocab_size": 64,
     "torch_dtype": "float32",
 }
+# One float32 tensor of vocab x hidden, zeros: the weights the snapshot builder counts
+# (num_parameters) and the handoff check never loads.
+EMBEDDING = {"model.embed_tokens.weight": {"dtype": "F32", "shape": [64, 64],
+                                           "data_offsets": [0, 64 * 64 * 4]}}
 BUILD = f'''
 hf_model(
     name="tiny-chat",
@@ -43,7 +48,8 @@ hf_model(
     repo_id="{MODEL_REPO}",
     revision="{MODEL_COMMIT}",
     facts=dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-               num_experts=None),
+               num_experts=None, num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+               vocab_size=64, head_dim=None, torch_dtype="float32", num_parameters=4096),
     version="2026.11.30",
 )
 
@@ -122,6 +128,13 @@ rl_run(name="no-truth", run_name="tiny-gsm8k-no-truth", train_data=":no-truth-pr
 '''
 
 
+def safetensors(tensors: dict[str, dict[str, object]]) -> bytes:
+    """The safetensors layout: 8-byte little-endian header length, JSON header, zeroed data."""
+    header = json.dumps(tensors).encode()
+    size = max(int(t["data_offsets"][1]) for t in tensors.values())  # type: ignore[index]
+    return struct.pack("<Q", len(header)) + header + bytes(size)
+
+
 @pytest.fixture(scope="module")
 def scratch(repo_root: Path, s3_server: ObjectStoreServer,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
@@ -133,6 +146,7 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
     assert done.returncode == 0, done.stderr
     model = {path.name: path.read_bytes() for path in tokenizer.iterdir()}
     model["config.json"] = json.dumps(CONFIG, indent=2).encode()
+    model["model.safetensors"] = safetensors(EMBEDDING)
     repos = {**gsm8kdata.repos(), ("models", MODEL_REPO, MODEL_COMMIT): model}
     (root / "repo").mkdir()
     repo = ScratchRepo(repo_root, root / "repo")
