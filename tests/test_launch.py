@@ -304,6 +304,22 @@ def test_a_running_launch_blocks_a_relaunch_until_stopped(world: World) -> None:
     assert world.ledger.read("echo-wait-detached", "dev")["status"] == "STOPPED"
 
 
+def test_logs_follow_shows_a_detached_jobs_steps_as_a_bar_on_a_terminal(world: World) -> None:
+    """Issue 16: `rlaunch logs --follow` reads the job's step lines as `launch` does: a bar on
+    stderr when it is a terminal (rich forced to one here), the job's lines as they are on
+    stdout."""
+    result, _, _ = run(world, world.spec(name="echo-wait-follow"), follow=False)
+    assert result.status == JobStatus.PENDING
+    follower = cli(world, "logs", "echo-wait-follow@dev", "--follow", "--store",
+                   str(world.store), TTY_COMPATIBLE="1", COLUMNS="120")
+    read_until(follower, "echo-runtime: waiting for")
+    release(world.store, "echo-wait-follow")
+    out, err = follower.communicate(timeout=120)
+    assert follower.returncode == 0, err
+    assert "step 2/2 | echo-runtime: released" in out and "\x1b" not in out
+    assert "training: step 1/2" in err and "training: step 2/2" in err and "\x1b[" in err
+
+
 def test_two_launches_of_one_identity_at_once_exactly_one_proceeds(world: World) -> None:
     spec_file = world.spec_file(name="echo-wait-race")
     args = ["launch", str(spec_file), "--out", str(world.out("echo-wait-race")),

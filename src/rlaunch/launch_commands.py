@@ -22,10 +22,12 @@ from rlaunch.executors import (
     local_head,
 )
 from rlaunch.executors.follow import wait_terminal
+from rlaunch.executors.job_progress import JobProgress
 from rlaunch.launch import LaunchRefused, launch, record_status, resolve_store
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import LOST, TERMINAL, set_status
 from rlaunch.paths import resolve_store_prefix
+from rlaunch.progress import progress_board
 from rlaunch.spec import RunSpec, SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
 from rlaunch.view import RunStore, ViewError
@@ -255,9 +257,14 @@ def logs_command(target: str, store: str | None, follow: bool) -> None:
             click.echo(stored, nl=False)
             return
     try:
-        with load_executor(submission.executor, ExecutorOptions(say=_say)) as executor:
+        with (load_executor(submission.executor, ExecutorOptions(say=_say)) as executor,
+              progress_board() as board):
+            # A job followed live shows its steps and staging as bars, as `launch` does.
+            watch = JobProgress(board).feed if follow else None
             for chunk in executor.logs(submission, follow):
                 click.echo(chunk, nl=False)
+                if watch is not None:
+                    watch(chunk)
     except ExecutorError as err:
         stored = _stored_log(ledger, name, version, submission.attempt_id)
         if stored is None:

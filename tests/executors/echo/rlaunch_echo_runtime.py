@@ -4,7 +4,8 @@ It reads the launch YAML like a real runtime (the typed `LaunchDocument`), print
 (credentials only as presence, length and a short digest, never the value), and then, by the
 run's name:
 - `*fail*`: exits 1;
-- `*wait*`: waits for `{run_root}/release` to exist (at most 120 s) before succeeding;
+- `*wait*`: waits for `{run_root}/release` to exist (at most 120 s) before succeeding, with a
+  step line before and after (`step 1/2 | ...`, the smoke runtime's format);
 - otherwise succeeds.
 On success it writes `runtime.json` into the checkpoint root and the terminal manifest, as a real
 runtime does, so that the ledger's smoke recording can be exercised end to end.
@@ -45,10 +46,13 @@ def main(path: str) -> int:
         return 1
     if "wait" in run.name:
         release = Path(artifacts.run_root) / "release"
+        # Step lines as the smoke runtime prints them: a follower shows them as a bar.
+        print("step 1/2 | echo-runtime: before the release", flush=True)
         print(f"echo-runtime: waiting for {release}", flush=True)
         deadline = time.monotonic() + 120
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
+        print("step 2/2 | echo-runtime: released", flush=True)
     checkpoints = Path(artifacts.checkpoint_root)
     checkpoints.mkdir(parents=True, exist_ok=True)
     (checkpoints / "runtime.json").write_text(
