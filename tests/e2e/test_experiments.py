@@ -64,6 +64,8 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
         "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
         "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8",
         "experiments/qwen2.5-1.5b-gsm8k:h100-1x8",
+        # The run's `skyrl_settings` target.
+        "experiments/runtimes:h100-gsm8k",
         "experiments/runtimes:skyrl-0.3.0",
     ]
     result = pants("dependents", "--transitive", "experiments/countdown:char_tokenizer")
@@ -95,6 +97,7 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
         "experiments/models/qwen2.5-1.5b:qwen2.5-1.5b",
         "experiments/qwen2.5-1.5b-instruct-ref-2x8:colocated-2x8",
         "experiments/qwen2.5-1.5b-instruct-ref-2x8:h100-2x8",
+        "experiments/runtimes:h100-gsm8k",
         "experiments/runtimes:skyrl-0.3.0",
     ]
     result = pants(f"--pants-distdir={distdir}", "package", run)
