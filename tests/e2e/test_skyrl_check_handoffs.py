@@ -6,7 +6,10 @@ built from a local Hub (tests/hubserver.py) into a store on moto's S3 server
 interpreter follows from the runtime pin (`RLAUNCH_SKYRL_PYTHON`).
 
 The tokenizer is trained by tests/contract/make_tokenizer.py in that environment and served as
-the model repo with a config.json; the data is tests/gsm8kdata.py's GSM8K-shaped split. The
+the model repo with a config.json (and once more without a chat template, as a base model's);
+the data is tests/gsm8kdata.py's GSM8K-shaped split. Good inputs pass with the staged paths,
+the rows kept and the ground truth's reward; no ground truth, a wrong env class, no chat
+template and a prompt length that filters every row each fail with the check's message. The
 environment is tests/contract's: SkyRL's packages without torch and ray, which the stand-ins of
 tests/contract/handoff_runner.py replace for the check (`RLAUNCH_SKYRL_HANDOFF_MODULE`).
 """
@@ -30,6 +33,8 @@ from objectstores import ObjectStoreServer
 CONTRACT = Path(__file__).resolve().parents[1] / "contract"
 MODEL_REPO = "rlaunch-tests/tiny-chat"
 MODEL_COMMIT = "c" * 40
+BASE_REPO = "rlaunch-tests/tiny-base"
+"""The same model whose tokenizer has no chat template (a base model's)."""
 # A model folder's config.json: what the facts in BUILD state, and what transformers reads.
 CONFIG = {
     "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64,
@@ -46,6 +51,17 @@ hf_model(
     name="tiny-chat",
     description="A word-level tokenizer with a chat template, and a 2-layer config.",
     repo_id="{MODEL_REPO}",
+    revision="{MODEL_COMMIT}",
+    facts=dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+               num_experts=None, num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+               vocab_size=64, head_dim=None, torch_dtype="float32", num_parameters=4096),
+    version="2026.11.30",
+)
+
+hf_model(
+    name="tiny-base",
+    description="tiny-chat without a chat template.",
+    repo_id="{BASE_REPO}",
     revision="{MODEL_COMMIT}",
     facts=dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
                num_experts=None, num_hidden_layers=2, hidden_size=64, intermediate_size=128,
@@ -72,6 +88,10 @@ built_artifact(name="test-prompts", builder="prompt_parquet", kind="dataset",
 # The same rows with the ground truth left out of the template's config.
 built_artifact(name="no-truth-prompts", builder="prompt_parquet", kind="dataset",
                deps={{"source": ":gsm8k-train"}}, config=dict(_PROMPTS, ground_truth=None),
+               rows=12, version="2026.11.30")
+# ... and with an env class skyrl-gym does not register.
+built_artifact(name="wrong-env-prompts", builder="prompt_parquet", kind="dataset",
+               deps={{"source": ":gsm8k-train"}}, config=dict(_PROMPTS, env_class="gsm8k_math"),
                rows=12, version="2026.11.30")
 
 role_plan(
@@ -125,6 +145,14 @@ _RUN = dict(
 )
 rl_run(name="grpo", run_name="tiny-gsm8k-grpo", train_data=":train-prompts", **_RUN)
 rl_run(name="no-truth", run_name="tiny-gsm8k-no-truth", train_data=":no-truth-prompts", **_RUN)
+rl_run(name="wrong-env", run_name="tiny-gsm8k-wrong-env", train_data=":wrong-env-prompts",
+       **_RUN)
+rl_run(name="no-template", run_name="tiny-gsm8k-no-template", train_data=":train-prompts",
+       **dict(_RUN, model=":tiny-base", tokenizer=":tiny-base"))
+# Every prompt is longer than 8 tokens with the chat template applied.
+rl_run(name="too-short", run_name="tiny-gsm8k-too-short", train_data=":train-prompts",
+       **dict(_RUN, lengths=dict(max_prompt_length=8, max_generate_length=64,
+                                 max_input_length=8, max_turns=1)))
 '''
 
 
@@ -140,14 +168,16 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
     python = contract_python()
     root = tmp_path_factory.mktemp("skyrl-handoffs")
-    tokenizer = root / "tokenizer"
-    done = subprocess.run([python, str(CONTRACT / "make_tokenizer.py"), str(tokenizer)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    model = {path.name: path.read_bytes() for path in tokenizer.iterdir()}
-    model["config.json"] = json.dumps(CONFIG, indent=2).encode()
-    model["model.safetensors"] = safetensors(EMBEDDING)
-    repos = {**gsm8kdata.repos(), ("models", MODEL_REPO, MODEL_COMMIT): model}
+    repos = gsm8kdata.repos()
+    for repo_id, flags in ((MODEL_REPO, []), (BASE_REPO, ["--no-chat-template"])):
+        tokenizer = root / repo_id
+        done = subprocess.run([python, str(CONTRACT / "make_tokenizer.py"), str(tokenizer),
+                               *flags], capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        model = {path.name: path.read_bytes() for path in tokenizer.iterdir()}
+        model["config.json"] = json.dumps(CONFIG, indent=2).encode()
+        model["model.safetensors"] = safetensors(EMBEDDING)
+        repos[("models", repo_id, MODEL_COMMIT)] = model
     (root / "repo").mkdir()
     repo = ScratchRepo(repo_root, root / "repo")
     repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
@@ -243,3 +273,45 @@ def test_without_an_environment_that_has_the_pinned_runtime_nothing_is_submitted
         "with skyrl==0.3.0 installed"
     ) in result.stderr
     assert "starting a local Ray head" not in result.stderr
+
+
+def broken_handoff(scratch: ScratchRepo, target: str) -> str:
+    """The one problem the check reports for experiments/tiny-gsm8k:<target>."""
+    if target == "wrong-env":
+        train = staged(scratch, "wrong-env-prompts")
+        return (
+            f"error (env): train_data {train}/prompts.parquet (wrong-env-prompts@2026.11.30): "
+            "row 0 names env_class 'gsm8k_math', which skyrl-gym does not register (it has "
+            "aime, gsm8k, gsm8k_multi_turn, lcb, search, searchcode, text2sql); fix the "
+            "env_class in the artifact's config (and algorithm.environment) to one of them"
+        )
+    if target == "no-template":
+        model = staged(scratch, "tiny-base")
+        return (
+            f"error (tokenizer): the tokenizer of trainer.policy.model.path {model} "
+            "(tiny-base@2026.11.30) has no chat template, and PromptDataset applies one to "
+            "every prompt (apply_chat_template). Use a model whose tokenizer_config.json has a "
+            "chat_template (an instruct/chat model), or add chat_template.jinja to the model "
+            "artifact"
+        )
+    train = staged(scratch, "train-prompts")
+    return (
+        f"error (data): train_data {train}/prompts.parquet (train-prompts@2026.11.30): all 12 "
+        "rows are longer than trainer.max_prompt_length 8 tokens with the chat template "
+        "applied (the shortest of the first 12 is 26 tokens), so PromptDataset keeps none; "
+        "raise max_prompt_length (lengths.max_prompt_length in BUILD) to at least 27, or "
+        "shorten the artifact's template"
+    )
+
+
+@pytest.mark.parametrize("target", ["wrong-env", "no-template", "too-short"])
+def test_each_broken_handoff_fails_with_the_checks_message_naming_the_artifact(
+    scratch: ScratchRepo, target: str
+) -> None:
+    result = check(scratch, target)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert broken_handoff(scratch, target) in result.stdout.splitlines()
+    assert ("error: the handoff check refused this launch (exit 1); SkyRL was not started: "
+            "fix what it names above") in result.stdout
+    assert f"rlaunch: handoff check of tiny-gsm8k-{target}@dev: FAILED (FAILED)" in (
+        result.stderr)
