@@ -2,7 +2,7 @@
 parallel copy.
 
     PYTHONPATH=src $(scripts/runtime) benchmarks/store_scale.py [--gib 2] [--streams 8]
-        [--skip-s3] [--skip-local]
+        [--skip-s3] [--skip-local] [--only NAME] [--s3-rounds N]
 
 Two adopted artifacts of `--gib` GiB each are made in a scratch folder outside the repo (it is
 deleted at the end): `scale-shards` (1 MiB files) and `scale-big` (one file). For each:
@@ -25,7 +25,7 @@ way down, progress by bytes.
 
 Two things about moto decide what can be measured at 2 GiB (docs/artifacts.md):
 - CompleteMultipartUpload assembles the object in the request (every part read back and joined in
-  memory, then written to a temporary file): tens of seconds for 2 GiB on a loaded machine, past
+  memory, then written to a temporary file): 16-58 s for 2 GiB at load 11-20 here, past
   s3fs's 15 s read timeout (botocore's is 60 s). The client then retried while the first
   completion was still running, and moto failed the retry (`seek of closed file`, then
   `NoSuchUpload`). Both clients here get a read timeout of `READ_TIMEOUT_SECONDS`.
@@ -209,7 +209,7 @@ def _rate(count: int, seconds: float) -> str:
     return f"{count / seconds / 1e6:7.1f} MB/s"
 
 
-def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
+def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int, rounds: int) -> None:
     """Upload and download each source folder with rlaunch's transfers and with s3transfer."""
     with running("s3", scratch / "s3-logs") as server, server.applied():
         timeouts = {"read_timeout": READ_TIMEOUT_SECONDS}
@@ -229,7 +229,9 @@ def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
               f"ranges down; read timeout {READ_TIMEOUT_SECONDS} s", flush=True)
         for name, source in sources.items():
             try:
-                _compare(fs, client, configs, bucket, scratch, name, source, streams)
+                for round_ in range(rounds):
+                    _compare(fs, client, configs, bucket, scratch, name, source, streams,
+                             plain_first=round_ % 2 == 1)
             except Exception as err:  # a server failure ends this artifact, not the benchmark
                 print(f"{name}: failed: {type(err).__name__}: {err}")
         kept = Path(tempfile.gettempdir()) / f"store-scale-{server.log.name}"
@@ -237,44 +239,64 @@ def s3_transfers(scratch: Path, sources: dict[str, Path], streams: int) -> None:
         print(f"server log (one line per request, with its time): {kept}")
 
 
-def _compare(fs: Any, client: Any, configs: tuple[TransferConfig, TransferConfig], bucket: str,
-             scratch: Path, name: str, source: Path, streams: int) -> None:
-    """Upload then download `source` with rlaunch's transfers, then with s3transfer; print
-    both rates and their ratio."""
-    total = sum(item.size for item in _copies(source, "x"))
-    ours_root, plain_root = f"{bucket}/rlaunch/{name}", f"{bucket}/plain/{name}"
-    up = _copies(source, ours_root)
+def _ours(fs: Any, scratch: Path, bucket: str, name: str, source: Path,
+          streams: int) -> tuple[float, float]:
+    """Seconds to upload `source` with rlaunch's transfers, then to download it back."""
+    root = f"{bucket}/rlaunch/{name}"
+    up = _copies(source, root)
     started = time.perf_counter()
     upload(fs, up, what=f"uploading {name}", streams=streams)
-    ours_up = time.perf_counter() - started
-    down = _flipped(up, scratch / "down-rlaunch" / name, ours_root)
+    seconds_up = time.perf_counter() - started
+    down = _flipped(up, scratch / "down-rlaunch" / name, root)
     started = time.perf_counter()
     download(fs, down, what=f"downloading {name}", streams=streams)
-    ours_down = time.perf_counter() - started
-    fs.rm(ours_root, recursive=True)
+    seconds_down = time.perf_counter() - started
+    fs.rm(root, recursive=True)
     shutil.rmtree(scratch / "down-rlaunch" / name)
+    return seconds_up, seconds_down
 
-    plain_up = _copies(source, plain_root)
+
+def _plain(fs: Any, client: Any, configs: tuple[TransferConfig, TransferConfig], scratch: Path,
+           bucket: str, name: str, source: Path) -> tuple[float, float]:
+    """The same with s3transfer's TransferManager alone."""
+    root = f"{bucket}/plain/{name}"
+    up = _copies(source, root)
     started = time.perf_counter()
     with TransferManager(client, configs[0]) as manager:
         futures = [manager.upload(item.source, bucket, item.target[len(bucket) + 1:])
-                   for item in plain_up]
+                   for item in up]
         for future in futures:
             future.result()
-    base_up = time.perf_counter() - started
-    plain_down = _flipped(plain_up, scratch / "down-plain" / name, plain_root)
-    for item in plain_down:
+    seconds_up = time.perf_counter() - started
+    down = _flipped(up, scratch / "down-plain" / name, root)
+    for item in down:
         Path(item.target).parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with TransferManager(client, configs[1]) as manager:
         futures = [manager.download(bucket, item.source[len(bucket) + 1:], item.target)
-                   for item in plain_down]
+                   for item in down]
         for future in futures:
             future.result()
-    base_down = time.perf_counter() - started
-    fs.rm(plain_root, recursive=True)
+    seconds_down = time.perf_counter() - started
+    fs.rm(root, recursive=True)
     shutil.rmtree(scratch / "down-plain" / name)
-    print(f"{name} ({len(up)} file(s), {total / 1e9:.2f} GB):")
+    return seconds_up, seconds_down
+
+
+def _compare(fs: Any, client: Any, configs: tuple[TransferConfig, TransferConfig], bucket: str,
+             scratch: Path, name: str, source: Path, streams: int, plain_first: bool) -> None:
+    """Upload then download `source` with rlaunch's transfers and with s3transfer (in the
+    order `plain_first` says); print both rates and their ratio."""
+    total = sum(item.size for item in _copies(source, "x"))
+    count = len(_copies(source, "x"))
+    if plain_first:
+        base_up, base_down = _plain(fs, client, configs, scratch, bucket, name, source)
+        ours_up, ours_down = _ours(fs, scratch, bucket, name, source, streams)
+    else:
+        ours_up, ours_down = _ours(fs, scratch, bucket, name, source, streams)
+        base_up, base_down = _plain(fs, client, configs, scratch, bucket, name, source)
+    order = "s3transfer first" if plain_first else "rlaunch first"
+    print(f"{name} ({count} file(s), {total / 1e9:.2f} GB; {order}):")
     print(f"  upload    rlaunch {ours_up:7.2f}s {_rate(total, ours_up)}   s3transfer "
           f"{base_up:7.2f}s {_rate(total, base_up)}   ratio {base_up / ours_up:5.0%} "
           f"(target >= 70%)")
@@ -289,6 +311,8 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=2.0, help="GiB per artifact (default 2)")
     parser.add_argument("--streams", type=int, default=8, help="concurrent transfers (8)")
     parser.add_argument("--skip-s3", action="store_true", help="local overheads only")
+    parser.add_argument("--s3-rounds", type=int, default=1,
+                        help="S3 comparisons per artifact, alternating which copy goes first")
     parser.add_argument("--skip-local", action="store_true", help="S3 transfers only")
     parser.add_argument("--only", choices=["scale-shards", "scale-big"],
                         help="one of the two artifacts")
@@ -321,7 +345,7 @@ def main() -> None:
         if not args.skip_local:
             local_overheads(scratch, artifacts)
         if not args.skip_s3:
-            s3_transfers(scratch, sources, args.streams)
+            s3_transfers(scratch, sources, args.streams, args.s3_rounds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
