@@ -11,6 +11,7 @@ import pytest
 from contract.skyrl_env import contract_python
 from executors.helpers import rendered
 from rlaunch.executors import ExecutorError
+from rlaunch.executors.ray_cluster import RayClusterExecutor
 from rlaunch.executors.runtime_python import job_python, python_setting
 from rlaunch.render import LaunchDocument
 
@@ -84,3 +85,20 @@ def test_a_setting_that_is_no_interpreter_is_refused(
     assert str(caught.value).endswith(
         f"set {SETTING} to the python of the environment that has the runtime installed"
     )
+
+
+def test_the_ray_executor_on_a_head_here_runs_skyrl_with_that_interpreter_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = contract_python()
+    monkeypatch.setenv(SETTING, python)
+    launch = skyrl_launch(tmp_path)
+    data = launch.to_dict()
+    data["execution"].update(executor="ray", address="http://127.0.0.1:8265")
+    lines = RayClusterExecutor().describe(tmp_path / "launch.yaml",
+                                          LaunchDocument.parse(data, launch.source))
+    assert f"entrypoint: {python} -m rlaunch.runtimes.skyrl launch.yaml" in lines
+    data["execution"]["address"] = "http://10.0.0.5:8265"
+    lines = RayClusterExecutor().describe(tmp_path / "launch.yaml",
+                                          LaunchDocument.parse(data, launch.source))
+    assert "entrypoint: python -m rlaunch.runtimes.skyrl launch.yaml" in lines

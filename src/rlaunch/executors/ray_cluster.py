@@ -38,6 +38,7 @@ from rlaunch.executors.base import (
 )
 from rlaunch.executors.credentials import new_kv_key, payload, wrapped_argv
 from rlaunch.executors.job import rlaunch_source_root, shipped_package
+from rlaunch.executors.runtime_python import job_python
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
 
@@ -75,7 +76,10 @@ class RayClusterExecutor(Executor):
         return None if is_loopback(address) else "python"
 
     def _argv(self, launch: LaunchDocument, address: str) -> tuple[str, ...]:
-        return entrypoint_argv(launch, STAGED_YAML, python=self._python(address),
+        # A head on this machine: the interpreter that has the pinned runtime (the credentials
+        # wrapper, which reads Ray's KV store, stays on this one: it needs ray).
+        python = job_python(launch) if is_loopback(address) else "python"
+        return entrypoint_argv(launch, STAGED_YAML, python=python,
                                extra=self.options.runtime_args)
 
     def _env_vars(self, address: str, attempt_id: str) -> dict[str, str]:
