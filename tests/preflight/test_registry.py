@@ -17,11 +17,11 @@ WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004"}
 
 def test_codes_are_unique_stable_and_grouped_by_family() -> None:
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 92
+    assert len(codes) == len(set(codes)) == 98
     prefixes = {
         "geometry": "GEO", "allocation": "ALLOC", "batch": "BATCH", "context": "CTX",
         "algorithm": "ALGO", "artifacts": "ART", "versions": "VER", "paths": "PATH",
-        "runtime": "RT", "execution": "EXEC", "smoke": "SMOKE", "settings": "SET",
+        "runtime": "RT", "execution": "EXEC", "smoke": "SMOKE", "settings": "SET", "memory": "MEM",
     }
     assert set(prefixes) == set(FAMILIES)
     for r in RULES:

@@ -37,6 +37,10 @@ FAMILY_TEXT = {
     "smoke": "A smoke run shares its full run's geometry and pin." + BEYOND_SKYRL,
     "settings": "A run's extra SkyRL settings (`settings`) where SkyRL 0.3.0 or vLLM refuses,"
     " ignores or rewrites them. Their names and types are checked when the spec is read.",
+    "memory": "Each phase of the run fits in one GPU of the allocated accelerator: the policy's"
+    " training step, the reference's forward pass, each vLLM engine's weights and KV cache, and"
+    " the weight sync under colocate_all. Every finding shows the terms of its sum; the formulas"
+    " and their sources are in docs/memory.md. Not applied to simulated GPUs (`sim`).",
     LAUNCH_FAMILY: "Checks `rlaunch launch` (and so `./pants run`) makes besides preflight,"
     " because what they read is only at hand there: the launch ledger, under the launch lock."
     " `rlaunch preflight` does not run them; their findings are printed like preflight's.",

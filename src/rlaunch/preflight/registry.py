@@ -24,7 +24,7 @@ Scope = Literal["spec", "world"]
 
 FAMILIES = (
     "geometry", "allocation", "batch", "context", "algorithm", "artifacts", "versions", "paths",
-    "runtime", "execution", "smoke", "settings",
+    "runtime", "execution", "smoke", "settings", "memory",
 )
 
 RuleFunc = Callable[["Check"], Iterable[Finding]]

@@ -19,6 +19,7 @@ from rlaunch.preflight import (  # noqa: F401
     geometry,
     geometry_model,
     geometry_roles,
+    memory,
     paths,
     runtime,
     settings,

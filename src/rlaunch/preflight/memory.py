@@ -1,0 +1,384 @@
+"""Memory: does each phase of the run fit in one GPU of the allocated accelerator?
+
+The estimates are rlaunch.preflight.memory_model's (formulas and sources in docs/memory.md).
+The phases are what SkyRL 0.3.0 holds on a GPU at one time:
+- trainers that share GPUs take turns: `WorkerDispatch._ensure_on_gpu`
+  (skyrl/backends/skyrl_train/workers/worker_dispatch.py) offloads the other models of the
+  colocation group (all of them under `colocate_all`, policy and reference under
+  `colocate_policy_ref`) before one computes, so the policy's training and the reference's
+  forward are separate peaks, never a sum;
+- under `colocate_all` the vLLM engines sleep before training (`RayPPOTrainer.train`,
+  skyrl/train/trainer.py: `await self.inference_engine_client.sleep()`) and the trainers are
+  offloaded while they generate; the weight sync wakes the engines' weights with the policy's
+  weights on the GPU and its optimizer offloaded (`WorkerDispatch.save_weights_for_sampler`,
+  `_prepare_for_weight_sync`), the one moment a trainer and an engine share a GPU;
+- a vLLM engine takes `gpu_memory_utilization` of its GPU for its weights and KV cache.
+Runs on `sim` (the local executor's simulated GPUs: the smoke runtime trains on CPU) have no
+accelerator memory, so these rules do not apply to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error, warning
+from rlaunch.preflight.memory_model import (
+    ACCELERATOR_MEMORY_GIB,
+    DTYPE_BYTES,
+    GIB,
+    SIMULATED,
+    Activations,
+    EngineShape,
+    Estimate,
+    Term,
+    TrainerShape,
+    accelerator_memory,
+    engine_weights,
+    gib,
+    kv_bytes_per_token,
+    policy_training,
+    reference_forward,
+)
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
+from rlaunch.spec.artifacts import ModelFacts
+from rlaunch.spec.examples import QWEN25_14B
+
+REF_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
+CHECKPOINTING = "trainer.gradient_checkpointing"
+ENGINE_DTYPE = "generator.inference_engine.model_dtype"
+TRAINER_BF16 = "trainer.bf16"
+# Above this share of a GPU a phase fits on paper, but CUDA contexts, NCCL buffers and the
+# allocator's fragmentation (not in the sums) may take the rest.
+THIN = 0.9
+ACCELERATOR = "execution.allocation.accelerator"
+
+
+def _set(name: str) -> str:
+    return f"settings.{name}"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What every memory rule reads: the GPU's memory and the shapes of the run."""
+
+    gpu: float
+    """Bytes of one GPU."""
+    accelerator: str
+    facts: ModelFacts
+    reference_facts: ModelFacts
+    activations: Activations
+    forward: Activations
+    engine: EngineShape
+    sequence: int
+
+
+def memory_of(check: Check) -> Memory | None:
+    """The run's memory picture, or None when the rules cannot apply: simulated GPUs, an
+    unknown accelerator (MEM001), unusable facts or roles (other rules report them)."""
+    spec = check.spec
+    accelerator = spec.execution.allocation.accelerator
+    gpu = accelerator_memory(accelerator)
+    facts = check.facts
+    if gpu is None or facts is None or not check.roles_ok or check.nonpositive_batch_counts:
+        return None
+    reference = spec.reference_model
+    reference_facts = getattr(reference, "facts", None) if reference is not None else facts
+    if reference_facts is None or not all(value > 0 for _, value in reference_facts.counts()):
+        return None
+    lengths, plan = spec.lengths, spec.role_plan
+    first = lengths.max_input_length if lengths.max_turns > 1 else lengths.max_prompt_length
+    sequence = first + lengths.max_generate_length
+    if sequence <= 0:
+        return None  # CTX001
+    policy = plan.policy
+    megatron = plan.strategy == "megatron"
+    split = policy.context_parallel_size if megatron else policy.sequence_parallel_size
+    tensor = policy.tensor_parallel_size if megatron else 1
+    batch = plan.batch
+    rollout = plan.rollout
+    return Memory(
+        gpu=gpu * GIB, accelerator=accelerator, facts=facts, reference_facts=reference_facts,
+        activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor),
+        forward=Activations(batch.micro_forward_batch_size_per_gpu, sequence, split, tensor),
+        engine=EngineShape(rollout.tensor_parallel_size, rollout.pipeline_parallel_size,
+                           rollout.data_parallel_size, rollout.expert_parallel_size),
+        sequence=sequence,
+    )
+
+
+def _trainer_shape(check: Check, role: str) -> TrainerShape:
+    plan = check.spec.role_plan
+    sizes = check.parallel_sizes(role)
+    world = plan.policy.world_size if role == "policy" else plan.reference.world_size
+    return TrainerShape(
+        plan.strategy, world, sizes.tensor_parallel_size, sizes.pipeline_parallel_size,
+        sizes.context_parallel_size, sizes.expert_parallel_size,
+        sizes.expert_tensor_parallel_size, sizes.sequence_parallel_size,
+    )
+
+
+def _policy_estimate(check: Check, memory: Memory) -> Estimate:
+    spec = check.spec
+    offload = spec.role_plan.strategy == "fsdp" and bool(spec.skyrl_setting(CPU_OFFLOAD))
+    return policy_training(
+        memory.facts, _trainer_shape(check, "policy"), memory.activations,
+        checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=offload,
+        lora_rank=int(spec.skyrl_setting(LORA_RANK)),
+    )
+
+
+def _share(estimate: Estimate, memory: Memory) -> str:
+    return (f"{estimate.sum_text()} ({100 * estimate.total / memory.gpu:.0f}% of one "
+            f"{memory.accelerator}, {gib(memory.gpu)})")
+
+
+def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate, memory: Memory,
+             fix: str) -> Iterator[Finding]:
+    if estimate.total > memory.gpu:
+        yield error(code, paths, f"{what} does not fit on one GPU: {_share(estimate, memory)}",
+                    fix)
+    elif estimate.total > THIN * memory.gpu:
+        yield warning(code, paths,
+                      f"{what} leaves less than {100 - 100 * THIN:.0f}% of the GPU free (CUDA "
+                      f"contexts, NCCL buffers and fragmentation are not in the sum): "
+                      f"{_share(estimate, memory)}", fix)
+
+
+@rule(
+    "MEM001",
+    "The accelerator is in the memory table (simulated GPUs `sim` have no memory to check).",
+    example=Example(edits={ACCELERATOR: "A100"}),
+)
+def accelerator_known(check: Check) -> Iterator[Finding]:
+    """Error. Every memory rule compares with the memory of one GPU of the allocation's
+    accelerator; an accelerator missing from the table (`A100` alone: 40 or 80 GB?) leaves the
+    run unchecked. `sim` is exempt: simulated GPUs run the CPU smoke runtime."""
+    accelerator = check.spec.execution.allocation.accelerator
+    if accelerator.strip().upper() == SIMULATED or accelerator_memory(accelerator) is not None:
+        return
+    table = ", ".join(f"{name} {size:g}" for name, size in ACCELERATOR_MEMORY_GIB.items())
+    yield error(
+        "MEM001", (ACCELERATOR,),
+        f"{ACCELERATOR} {accelerator!r} is not in the accelerator memory table (GiB per GPU: "
+        f"{table}; `sim` for simulated GPUs), so no memory rule can check the plan",
+        "Name the accelerator as the table does (e.g. A100-80GB), or add it with its memory to "
+        "ACCELERATOR_MEMORY_GIB in rlaunch/preflight/memory_model.py.",
+    )
+
+
+def _too_big_for_a100_40(data: dict) -> None:
+    """Qwen2.5-14B-Instruct, full fine-tuning on 1 x 8 A100-40GB, micro batch 2 of 1024 + 2048
+    tokens"""
+    data["model"] = data["tokenizer"] = QWEN25_14B
+    data["execution"]["allocation"]["accelerator"] = "A100-40GB"
+    data["lengths"].update(max_prompt_length=1024, max_input_length=1024,
+                           max_generate_length=2048)
+    data["role_plan"]["batch"].update(micro_train_batch_size_per_gpu=2,
+                                      micro_forward_batch_size_per_gpu=4)
+    data["role_plan"]["rollout"].update(num_engines=4, tensor_parallel_size=2)
+
+
+@rule(
+    "MEM002",
+    "The policy's training step fits on one GPU (weights, grads, Adam, activations, logits).",
+    example=Example(edits=_too_big_for_a100_40),
+)
+def policy_fits(check: Check) -> Iterator[Finding]:
+    """Error over the GPU's memory, warning above 90%. FSDP: 16 B per parameter (fp32 weights,
+    grads and Adam moments) over the policy's GPUs, plus the all-gathered root unit and one
+    layer; Megatron: 6 B per local parameter and 12 B over DP (distributed optimizer). Offload
+    (`trainer.policy.fsdp_config.cpu_offload`) and LoRA (`trainer.policy.model.lora.rank`) as
+    set. Beyond SkyRL: an out-of-memory error mid-step otherwise."""
+    memory = memory_of(check)
+    if memory is None:
+        return
+    estimate = _policy_estimate(check, memory)
+    yield from _verdict(
+        "MEM002",
+        (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
+         "role_plan.policy.num_nodes", "model.facts.num_parameters"),
+        "The policy's training step", estimate, memory,
+        f"Offload the policy ({_set(CPU_OFFLOAD)}: true), train LoRA adapters ({_set(LORA_RANK)}),"
+        " lower role_plan.batch.micro_train_batch_size_per_gpu or the lengths, shard over more "
+        "GPUs, or take a larger accelerator.",
+    )
+
+
+@rule(
+    "MEM003",
+    "The reference's forward pass fits on one GPU (weights, one layer, logits).",
+    example=Example(edits={ACCELERATOR: "L4", "role_plan.batch.micro_forward_batch_size_per_gpu":
+                           64}),
+)
+def reference_fits(check: Check) -> Iterator[Finding]:
+    """Error over the GPU's memory, warning above 90%. bf16 weights (`trainer.bf16`) over the
+    reference's GPUs (FSDP) or its model-parallel ranks (Megatron), the activations of one layer
+    and the logits of a forward micro batch."""
+    memory = memory_of(check)
+    plan = check.spec.role_plan
+    if memory is None or plan.reference is None or not check.use_kl:
+        return
+    spec = check.spec
+    weight_bytes = 2 if spec.skyrl_setting(TRAINER_BF16) else 4
+    estimate = reference_forward(
+        memory.reference_facts, _trainer_shape(check, "reference"), memory.forward,
+        weight_bytes=weight_bytes,
+        offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD)),
+    )
+    model = "reference_model" if spec.reference_model is not None else "model"
+    yield from _verdict(
+        "MEM003",
+        (ACCELERATOR, "role_plan.batch.micro_forward_batch_size_per_gpu",
+         f"{model}.facts.num_parameters"),
+        "The reference's forward pass", estimate, memory,
+        f"Lower role_plan.batch.micro_forward_batch_size_per_gpu, offload the reference "
+        f"({_set(REF_OFFLOAD)}: true), give it more GPUs, or take a larger accelerator.",
+    )
+
+
+def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str] | None:
+    fraction = check.spec.skyrl_setting(GPU_MEMORY)
+    if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        return None  # SET002
+    dtype = str(check.spec.skyrl_setting(ENGINE_DTYPE))
+    weight_bytes = DTYPE_BYTES.get(dtype, 2)
+    weights = engine_weights(memory.facts, memory.engine, weight_bytes)
+    per_token, formula = kv_bytes_per_token(memory.facts, memory.engine, weight_bytes)
+    if per_token <= 0:
+        return None  # more pipeline stages than layers, or heads wider than the model (GEO)
+    return fraction * memory.gpu, weights, per_token, formula
+
+
+@rule(
+    "MEM004",
+    "A vLLM engine's weights and the KV cache of one longest sequence fit in "
+    "gpu_memory_utilization of its GPU.",
+    example=Example(edits={ACCELERATOR: "L4", "settings": {GPU_MEMORY: 0.1}}),
+)
+def engine_fits(check: Check) -> Iterator[Finding]:
+    """Error. vLLM takes `gpu_memory_utilization` x the GPU's memory; what its weights leave is
+    the KV cache, and vLLM refuses to start when that cannot hold one sequence of
+    `max_model_len` tokens (prompt + generation)."""
+    memory = memory_of(check)
+    budget = None if memory is None else _engine_budget(check, memory)
+    if memory is None or budget is None:
+        return
+    limit, weights, per_token, formula = budget
+    needed = per_token * memory.sequence
+    if weights.bytes + needed <= limit:
+        return
+    fraction = check.spec.skyrl_setting(GPU_MEMORY)
+    yield error(
+        "MEM004",
+        (ACCELERATOR, _set(GPU_MEMORY), "role_plan.rollout.tensor_parallel_size",
+         "lengths.max_generate_length"),
+        f"A vLLM engine rank does not fit in {GPU_MEMORY} {fraction} x {gib(memory.gpu)} = "
+        f"{gib(limit)}: {weights.text()} + KV cache of one {memory.sequence}-token sequence "
+        f"({formula}) = {gib(needed)} = {gib(weights.bytes + needed)}",
+        f"Raise {_set(GPU_MEMORY)} (up to 1 when no trainer shares the GPU), raise "
+        "role_plan.rollout.tensor_parallel_size, shorten the lengths, or take a larger "
+        "accelerator.",
+    )
+
+
+def _thin_kv(data: dict) -> None:
+    """Qwen2.5-14B-Instruct on A100-40GB, engines of TP 1 and 4096 generated tokens"""
+    data["model"] = data["tokenizer"] = QWEN25_14B
+    data["execution"]["allocation"]["accelerator"] = "A100-40GB"
+    data["lengths"]["max_generate_length"] = 4096
+    data["settings"] = {CPU_OFFLOAD: True}
+
+
+@rule(
+    "MEM005",
+    "Warning: the KV cache holds fewer longest sequences than one prompt's samples.",
+    example=Example(edits=_thin_kv),
+)
+def kv_cache_margin(check: Check) -> Iterator[Finding]:
+    """Warning. What the weights leave of `gpu_memory_utilization` is the KV cache; when it holds
+    fewer full-length sequences than `n_samples_per_prompt`, vLLM cannot run even one prompt's
+    group at full length at once and preempts (recomputes) sequences: generation slows down
+    badly as answers grow. (Fewer than one is MEM004's error.)"""
+    memory = memory_of(check)
+    budget = None if memory is None else _engine_budget(check, memory)
+    if memory is None or budget is None:
+        return
+    limit, weights, per_token, formula = budget
+    cache = limit - weights.bytes
+    sequences = cache / (per_token * memory.sequence)
+    group = check.spec.role_plan.batch.n_samples_per_prompt
+    if not 1 <= sequences < group:
+        return
+    fraction = check.spec.skyrl_setting(GPU_MEMORY)
+    yield warning(
+        "MEM005",
+        (ACCELERATOR, _set(GPU_MEMORY), "role_plan.rollout.tensor_parallel_size",
+         "role_plan.batch.n_samples_per_prompt"),
+        f"The KV cache of a vLLM engine rank holds {sequences:.1f} sequences of "
+        f"{memory.sequence} tokens, fewer than the {group} samples of one prompt: "
+        f"{GPU_MEMORY} {fraction} x {gib(memory.gpu)} = {gib(limit)} - {weights.text()} = "
+        f"{gib(cache)} of KV cache at {formula}",
+        f"Raise role_plan.rollout.tensor_parallel_size (more ranks share the weights and the KV "
+        f"heads), raise {_set(GPU_MEMORY)}, shorten lengths.max_generate_length, or take a "
+        f"larger accelerator.",
+    )
+
+
+@rule(
+    "MEM006",
+    "colocate_all: the policy's weights and the engine's weights fit together for the sync.",
+    example=Example(edits={ACCELERATOR: "L4", "model": QWEN25_14B, "tokenizer": QWEN25_14B}),
+)
+def weight_sync_fits(check: Check) -> Iterator[Finding]:
+    """Error over the GPU's memory, warning above 90%. Under `colocate_all` SkyRL wakes the
+    engines' weights while the policy's weights are on the GPU (its optimizer offloaded) to
+    broadcast them (`WorkerDispatch.save_weights_for_sampler`)."""
+    memory = memory_of(check)
+    spec = check.spec
+    budget = None if memory is None else _engine_budget(check, memory)
+    if memory is None or budget is None or not spec.role_plan.placement.colocate_all:
+        return
+    shape = _trainer_shape(check, "policy")
+    facts = memory.facts
+    if spec.role_plan.strategy == "megatron":
+        dense, expert = shape.local_parameters(facts)
+        policy = Term("policy weights", (dense + expert) * 2,
+                      f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU) x 2 B")
+    elif spec.skyrl_setting(CPU_OFFLOAD):
+        policy = Term("policy weights", 0, "(offloaded to CPU)")
+    else:
+        policy = Term("policy weights", facts.num_parameters * 4 / shape.world,
+                      f"{facts.num_parameters / 1e9:.2f}e9 params x 4 B / {shape.world} shards")
+    estimate = Estimate("weight sync", (policy, budget[1]))
+    yield from _verdict(
+        "MEM006", (ACCELERATOR, "role_plan.placement.colocate_all",
+                   "role_plan.rollout.tensor_parallel_size"),
+        "The weight sync (policy and engine weights together)", estimate, memory,
+        "Raise role_plan.rollout.tensor_parallel_size, offload the policy "
+        f"({_set(CPU_OFFLOAD)}: true), or take a larger accelerator.",
+    )
+
+
+def memory_estimates(check: Check) -> list[Estimate]:
+    """Every phase's estimate for one run (for `rlaunch memory` and the tests): the policy's
+    training, the reference's forward, and the engine (weights + the KV cache it is left)."""
+    memory = memory_of(check)
+    if memory is None:
+        return []
+    estimates = [_policy_estimate(check, memory)]
+    plan = check.spec.role_plan
+    if plan.reference is not None and check.use_kl:
+        spec = check.spec
+        estimates.append(reference_forward(
+            memory.reference_facts, _trainer_shape(check, "reference"), memory.forward,
+            weight_bytes=2 if spec.skyrl_setting(TRAINER_BF16) else 4,
+            offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD))))
+    budget = _engine_budget(check, memory)
+    if budget is not None:
+        limit, weights, _, formula = budget
+        estimates.append(Estimate("vLLM engine", (
+            weights, Term("KV cache", limit - weights.bytes, f"(what is left; {formula})"))))
+    return estimates
