@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlaunch.preflight.check import Check
-from rlaunch.preflight.memory import memory_estimates
+from rlaunch.preflight.memory import memory_estimates, qwen14b_on_a100_40
 from rlaunch.preflight.memory_model import (
     Activations,
     EngineShape,
@@ -16,7 +16,6 @@ from rlaunch.preflight.memory_model import (
 )
 from rlaunch.spec import parse_spec
 from rlaunch.spec.artifacts import ModelFacts
-from rlaunch.spec.examples import QWEN25_14B
 from tests.preflight.helpers import example, findings, messages
 
 CPU_OFFLOAD = "trainer.policy.fsdp_config.cpu_offload"
@@ -31,18 +30,6 @@ def mem_findings(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def estimates(data: dict[str, Any]) -> dict[str, str]:
     return {e.phase: e.sum_text() for e in memory_estimates(Check(parse_spec(data, "test")))}
-
-
-def qwen14b_on_a100_40(data: dict[str, Any]) -> None:
-    """Qwen2.5-14B-Instruct, FSDP full fine-tuning on 1 x 8 A100-40GB, 4 engines of TP 2,
-    micro batch 2 of 1024 + 2048 tokens."""
-    data["model"] = data["tokenizer"] = QWEN25_14B
-    data["execution"]["allocation"]["accelerator"] = "A100-40GB"
-    data["lengths"].update(max_prompt_length=1024, max_input_length=1024,
-                           max_generate_length=2048)
-    data["role_plan"]["batch"].update(micro_train_batch_size_per_gpu=2,
-                                      micro_forward_batch_size_per_gpu=4)
-    data["role_plan"]["rollout"].update(num_engines=4, tensor_parallel_size=2)
 
 
 def with_settings(**settings: Any):

@@ -169,7 +169,7 @@ def accelerator_known(check: Check) -> Iterator[Finding]:
     )
 
 
-def _too_big_for_a100_40(data: dict) -> None:
+def qwen14b_on_a100_40(data: dict) -> None:
     """Qwen2.5-14B-Instruct, full fine-tuning on 1 x 8 A100-40GB, micro batch 2 of 1024 + 2048
     tokens"""
     data["model"] = data["tokenizer"] = QWEN25_14B
@@ -184,7 +184,7 @@ def _too_big_for_a100_40(data: dict) -> None:
 @rule(
     "MEM002",
     "The policy's training step fits on one GPU (weights, grads, Adam, activations, logits).",
-    example=Example(edits=_too_big_for_a100_40),
+    example=Example(edits=qwen14b_on_a100_40),
 )
 def policy_fits(check: Check) -> Iterator[Finding]:
     """Error over the GPU's memory, warning above 90%. FSDP: 16 B per parameter (fp32 weights,
@@ -252,6 +252,12 @@ def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str]
     return fraction * memory.gpu, weights, per_token, formula
 
 
+def _engine(check: Check) -> tuple[Memory, tuple[float, Term, int, str]] | None:
+    memory = memory_of(check)
+    budget = None if memory is None else _engine_budget(check, memory)
+    return None if memory is None or budget is None else (memory, budget)
+
+
 @rule(
     "MEM004",
     "A vLLM engine's weights and the KV cache of one longest sequence fit in "
@@ -262,11 +268,10 @@ def engine_fits(check: Check) -> Iterator[Finding]:
     """Error. vLLM takes `gpu_memory_utilization` x the GPU's memory; what its weights leave is
     the KV cache, and vLLM refuses to start when that cannot hold one sequence of
     `max_model_len` tokens (prompt + generation)."""
-    memory = memory_of(check)
-    budget = None if memory is None else _engine_budget(check, memory)
-    if memory is None or budget is None:
+    engine = _engine(check)
+    if engine is None:
         return
-    limit, weights, per_token, formula = budget
+    memory, (limit, weights, per_token, formula) = engine
     needed = per_token * memory.sequence
     if weights.bytes + needed <= limit:
         return
@@ -302,11 +307,10 @@ def kv_cache_margin(check: Check) -> Iterator[Finding]:
     fewer full-length sequences than `n_samples_per_prompt`, vLLM cannot run even one prompt's
     group at full length at once and preempts (recomputes) sequences: generation slows down
     badly as answers grow. (Fewer than one is MEM004's error.)"""
-    memory = memory_of(check)
-    budget = None if memory is None else _engine_budget(check, memory)
-    if memory is None or budget is None:
+    engine = _engine(check)
+    if engine is None:
         return
-    limit, weights, per_token, formula = budget
+    memory, (limit, weights, per_token, formula) = engine
     cache = limit - weights.bytes
     sequences = cache / (per_token * memory.sequence)
     group = check.spec.role_plan.batch.n_samples_per_prompt
