@@ -91,8 +91,8 @@ def memory_of(check: Check) -> Memory | None:
     lengths, plan = spec.lengths, spec.role_plan
     first = lengths.max_input_length if lengths.max_turns > 1 else lengths.max_prompt_length
     sequence = first + lengths.max_generate_length
-    if sequence <= 0:
-        return None  # CTX001
+    if not 0 < sequence <= facts.max_position_embeddings:
+        return None  # CTX001, CTX002: vLLM refuses such a sequence before memory matters
     policy = plan.policy
     megatron = plan.strategy == "megatron"
     split = policy.context_parallel_size if megatron else policy.sequence_parallel_size
