@@ -246,9 +246,9 @@ class BuiltArtifactDepsField(DictStringToStringField):
     help = help_text(
         """
         The artifacts the builder consumes, by slot: `dict(data=":countdown_data",
-        tokenizer=":char_tokenizer")`. Each value is the address of an artifact target and is a
-        dependency of this target. Their identities and fingerprints are part of this
-        artifact's fingerprint.
+        tokenizer=":char_tokenizer")`. Each value is the address of an artifact target, or of an
+        `rl_run` (its export), and is a dependency of this target. Their identities and
+        fingerprints are part of this artifact's fingerprint.
 
             deps={"data": ":countdown_data", "tokenizer": ":char_tokenizer"}
         """
@@ -258,6 +258,7 @@ class BuiltArtifactDepsField(DictStringToStringField):
         "hf_dataset",
         "adopted_artifact",
         "built_artifact",
+        "rl_run",
     )
 
 

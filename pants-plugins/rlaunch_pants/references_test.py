@@ -73,3 +73,15 @@ def test_built_artifact_deps_are_dependencies(rule_runner: RuleRunner) -> None:
     )
     assert dependencies(rule_runner, Address("c", target_name="sft")) == ["c:data", "c:tok"]
     assert dependencies(rule_runner, Address("c", target_name="data")) == []
+
+
+def test_a_run_naming_another_run_as_its_model_depends_on_it(rule_runner: RuleRunner) -> None:
+    stage2 = "rl_run(" + COLOCATED_BUILD.split("rl_run(")[1].replace(
+        'name="run"', 'name="stage2"'
+    ).replace('run_name="colocated-1x8"', 'run_name="grpo-stage2"').replace(
+        'model=":qwen2.5-1.5b-instruct"', 'model=":run"'
+    )
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD + stage2})
+    assert "experiments/x:run" in dependencies(
+        rule_runner, Address("experiments/x", target_name="stage2")
+    )

@@ -25,6 +25,8 @@ from rlaunch_pants.fields import (
 )
 
 ARTIFACT_TYPES = ("hf_model", "hf_dataset", "adopted_artifact", "built_artifact")
+# A model slot may also name another run: its export is the input (a pipeline stage).
+MODEL_TYPES = (*ARTIFACT_TYPES, "rl_run")
 
 LENGTHS_KEYS = schema_keys("lengths")
 ALGORITHM_KEYS = schema_keys("algorithm")
@@ -74,14 +76,21 @@ class _ArtifactReference(TargetReferenceField):
     expected_types = ARTIFACT_TYPES
 
 
-class RlRunModelField(_ArtifactReference):
+class _ModelReference(TargetReferenceField):
+    expected_types = MODEL_TYPES
+
+
+class RlRunModelField(_ModelReference):
     alias = "model"
     required = True
     help = help_text(
         """
-        Address of the policy's initial model (an artifact target of kind model).
+        Address of the policy's initial model (an artifact target of kind model), or of another
+        `rl_run`: its export (`{store}/{run}/{version}/export/`, identity `run@version`). Then
+        `./pants run` of this run launches that run first unless it finished.
 
             model="experiments/models/qwen2.5-1.5b-instruct"
+            model=":grpo-stage1"   # a second stage, from the first one's export
         """
     )
 
@@ -99,11 +108,12 @@ class RlRunTokenizerField(_ArtifactReference):
     )
 
 
-class RlRunReferenceModelField(_ArtifactReference):
+class RlRunReferenceModelField(_ModelReference):
     alias = "reference_model"
     help = help_text(
         """
-        Address of a separate reference model; unset: the reference is the initial policy.
+        Address of a separate reference model (an artifact of kind model, or an `rl_run`: its
+        export); unset: the reference is the initial policy.
 
             # KL to the Instruct model while the policy starts from the base one
             model="experiments/models/qwen2.5-1.5b",
@@ -112,11 +122,12 @@ class RlRunReferenceModelField(_ArtifactReference):
     )
 
 
-class RlRunCriticModelField(_ArtifactReference):
+class RlRunCriticModelField(_ModelReference):
     alias = "critic_model"
     help = help_text(
         """
-        Address of the critic's initial model (GAE); unset: no critic.
+        Address of the critic's initial model (GAE; an artifact of kind model, or an `rl_run`:
+        its export); unset: no critic.
 
             critic_model="experiments/models/qwen2.5-1.5b-instruct"
         """

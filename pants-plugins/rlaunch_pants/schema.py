@@ -17,6 +17,7 @@ SCHEMA_FILE = Path(__file__).with_name("schema.json")
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text())
 
 ARTIFACT_SLOTS: tuple[str, ...] = tuple(SCHEMA["artifact_slots"])
+RUN_EXPORT_SLOTS: tuple[str, ...] = tuple(SCHEMA["run_export_slots"])
 PATTERNS = {name: re.compile(pattern) for name, pattern in SCHEMA["patterns"].items()}
 WORLD_RULES: tuple[tuple[str, str], ...] = tuple(
     (rule["code"], rule["summary"]) for rule in SCHEMA["world_rules"]

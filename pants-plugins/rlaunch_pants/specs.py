@@ -116,8 +116,15 @@ def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[st
     raise InvalidFieldException(f"{target.address} ({target.alias}) is not an artifact target.")
 
 
+def run_export_dict(run_spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Another run as an artifact: its export, named after the run, carrying the run's spec
+    (without its BUILD sources) so that the library can derive its fingerprint and launch it."""
+    run = {key: value for key, value in run_spec.items() if key != SOURCES_KEY}
+    return {"type": "run_export", "name": run["name"], "version": run["version"], "run": run}
+
+
 def artifact_kind(artifact: Mapping[str, Any]) -> str:
-    if artifact["type"] == "hf_model":
+    if artifact["type"] in ("hf_model", "run_export"):
         return "model"
     if artifact["type"] == "hf_dataset":
         return "dataset"
@@ -247,13 +254,27 @@ class ArtifactSpecRequest:
     via: tuple[Address, ...] = ()
 
 
-def cycle_message(cycle: Sequence[Address]) -> str:
-    """`a -> b -> a` with the BUILD files to edit; `cycle` ends with the address it starts at."""
+def _cycle(cycle: Sequence[Address]) -> tuple[str, str]:
+    """`a -> b -> a` and the BUILD files to edit; `cycle` ends with the address it starts at."""
     steps = " -> ".join(str(address) for address in cycle)
-    files = ", ".join(sorted({f"{address.spec_path or '.'}/BUILD" for address in cycle}))
+    return steps, ", ".join(sorted({f"{address.spec_path or '.'}/BUILD" for address in cycle}))
+
+
+def cycle_message(cycle: Sequence[Address]) -> str:
+    steps, files = _cycle(cycle)
     return (
         f"Dependency cycle in the deps of built_artifact targets: {steps}. An artifact cannot be "
         f"built from itself; remove the dep that closes the cycle (in {files})."
+    )
+
+
+def run_cycle_message(cycle: Sequence[Address]) -> str:
+    """For runs that read each other's export."""
+    steps, files = _cycle(cycle)
+    return (
+        f"Dependency cycle between rl_run targets: {steps} (each reads the next one's export). "
+        f"A run cannot start from its own export; change the model field that closes the "
+        f"cycle (in {files})."
     )
 
 
@@ -271,6 +292,9 @@ class ArtifactSpec:
 @dataclass(frozen=True)
 class RunSpecRequest:
     address: Address
+    # The runs whose model slots led here (pipeline stages), outermost first: a run that reads
+    # its own export, through any chain, is named as a cycle instead of waiting forever.
+    via: tuple[Address, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -304,13 +328,25 @@ async def artifact_spec(request: ArtifactSpecRequest) -> ArtifactSpec:
     target = await _target(request.address)
     deps: dict[str, dict[str, Any]] = {}
     origins = [("", target.address)]
+    if isinstance(target, tt.RlRunTarget):
+        if target.address in request.via:
+            start = request.via.index(target.address)
+            raise InvalidFieldException(
+                run_cycle_message((*request.via[start:], target.address))
+            )
+        upstream = await Get(RunSpecDocument, RunSpecRequest(target.address, request.via))
+        export = run_export_dict(upstream.data())
+        return ArtifactSpec(target.address, canonical(export), tuple(origins))
     if isinstance(target, tt.BuiltArtifactTarget):
         declared = target[af.BuiltArtifactDepsField].value or {}
         slots = sorted(declared)
         referenced = await MultiGet(
             Get(
                 ReferencedTarget,
-                ReferenceRequest(target.address, f"deps.{slot}", declared[slot], rf.ARTIFACT_TYPES),
+                ReferenceRequest(
+                    target.address, f"deps.{slot}", declared[slot],
+                    af.BuiltArtifactDepsField.expected_types,
+                ),
             )
             for slot in slots
         )
@@ -342,8 +378,9 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
     resolved = await MultiGet(
         Get(ReferencedTarget, ReferenceRequest, request) for request in requests if request
     )
+    chain = (*request.via, target.address)
     artifact_specs = await MultiGet(
-        Get(ArtifactSpec, ArtifactSpecRequest(found.target.address))
+        Get(ArtifactSpec, ArtifactSpecRequest(found.target.address, chain))
         for found in resolved[: len(set_slots)]
     )
     runtime, plan, execution = (found.target for found in resolved[len(set_slots) :])

@@ -317,3 +317,38 @@ def test_identities_and_spec_paths() -> None:
     assert spec_file_path(RUN) == "__rlaunch_specs/experiments/x/run.json"
     assert spec_file_path(Address("", target_name="run")) == "__rlaunch_specs/run.json"
     json.dumps(spec)
+
+
+STAGE2 = "rl_run(" + COLOCATED_BUILD.split("rl_run(")[1].replace(
+    'name="run"', 'name="stage2"'
+).replace('run_name="colocated-1x8"', 'run_name="grpo-stage2"').replace(
+    'model=":qwen2.5-1.5b-instruct"', 'model=":run"'
+)
+
+
+def test_a_run_as_a_model_is_its_export_carrying_the_runs_spec(rule_runner: RuleRunner) -> None:
+    rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD + STAGE2})
+    upstream = run_spec(rule_runner)
+    spec = run_spec(rule_runner, Address("experiments/x", target_name="stage2"))
+    assert spec["build_sources"]["model"]["address"] == "experiments/x:run"
+    upstream.pop("build_sources")
+    assert spec["model"] == {
+        "type": "run_export", "name": "colocated-1x8", "version": "2026.11.29", "run": upstream,
+    }
+    # Everything else is the stage's own, written like any run's.
+    for key in ("build_sources", "model", "name"):
+        spec.pop(key)
+        upstream.pop(key, None)
+    assert spec == upstream
+
+
+def test_runs_that_read_each_others_export_are_a_cycle(rule_runner: RuleRunner) -> None:
+    first = COLOCATED_BUILD.replace('model=":qwen2.5-1.5b-instruct"', 'model=":stage2"')
+    rule_runner.write_files({"experiments/x/BUILD": first + STAGE2})
+    with pytest.raises(ExecutionError) as error:
+        run_spec(rule_runner, Address("experiments/x", target_name="stage2"))
+    assert str(error.value.wrapped_exceptions[0]) == (
+        "Dependency cycle between rl_run targets: experiments/x:stage2 -> experiments/x:run -> "
+        "experiments/x:stage2 (each reads the next one's export). A run cannot start from its "
+        "own export; change the model field that closes the cycle (in experiments/x/BUILD)."
+    )

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from rlaunch.preflight import all_rules
 from rlaunch.spec import syntax
-from rlaunch.spec.artifacts import Artifact, ModelFacts
+from rlaunch.spec.artifacts import RUN_EXPORT_SLOTS, Artifact, ModelFacts
 from rlaunch.spec.catalog import PROFILES
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
 from rlaunch.spec.settings import PLAN_OWNED
@@ -101,6 +101,8 @@ def build_schema() -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "run_spec": keys,
         "artifact_slots": [name for name, key in keys.items() if key["type"] == "artifact"],
+        # The slots (and a built artifact's deps) that may name an rl_run: its export.
+        "run_export_slots": list(RUN_EXPORT_SLOTS),
         # An artifact is a target of its own; of its keys, the model facts are a BUILD dict.
         "model_facts": model_keys(ModelFacts, "facts"),
         "settings": settings_schema(),

@@ -12,16 +12,17 @@ from rlaunch.preflight.registry import FAMILIES, Example, Rule, rule
 from rlaunch.spec import parse_spec
 
 RULES = all_rules()
-WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004"}
+WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004", "PIPE003"}
 
 
 def test_codes_are_unique_stable_and_grouped_by_family() -> None:
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 98
+    assert len(codes) == len(set(codes)) == 101
     prefixes = {
         "geometry": "GEO", "allocation": "ALLOC", "batch": "BATCH", "context": "CTX",
         "algorithm": "ALGO", "artifacts": "ART", "versions": "VER", "paths": "PATH",
         "runtime": "RT", "execution": "EXEC", "smoke": "SMOKE", "settings": "SET", "memory": "MEM",
+        "pipeline": "PIPE",
     }
     assert set(prefixes) == set(FAMILIES)
     for r in RULES:

@@ -69,6 +69,7 @@ SOURCE_KEYS = {
     "hf_dataset": ["repo_id", "revision", "config"],
     "adopted": ["uri", "sha256"],
     "built": ["builder", "config"],
+    "run_export": ["run", "run_fingerprint"],
 }
 
 PROPERTY_SETTINGS = settings(

@@ -16,17 +16,26 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from rlaunch.plugins import PluginError, load
-from rlaunch.spec.artifacts import AdoptedArtifact, BuiltArtifact, HFDataset, HFModel
+from rlaunch.spec.artifacts import (
+    AdoptedArtifact,
+    AnyArtifact,
+    BuiltArtifact,
+    HFDataset,
+    HFModel,
+    RunExport,
+)
 
 BUILDER_GROUP = "rlaunch.builders"
 
-AnyArtifact = HFModel | HFDataset | AdoptedArtifact | BuiltArtifact
 Log = Callable[[str], None]
 
 
 _TYPE_TAGS = {
-    HFModel: "hf_model", HFDataset: "hf_dataset", AdoptedArtifact: "adopted", BuiltArtifact: "built"
+    HFModel: "hf_model", HFDataset: "hf_dataset", AdoptedArtifact: "adopted",
+    BuiltArtifact: "built", RunExport: "run_export",
 }
+RUN_EXPORT_BUILDER = "run_export"
+"""Not a builder: a run's export is made by the run; the launcher only records it."""
 
 
 class BuildError(Exception):
@@ -54,6 +63,8 @@ def builder_name(artifact: AnyArtifact) -> str:
         return artifact.builder
     if isinstance(artifact, AdoptedArtifact):
         return "adopt"
+    if isinstance(artifact, RunExport):
+        return RUN_EXPORT_BUILDER
     return "hf_snapshot"
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 
 from rlaunch import __version__
 from rlaunch.builders.base import (
+    RUN_EXPORT_BUILDER,
     AnyArtifact,
     BuildError,
     Built,
@@ -27,11 +28,12 @@ from rlaunch.builders.base import (
     builder_name,
     load_builder,
 )
+from rlaunch.builders.run_export import record_run_export
 from rlaunch.builders.rules import graph_order, graph_problems, is_dev, short, version_class
 from rlaunch.clock import utc_now
-from rlaunch.paths import resolve_store_prefix
+from rlaunch.paths import resolve_store_prefix, run_paths
 from rlaunch.progress import progress
-from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
+from rlaunch.spec.artifacts import BuiltArtifact, RunExport, fingerprint, identity
 from rlaunch.spec.run import RunSpec
 from rlaunch.store import (
     RECORD_FILE,
@@ -132,15 +134,31 @@ class BuildSession:
             self.log(f"{ident}: waiting for another process that is building it")
 
         with self.store.lock(artifact.name, artifact.version, on_wait=waiting):
-            result = self._reuse(artifact, content_fp, started)
-            if result is None:
-                result = self._build(artifact, content_fp, deps, started)
+            if isinstance(artifact, RunExport):
+                result = self._run_export(artifact, content_fp, started)
+            else:
+                result = self._reuse(artifact, content_fp, started)
+                if result is None:
+                    result = self._build(artifact, content_fp, deps, started)
         self._done[ident] = result
         return result
 
     def results(self, artifact: AnyArtifact) -> tuple[NodeResult, ...]:
         """The results of an artifact's graph built in this session, dependencies first."""
         return tuple(self._done[identity(node)] for node in graph_order([artifact]))
+
+    def _run_export(self, export: RunExport, content_fp: str, started: float) -> NodeResult:
+        record, folder, written = record_run_export(self.store, export, self.log)
+        result = NodeResult(
+            identity=identity(export), fingerprint=content_fp, builder=RUN_EXPORT_BUILDER,
+            action="built" if written else "reused",
+            uri=run_paths(self.store.prefix, export.name, export.version).export_root,
+            local_path=folder, seconds=time.perf_counter() - started, record=record,
+        )
+        if not written:
+            self.log(f"{result.identity} (a run's export) up to date ({short(content_fp)}), "
+                     f"{len(record.files)} file(s) verified in {result.seconds:.2f}s")
+        return result
 
     def _reuse(self, artifact: AnyArtifact, content_fp: str, started: float) -> NodeResult | None:
         ident = identity(artifact)

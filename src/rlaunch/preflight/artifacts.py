@@ -8,7 +8,14 @@ from typing import Any
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.spec.artifacts import AdoptedArtifact, BuiltArtifact, HFDataset, HFModel, fingerprint
+from rlaunch.spec.artifacts import (
+    AdoptedArtifact,
+    BuiltArtifact,
+    HFDataset,
+    HFModel,
+    RunExport,
+    fingerprint,
+)
 from rlaunch.spec.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
 
 # What each slot of a run accepts: a tokenizer may come from a model repo.
@@ -178,9 +185,10 @@ def unique_identities(check: Check) -> Iterator[Finding]:
 )
 def no_dev_under_calendar(check: Check) -> Iterator[Finding]:
     spec = check.spec
+    # Another run's dev export under a calendar consumer is PIPE001's.
     if is_calendar(spec.version):
         for slot, artifact in check.slots.items():
-            if is_dev(artifact.version):
+            if is_dev(artifact.version) and not isinstance(artifact, RunExport):
                 yield error(
                     "ART006", ("version", f"{slot}.version"),
                     f"the run {spec.identity} is calendar-versioned (immutable) but {slot}"
@@ -191,7 +199,7 @@ def no_dev_under_calendar(check: Check) -> Iterator[Finding]:
         if not isinstance(artifact, BuiltArtifact) or not is_calendar(artifact.version):
             continue
         for dep_slot, dep in sorted(artifact.deps.items()):
-            if is_dev(dep.version):
+            if is_dev(dep.version) and not isinstance(dep, RunExport):
                 yield error(
                     "ART006", (f"{path}.version", f"{path}.deps.{dep_slot}.version"),
                     f"{path} {artifact.name}@{artifact.version} is calendar-versioned but"

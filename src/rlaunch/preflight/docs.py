@@ -41,6 +41,9 @@ FAMILY_TEXT = {
     " training step, the reference's forward pass, each vLLM engine's weights and KV cache, and"
     " the weight sync under colocate_all. Every finding shows the terms of its sum; the formulas"
     " and their sources are in docs/memory.md. Not applied to simulated GPUs (`sim`).",
+    "pipeline": "A stage that reads another run's export (a pipeline): versions and tokenizer"
+    " across the two stages, and the upstream finished before the stage launches (world)."
+    + BEYOND_SKYRL,
     LAUNCH_FAMILY: "Checks `rlaunch launch` (and so `./pants run`) makes besides preflight,"
     " because what they read is only at hand there: the launch ledger, under the launch lock."
     " `rlaunch preflight` does not run them; their findings are printed like preflight's.",

@@ -24,7 +24,7 @@ Scope = Literal["spec", "world"]
 
 FAMILIES = (
     "geometry", "allocation", "batch", "context", "algorithm", "artifacts", "versions", "paths",
-    "runtime", "execution", "smoke", "settings", "memory",
+    "runtime", "execution", "smoke", "settings", "memory", "pipeline",
 )
 
 RuleFunc = Callable[["Check"], Iterable[Finding]]

@@ -21,6 +21,7 @@ from rlaunch.preflight import (  # noqa: F401
     geometry_roles,
     memory,
     paths,
+    pipeline,
     runtime,
     settings,
     smoke,

@@ -14,13 +14,14 @@ from rlaunch.paths import artifact_root, run_paths
 from rlaunch.render.skyrl import skyrl_subtree
 from rlaunch.spec import (
     AdoptedArtifact,
-    BuiltArtifact,
     HFDataset,
     HFModel,
+    RunExport,
     RunSpec,
     fingerprint,
     identity,
 )
+from rlaunch.spec.artifacts import AnyArtifact
 from rlaunch.spec.syntax import COMMIT
 
 LAUNCH_SCHEMA_VERSION = 1
@@ -33,9 +34,6 @@ SECTIONS = (
 
 INPUT_SLOTS = ("model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data")
 """RunSpec artifact slots, in the order they appear under `inputs` (unset slots are left out)."""
-
-
-AnyArtifact = HFModel | HFDataset | AdoptedArtifact | BuiltArtifact
 
 
 class RenderError(ValueError):
@@ -81,7 +79,17 @@ def _source(artifact: AnyArtifact) -> dict[str, Any]:
         }
     if isinstance(artifact, AdoptedArtifact):
         return {"uri": artifact.uri, "sha256": artifact.sha256}
+    if isinstance(artifact, RunExport):
+        return {"run": identity(artifact), "run_fingerprint": artifact.run.fingerprint}
     return {"builder": artifact.builder, "config": _sorted_mapping(artifact.config)}
+
+
+def input_uri(artifact: AnyArtifact, store_prefix: str) -> str:
+    """Where an input lives in the store: its artifact root, or for a run's export the run's
+    export folder (the launcher records it there as an artifact before the consumer runs)."""
+    if isinstance(artifact, RunExport):
+        return run_paths(store_prefix, artifact.name, artifact.version).export_root
+    return artifact_root(store_prefix, artifact.name, artifact.version)
 
 
 def input_entry(artifact: AnyArtifact, store_prefix: str) -> dict[str, Any]:
@@ -91,7 +99,7 @@ def input_entry(artifact: AnyArtifact, store_prefix: str) -> dict[str, Any]:
         "kind": artifact.kind,
         "type": artifact.type,
         "fingerprint": fingerprint(artifact),
-        "uri": artifact_root(store_prefix, artifact.name, artifact.version),
+        "uri": input_uri(artifact, store_prefix),
         "source": _source(artifact),
     }
 

@@ -8,6 +8,7 @@ from rlaunch.spec.artifacts import (
     HFDataset,
     HFModel,
     ModelFacts,
+    RunExport,
     fingerprint,
     identity,
 )
@@ -33,7 +34,7 @@ __all__ = [
     "AdoptedArtifact", "Algorithm", "Allocation", "Artifact", "ArtifactKind", "AuxRole",
     "BatchPlan", "BuiltArtifact", "CheckpointPolicy", "Execution", "GitPin", "HFDataset",
     "HFModel", "KLSettings", "Lengths", "ModelFacts", "Placement", "PolicyRole", "ReferenceRole",
-    "ResumePolicy", "RolePlan", "RolloutRole", "RunSpec", "RuntimePin", "SCHEMA_VERSION",
+    "ResumePolicy", "RolePlan", "RunExport", "RolloutRole", "RunSpec", "RuntimePin", "SCHEMA_VERSION",
     "SmokeOf", "SpecError", "WandbIdentity", "canonical_json", "dump_spec", "dumps_spec",
     "fingerprint", "fingerprint_of", "identity", "load_spec", "loads_spec", "parse_spec",
     "runtime_fingerprint",

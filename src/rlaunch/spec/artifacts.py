@@ -7,11 +7,14 @@ here, so that all problems of a spec are reported at once with their fix.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlaunch.spec.base import SpecModel, fingerprint_of
+
+if TYPE_CHECKING:
+    from rlaunch.spec.run import RunSpec
 
 ArtifactKind = Literal["model", "tokenizer", "dataset"]
 
@@ -132,24 +135,66 @@ class BuiltArtifact(SpecModel):
     rows: int | None
 
 
+class RunExport(SpecModel):
+    """The export of another run (its final HF-style model, `{store}/{run}/{version}/export/`):
+    a model whose identity is the run's and whose fingerprint derives from the run's."""
+
+    type: Literal["run_export"]
+    name: str
+    """The upstream run's name."""
+    version: str
+    """The upstream run's version."""
+    run: "RunSpec"
+    """The upstream run's whole spec: what the export comes from, and what a pipeline launches
+    first when it has not finished."""
+
+    @model_validator(mode="after")
+    def _names_its_run(self) -> "RunExport":
+        if (self.name, self.version) != (self.run.name, self.run.version):
+            raise ValueError(
+                f"a run export is named after its run: {self.name}@{self.version} names the "
+                f"export of {self.run.name}@{self.run.version}; write name {self.run.name!r} "
+                f"and version {self.run.version!r}"
+            )
+        return self
+
+    @property
+    def kind(self) -> ArtifactKind:
+        return "model"
+
+    @property
+    def facts(self) -> ModelFacts | None:
+        """The upstream's initial model's facts: training changes weights, not the shape."""
+        return self.run.model.facts
+
+
 Artifact = Annotated[
-    Union[HFModel, HFDataset, AdoptedArtifact, BuiltArtifact], Field(discriminator="type")
+    Union[HFModel, HFDataset, AdoptedArtifact, BuiltArtifact, RunExport],
+    Field(discriminator="type"),
 ]
-BuiltArtifact.model_rebuild()
+AnyArtifact = HFModel | HFDataset | AdoptedArtifact | BuiltArtifact | RunExport
+# Completed in rlaunch.spec.run, once the RunSpec a run export nests exists.
+BuiltArtifact.model_rebuild(raise_errors=False)
+
+RUN_EXPORT_SLOTS = ("model", "reference_model", "critic_model")
+"""The run slots that may name another run (its export); a built artifact's deps may too."""
 
 # Fields that name an artifact rather than describe its content.
 _IDENTITY_FIELDS = ("name", "version")
 
 
-def identity(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact) -> str:
+def identity(artifact: AnyArtifact) -> str:
     """`name@version`, the artifact's identity."""
     return f"{artifact.name}@{artifact.version}"
 
 
-def fingerprint(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact) -> str:
+def fingerprint(artifact: AnyArtifact) -> str:
     """Hash of the artifact's canonical config and its dependencies' identities and
     fingerprints. The name and version are identity, not content, so they are excluded;
-    where the artifact is stored is not part of the spec at all."""
+    where the artifact is stored is not part of the spec at all. A run's export hashes the
+    run's fingerprint (what the run is, not where it ran)."""
+    if isinstance(artifact, RunExport):
+        return fingerprint_of(run_export_content(artifact))
     content = artifact.model_dump(mode="json", exclude={"deps", *_IDENTITY_FIELDS})
     if isinstance(artifact, BuiltArtifact):
         content["deps"] = {
@@ -159,7 +204,12 @@ def fingerprint(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact)
     return fingerprint_of(content)
 
 
-def walk(artifact: HFModel | HFDataset | AdoptedArtifact | BuiltArtifact, path: str):
+def run_export_content(artifact: RunExport) -> dict[str, str]:
+    """What a run export's fingerprint hashes (and its store record keeps as its config)."""
+    return {"type": "run_export", "kind": "model", "run": artifact.run.fingerprint}
+
+
+def walk(artifact: AnyArtifact, path: str):
     """Yield `(field_path, artifact)` for the artifact and, depth first, its dependencies."""
     yield path, artifact
     if isinstance(artifact, BuiltArtifact):

@@ -287,12 +287,24 @@ def tp8_on_42_heads() -> dict[str, Any]:
     return spec
 
 
+def grpo_stage2() -> dict[str, Any]:
+    """A second GRPO stage from the export of a first (`colocated-1x8`), same tokenizer and
+    geometry: passes (its launch waits for the first stage to finish)."""
+    spec = colocated_1x8()
+    first = colocated_1x8()
+    spec["name"] = "grpo-stage2"
+    spec["model"] = {"type": "run_export", "name": first["name"], "version": first["version"],
+                     "run": first}
+    return spec
+
+
 WORKED_EXAMPLES = {
     "colocated-1x8": colocated_1x8,
     "disaggregated-8x8-tp8": lambda: disaggregated_8x8(8),
     "disaggregated-8x8-tp1": lambda: disaggregated_8x8(1),
     "megatron-moe-5x8": megatron_moe_5x8,
     "tp8-on-42-heads": tp8_on_42_heads,
+    "grpo-stage2": grpo_stage2,
 }
 
 

@@ -7,7 +7,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from rlaunch.spec.artifacts import Artifact, identity, walk
+from rlaunch.spec.artifacts import (
+    Artifact,
+    BuiltArtifact,
+    RunExport,
+    fingerprint,
+    identity,
+    walk,
+)
 from rlaunch.spec.base import SpecModel, fingerprint_of
 from rlaunch.spec.catalog import SKYRL_0_3_0_SETTINGS, settings_catalog
 from rlaunch.spec.execution import Allocation, Execution
@@ -244,7 +251,27 @@ class RunSpec(SpecModel):
         if content["smoke_of"] is not None and not content["smoke_of"]["settings"]:
             del content["smoke_of"]["settings"]
         content["allocation"] = self.execution.allocation.model_dump(mode="json")
+        # Another run's export counts by identity and the run's fingerprint, so where the
+        # upstream runs (its execution) does not change this run's fingerprint either.
+        for path, export in self.run_exports():
+            *parents, last = path.split(".")
+            node = content
+            for part in parents:
+                node = node[part]
+            node[last] = {"identity": identity(export), "fingerprint": fingerprint(export)}
         return fingerprint_of(content)
 
     def input_identities(self) -> dict[str, str]:
         return {slot: identity(artifact) for slot, artifact in self.slots().items()}
+
+    def run_exports(self) -> list[tuple[str, RunExport]]:
+        """`(field_path, export)` of every other run's export this run reads (directly, or
+        through a built artifact's deps), in field order."""
+        return [(path, artifact) for path, artifact in self.artifacts()
+                if isinstance(artifact, RunExport)]
+
+
+# A run's export nests the upstream's RunSpec: resolve the forward references now that it exists.
+RunExport.model_rebuild(_types_namespace={"RunSpec": RunSpec})
+BuiltArtifact.model_rebuild(force=True, _types_namespace={"RunSpec": RunSpec})
+RunSpec.model_rebuild(force=True)

@@ -1,0 +1,135 @@
+"""Pipelines: rules across stages, where a run reads another run's export.
+
+Each stage is preflighted on its own (its geometry, runtime, batch...) when it launches; these
+rules judge the handoff between two stages: versions, tokenizer, and that the upstream run
+finished before its export is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rlaunch.ledger.stages import stage_state
+from rlaunch.preflight.check import Check
+from rlaunch.preflight.finding import Finding, error
+from rlaunch.preflight.registry import Example, rule
+from rlaunch.spec.artifacts import BuiltArtifact, RunExport, fingerprint, identity
+from rlaunch.spec.syntax import is_calendar, is_dev
+
+UPSTREAM_FINISHED_CODE = "PIPE003"
+
+TOKENIZER_STAGE1 = {
+    "type": "built", "name": "qwen-tokenizer-extended", "version": "2026.11.01",
+    "kind": "tokenizer", "builder": "extend_tokenizer", "config": {"added_tokens": 16},
+    "deps": {}, "facts": None, "rows": None,
+}
+
+
+def _consumers(check: Check) -> Iterator[tuple[str, str, str, RunExport]]:
+    """`(export path, consumer path, consumer version, export)` of every run export: the run
+    itself for a slot, else the built artifact whose deps name it."""
+    for path, artifact in check.artifacts:
+        if isinstance(artifact, RunExport) and "." not in path:
+            yield path, "version", check.spec.version, artifact
+        if isinstance(artifact, BuiltArtifact):
+            for slot, dep in sorted(artifact.deps.items()):
+                if isinstance(dep, RunExport):
+                    yield f"{path}.deps.{slot}", f"{path}.version", artifact.version, dep
+
+
+def _edit(change: Callable[[dict[str, Any]], None], doc: str) -> Callable[[dict[str, Any]], None]:
+    change.__doc__ = doc
+    return change
+
+
+def _dev_upstream(data: dict[str, Any]) -> None:
+    data["model"]["version"] = "dev"
+    data["model"]["run"]["version"] = "dev"
+
+
+def _other_tokenizer(data: dict[str, Any]) -> None:
+    data["model"]["run"]["tokenizer"] = dict(TOKENIZER_STAGE1)
+
+
+@rule(
+    "PIPE001",
+    "A calendar-versioned stage (or artifact) does not read a dev run's export.",
+    example=Example(base="grpo-stage2", edits=_edit(
+        _dev_upstream, "the first stage `colocated-1x8` versioned `dev`")),
+)
+def no_dev_run_under_calendar(check: Check) -> Iterator[Finding]:
+    for path, consumer_path, consumer_version, export in _consumers(check):
+        if is_calendar(consumer_version) and is_dev(export.version):
+            run_level = consumer_path == "version"
+            consumer = check.spec.identity if run_level else consumer_path[: -len(".version")]
+            other = "give this run a dev version" if run_level else f"make {consumer} dev"
+            yield error(
+                "PIPE001", (consumer_path, f"{path}.version"),
+                f"{consumer} is calendar-versioned (immutable) but reads {path}, the export of "
+                f"{identity(export)}: a dev run, relaunched and changed at will",
+                f"Give the run {export.name} a calendar version (it then runs once and its "
+                f"export never changes), or {other} too.",
+            )
+
+
+def _tokenizer_of(artifact: Any) -> tuple[str, str]:
+    return identity(artifact), fingerprint(artifact)
+
+
+@rule(
+    "PIPE002",
+    "A stage reads another run's export with the tokenizer that run trained with.",
+    example=Example(base="grpo-stage2", edits=_edit(
+        _other_tokenizer, "the first stage trained with another tokenizer")),
+)
+def export_tokenizer_matches(check: Check) -> Iterator[Finding]:
+    mine = _tokenizer_of(check.spec.tokenizer)
+    for path, export in check.spec.run_exports():
+        theirs = _tokenizer_of(export.run.tokenizer)
+        if theirs == mine:
+            continue
+        same_name = theirs[0] == mine[0]
+        detail = (f"with fingerprint {theirs[1]}, this run's is {mine[1]}" if same_name else
+                  f"this run's tokenizer is {mine[0]}")
+        yield error(
+            "PIPE002", ("tokenizer", f"{path}.run.tokenizer"),
+            f"{path} is the export of {identity(export)}, trained with tokenizer {theirs[0]}, "
+            f"but {detail}: token ids would mean other strings (vocabulary and special tokens "
+            f"must be the same)",
+            f"Set tokenizer to the tokenizer {export.name} trained with ({theirs[0]}).",
+        )
+
+
+@rule(
+    UPSTREAM_FINISHED_CODE,
+    "A stage launches only after every run whose export it reads finished with the spec it "
+    "names.",
+    scope="world",
+    example=Example(base="grpo-stage2", world={"ledger": None}),
+)
+def upstream_finished(check: Check) -> Iterator[Finding]:
+    spec, world = check.spec, check.world
+    if world is None:
+        return
+    for path, export in spec.run_exports():
+        state = stage_state(world.ledger(export.name, export.version), export.run.fingerprint)
+        if state.finished:
+            continue
+        yield error(
+            UPSTREAM_FINISHED_CODE, (path,),
+            f"{path} is the export of {identity(export)}, which has not finished: "
+            f"{state.reason}",
+            f"Launch {identity(export)} first: {_launch_command(check, path)}.",
+        )
+
+
+def _launch_command(check: Check, path: str) -> str:
+    sources = check.spec.build_sources
+    slot = path.split(".", 1)[0]
+    if sources is not None and path in sources.sections:
+        upstream = sources.sections[path].address
+        return (f"`./pants run {sources.run.address}` launches every unfinished stage before "
+                f"it ({slot} first: `./pants run {upstream}` launches only that one)")
+    return ("`rlaunch launch` of this spec launches every unfinished stage before it; "
+            "`rlaunch launch --only` of the upstream's spec launches only that one")

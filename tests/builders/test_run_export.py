@@ -1,0 +1,116 @@
+"""A run's export as an input: recorded from the ledger and the store, never built."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlaunch.builders import BuildError, materialize_artifacts
+from rlaunch.ledger import Ledger, set_status, set_submission, start_attempt
+from rlaunch.paths import run_paths
+from rlaunch.spec import RunExport, parse_spec
+from rlaunch.spec.examples import worked_example
+from rlaunch.store import RECORD_FILE
+
+
+def stage2(version: str = "2026.11.29") -> RunExport:
+    data = worked_example("grpo-stage2")
+    data["model"]["version"] = data["model"]["run"]["version"] = version
+    export = parse_spec(data).model
+    assert isinstance(export, RunExport)
+    return export
+
+
+def finish(store: Path, export: RunExport, *, status: str = "SUCCEEDED",
+           fingerprint: str | None = None, attempt: str = "a1") -> Path:
+    """Record an attempt of the upstream run ending `status`; write its export and manifest."""
+    ledger = Ledger(str(store))
+
+    def started(record: dict) -> None:
+        start_attempt(record, attempt_id=attempt,
+                      fingerprint=fingerprint or export.run.fingerprint,
+                      runtime_fingerprint="sha256:r", geometry={}, launcher_commit=None,
+                      yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
+                      skip_smoke_gate=None)
+        set_submission(record, attempt, {"submission_id": "job"})
+        set_status(record, attempt, status)
+
+    ledger.update(export.name, export.version, started)
+    paths = run_paths(str(store), export.name, export.version)
+    folder = Path(paths.export_root)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"vocab_size": 50}')
+    (folder / "model.safetensors").write_bytes(b"weights-" + attempt.encode())
+    Path(paths.terminal_manifest).write_text(json.dumps({"status": "succeeded"}))
+    return folder
+
+
+def test_a_finished_runs_export_is_recorded_once_then_reused(tmp_path: Path) -> None:
+    export = stage2()
+    folder = finish(tmp_path, export)
+    logs: list[str] = []
+    paths = materialize_artifacts({"model": export}, str(tmp_path), log=logs.append)
+    assert paths == {"model": folder}
+    record = json.loads((folder / RECORD_FILE).read_text())
+    assert record["identity"] == "colocated-1x8@2026.11.29"
+    assert record["type"] == "run_export"
+    assert [entry["path"] for entry in record["files"]] == ["config.json", "model.safetensors"]
+    assert logs[0] == ("recorded the export of colocated-1x8@2026.11.29 as an input (2 file(s), "
+                       "28 bytes)")
+    logs.clear()
+    materialize_artifacts({"model": export}, str(tmp_path), log=logs.append)
+    assert logs[0].startswith("colocated-1x8@2026.11.29 (a run's export) up to date")
+
+
+@pytest.mark.parametrize(("status", "fingerprint", "reason"), [
+    ("FAILED", None, "its last attempt a1 is FAILED"),
+    ("SUCCEEDED", "sha256:0123456789abcdef",
+     "its last attempt a1 ran fingerprint 0123456789ab, not this spec's "),
+])
+def test_an_unfinished_run_is_refused_with_how_to_finish_it(
+    tmp_path: Path, status: str, fingerprint: str | None, reason: str
+) -> None:
+    export = stage2()
+    finish(tmp_path, export, status=status, fingerprint=fingerprint)
+    with pytest.raises(BuildError) as error:
+        materialize_artifacts({"model": export}, str(tmp_path), log=lambda text: None)
+    message = str(error.value)
+    assert message.startswith(
+        "colocated-1x8@2026.11.29 is the export of run colocated-1x8@2026.11.29, which has not "
+        f"finished: {reason}"
+    )
+    assert message.endswith(
+        "launch it first: `./pants run` of a stage that consumes it launches it before the "
+        "stage (or `rlaunch launch` its spec); `rlaunch show colocated-1x8@2026.11.29` shows "
+        "its attempts"
+    )
+
+
+def test_a_never_launched_run_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="which has not finished: never launched; launch it"):
+        materialize_artifacts({"model": stage2()}, str(tmp_path), log=lambda text: None)
+
+
+def test_a_calendar_export_changed_after_it_was_recorded_is_refused(tmp_path: Path) -> None:
+    export = stage2()
+    folder = finish(tmp_path, export)
+    materialize_artifacts({"model": export}, str(tmp_path), log=lambda text: None)
+    (folder / "model.safetensors").write_bytes(b"other weights")
+    with pytest.raises(BuildError, match="the export of colocated-1x8@2026.11.29 changed after "
+                       "it was recorded: .*A calendar run runs once and its export is immutable"):
+        materialize_artifacts({"model": export}, str(tmp_path), log=lambda text: None)
+
+
+def test_a_dev_run_that_finished_again_is_recorded_again(tmp_path: Path) -> None:
+    export = stage2("dev")
+    folder = finish(tmp_path, export)
+    materialize_artifacts({"model": export}, str(tmp_path), log=lambda text: None)
+    finish(tmp_path, export, attempt="a2-longer")
+    logs: list[str] = []
+    materialize_artifacts({"model": export}, str(tmp_path), log=logs.append)
+    assert logs[0] == ("colocated-1x8@dev: the dev run finished again since its export was "
+                       "recorded; recording it again")
+    record = json.loads((folder / RECORD_FILE).read_text())
+    assert record["files"][1]["size"] == len(b"weights-a2-longer")
