@@ -27,11 +27,12 @@ def grpo_algorithm(*, environment, learning_rate, kl_loss_coef, max_training_ste
     )
 
 
-def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, **fields):
-    """`rl_run(name=...)` plus `rl_run(name="smoke", smoke_of=":<name>")`: the smoke is the
+def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, smoke_name="smoke",
+                      **fields):
+    """`rl_run(name=...)` plus `rl_run(name=smoke_name, smoke_of=":<name>")`: the smoke is the
     same run with version `dev`, the name `<run_name>-smoke` and `smoke_steps` training steps;
     every other field (`version`, `description`, the artifacts, plan and execution) is the
-    full run's."""
+    full run's. `smoke_name` tells apart the smokes of several runs in one BUILD file."""
     # A wrong argument here would surface as a bare Python error inside the macro; say which
     # run and which argument instead.
     if type(algorithm) is not dict:
@@ -53,7 +54,7 @@ def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, **fields)
         "%d steps of :%s: same geometry, runtime and handoffs." % (smoke_steps, name)
     )
     rl_run(
-        name="smoke",
+        name=smoke_name,
         run_name=run_name + "-smoke",
         algorithm=dict(algorithm, max_training_steps=smoke_steps),
         seed=seed,

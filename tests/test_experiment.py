@@ -142,3 +142,32 @@ def test_run_launches_the_handles_in_order_through_the_launch_path(
     assert full["status"] == "SUCCEEDED" and full["skip_smoke_gate"] is None
     assert [r["smoke"] for r in full["smoke_results"]] == ["echo-exp-smoke@2026.11.29"]
     assert (in_clean_checkout / "dist" / "echo-exp" / "launch.yaml").exists()
+
+
+def test_a_pipeline_main_plans_its_upstream_stage_first(
+    tmp_path: Path, in_clean_checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))
+    spec = importlib.util.spec_from_file_location("click_pipeline",
+                                                  EXAMPLE.with_name("click_pipeline.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    store = tmp_path / "store"
+    outcome = CliRunner().invoke(module.main, ["--version", "dev", "--store", str(store)])
+    assert outcome.exit_code == 0, outcome.output
+    lines = outcome.stdout.splitlines()
+    assert lines[:6] == [
+        "pipeline of countdown-click-stage2@dev: 2 run(s), upstream first; 2 to launch, 0 "
+        "reused",
+        "  build   countdown-data@2026.11.01: not in the store",
+        "  build   countdown-tokenizer@2026.11.01: not in the store",
+        "  build   countdown-sft@2026.11.01: not in the store",
+        "  launch  [1/2] countdown-click-stage1@dev: never launched",
+        "  launch  [2/2] countdown-click-stage2@dev: never launched",
+    ]
+    assert "  inputs     model countdown-click-stage1@dev, tokenizer countdown-sft@2026.11.01, " \
+        "train_data countdown-data@2026.11.01, eval_data countdown-data@2026.11.01" in lines
+    assert ("rlaunch: model of countdown-click-stage2@dev: pending on "
+            "countdown-click-stage1@dev, which is launched before it") in outcome.stderr
+    assert lines[-1] == "preflight passed; nothing was submitted (add --run to launch)"
+    assert not (store / "_ledger").exists()

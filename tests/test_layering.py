@@ -37,6 +37,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "executors",
         "launch",
         "sweep",  # many launches of one declaration
+        "pipeline",  # a run and the runs whose exports it reads, launched upstream first
         "experiment launch_commands buildschema cli __main__",  # front ends
     )
 )

@@ -13,12 +13,16 @@ The decorator then, for each handle in order:
 - with `--dry-run`: also writes its launch YAML and prints what would be submitted;
 - with `--run`: launches it through `rlaunch.launch.launch`, the same function `rlaunch launch`
   and `./pants run` call (there is no other submission path), stopping at the first failure.
+A handle whose model is another run's export is a pipeline: it goes through
+`rlaunch.pipeline.run_pipeline`, as `rlaunch launch` of its spec does (upstream runs that have
+not finished are launched first).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,6 +30,8 @@ import click
 from rlaunch.executors import local_head
 from rlaunch.launch import LaunchRefused, Plan, launch, preflight
 from rlaunch.paths import run_paths
+from rlaunch.pipeline import plan_pipeline, run_pipeline
+from rlaunch.pipeline.plan import describe
 from rlaunch.spec import RunSpec, SpecError, parse_spec
 
 Handles = RunSpec | dict[str, Any] | Iterable[RunSpec | dict[str, Any]]
@@ -47,6 +53,14 @@ def _as_specs(handles: Handles, where: str) -> list[RunSpec]:
     if not specs:
         raise click.UsageError(f"{where} returned no run handle; return the RunSpec(s) to launch")
     return specs
+
+
+def export_of(run: RunSpec | dict[str, Any]) -> dict[str, Any]:
+    """Another run's export as a model (`model`, `reference_model`, `critic_model` or a built
+    artifact's deps) of a pipeline stage written in Python: identity `run@version`, fingerprint
+    derived from the run's. Returning the stage launches `run` first unless it finished."""
+    data = run.model_dump(mode="json") if isinstance(run, RunSpec) else dict(run)
+    return {"type": "run_export", "name": data["name"], "version": data["version"], "run": data}
 
 
 def _gpus(nodes: int, per_node: int) -> str:
@@ -149,7 +163,12 @@ def _run_each(
         if spec.smoke_of is not None:
             smokes[f"{spec.smoke_of.name}@{spec.smoke_of.version}"] = spec.identity
         try:
-            if run or dry_run:
+            if spec.run_exports():
+                code = _pipeline(spec, run=run, dry_run=dry_run, store=store, source=source,
+                                 echo=echo, say=say)
+                if code:
+                    return code
+            elif run or dry_run:
                 result = launch(spec, source=source, dry_run=dry_run and not run, follow=follow,
                                 skip_smoke_gate=skip_smoke_gate, store=store, keep_head=True,
                                 echo=lambda text: click.echo(text, nl=False), say=say,
@@ -167,6 +186,22 @@ def _run_each(
             return refused.exit_code
     if not run and not dry_run:
         echo("preflight passed; nothing was submitted (add --run to launch)")
+    return 0
+
+
+def _pipeline(spec: RunSpec, *, run: bool, dry_run: bool, store: str | None, source: str,
+              echo: Callable[[str], None], say: Callable[[str], None]) -> int:
+    """A run that reads other runs' exports: its whole pipeline, as `rlaunch launch` runs it
+    (without `--run` or `--dry-run`: the pipeline's plan and the run's own preflight)."""
+    if run or dry_run:
+        return run_pipeline(spec, source=source, out_dir=Path("dist"), store=store, repo=None,
+                            dry_run=dry_run and not run, line=echo, say=say)
+    stages = plan_pipeline(spec, store)
+    describe(spec, stages, store, echo)
+    upstream = [stage.spec.identity for stage in stages[:-1] if stage.action == "launch"]
+    plan = preflight(spec, source=source, store=store, say=say, upstream_runs_first=upstream)
+    for line in describe_plan(plan):
+        echo(line)
     return 0
 
 

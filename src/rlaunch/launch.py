@@ -17,7 +17,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,13 @@ from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
 from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
+from rlaunch.preflight.pipeline import UPSTREAM_FINISHED_CODE
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.world import World, current_world
 from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
 from rlaunch.runtimes.skyrl import CHECK_FLAG
-from rlaunch.spec import RunSpec
+from rlaunch.spec import RunSpec, identity
 from rlaunch.store import StoreError
 
 EXIT_OK = 0
@@ -163,12 +164,14 @@ def preflight(
     env: Mapping[str, str] | None = None,
     say: Say = _stderr,
     smoke_runs_first: str | None = None,
+    upstream_runs_first: Collection[str] = (),
 ) -> Plan:
     """Preflight with scope `all`; raises LaunchRefused (with every finding) on any error.
 
     `smoke_runs_first`: for plans and dry runs only, the identity of a smoke of this run that
     will be launched before it (an experiment returning both); its smoke gate is then reported
-    as pending instead of refused."""
+    as pending instead of refused. `upstream_runs_first`: likewise, the identities of runs
+    whose export this run reads that a pipeline launches before it (PIPE003 is pending)."""
     if skip_smoke_gate is not None and not skip_smoke_gate.strip():
         raise LaunchRefused("--skip-smoke-gate needs a reason (it is recorded in the ledger)")
     spec, prefix = resolve_store(spec, store)
@@ -179,6 +182,7 @@ def preflight(
         findings += smoke_gate_findings(spec, ledger)
     except LedgerError as err:
         raise LaunchRefused(str(err)) from None
+    findings = _pending_upstream(spec, findings, upstream_runs_first, say)
     if smoke_runs_first is not None and any(f.code in SMOKE_GATE_CODES for f in findings):
         findings = [f for f in findings if f.code not in SMOKE_GATE_CODES]
         say(f"rlaunch: smoke gate of {spec.identity}: pending on {smoke_runs_first}, which is "
@@ -200,6 +204,18 @@ def preflight(
             raise LaunchRefused(text)
         say(text)
     return Plan(spec, prefix, world.launcher_commit, tuple(findings), skip_smoke_gate)
+
+
+def _pending_upstream(spec: RunSpec, findings: list[Any], upstream_runs_first: Collection[str],
+                      say: Say) -> list[Any]:
+    """Drop the PIPE003 findings of upstream runs launched before this one (plans only)."""
+    exports = {path: identity(export) for path, export in spec.run_exports()}
+    pending = [f for f in findings if f.code == UPSTREAM_FINISHED_CODE
+               and exports.get(f.paths[0]) in upstream_runs_first]
+    for finding in pending:
+        say(f"rlaunch: {finding.paths[0]} of {spec.identity}: pending on "
+            f"{exports[finding.paths[0]]}, which is launched before it")
+    return [f for f in findings if f not in pending]
 
 
 def default_out_path(spec: RunSpec) -> Path:
@@ -306,12 +322,13 @@ def launch(
     echo: Say | None = None,
     say: Say = _stderr,
     smoke_runs_first: str | None = None,
+    upstream_runs_first: Collection[str] = (),
     verify: bool = False,
     check_handoffs: bool = False,
 ) -> LaunchResult:
     """Preflight, render, submit and (with `follow`) follow `spec`. Raises LaunchRefused when
     nothing was submitted; returns the result (see `LaunchResult.exit_code`) otherwise.
-    `smoke_runs_first` applies to dry runs only (see `preflight`). `verify` hashes every file
+    `smoke_runs_first` and `upstream_runs_first` apply to dry runs only (see `preflight`). `verify` hashes every file
     of the reused inputs (see `materialize_inputs`). `check_handoffs` submits the SkyRL
     adapter's `--check-handoffs` mode instead of training: the inputs are built, staged and
     checked by SkyRL's own code; nothing trains and the ledger records nothing."""
@@ -328,7 +345,8 @@ def launch(
         skip_smoke_gate = skip_smoke_gate or CHECK_GATE_REASON
     plan = preflight(spec, source=source, store=store, skip_smoke_gate=skip_smoke_gate,
                      repo=repo, env=env, say=say,
-                     smoke_runs_first=smoke_runs_first if dry_run else None)
+                     smoke_runs_first=smoke_runs_first if dry_run else None,
+                     upstream_runs_first=upstream_runs_first if dry_run else ())
     spec = plan.spec
     rendered = render(plan, out)
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document

@@ -27,6 +27,7 @@ from rlaunch.launch import LaunchRefused, launch, record_status, resolve_store
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import LOST, TERMINAL, set_status
 from rlaunch.paths import resolve_store_prefix
+from rlaunch.pipeline import run_pipeline
 from rlaunch.progress import progress_board
 from rlaunch.spec import RunSpec, SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
@@ -75,6 +76,9 @@ def _interrupt_on_sigterm() -> None:
               help="SkyRL runs: build and stage the inputs and run SkyRL's own handoff check "
                    "on them as the job (config, tokenizer, PromptDataset, env), then stop; "
                    "nothing trains and the ledger records nothing.")
+@click.option("--only", is_flag=True,
+              help="A run that reads other runs' exports: launch it alone, not the upstream "
+                   "runs that have not finished (preflight then refuses it: PIPE003).")
 def launch_command(
     spec_path: str,
     dry_run: bool,
@@ -86,12 +90,17 @@ def launch_command(
     repo: Path | None,
     verify: bool,
     check_handoffs: bool,
+    only: bool,
 ) -> None:
     """Preflight SPEC, write its launch YAML and submit it through its executor.
 
     Refuses (exit 1) on any preflight error, a calendar version launched before with another
     fingerprint, a dirty launcher tree, a missing smoke, or another launch of the same
     name@version in progress. Exit 3: the job ended FAILED or STOPPED; 130: interrupted.
+
+    A run whose model is another run's export is a pipeline: the plan (what is built,
+    launched, reused, and why) is printed, then every upstream run that has not finished is
+    launched first, in order, each as it would be alone (`--only`: this run alone).
     """
     try:
         spec = load_spec(spec_path)
@@ -99,6 +108,10 @@ def launch_command(
         _say(err.render())
         sys.exit(1)
     _interrupt_on_sigterm()
+    if spec.run_exports() and not only and not check_handoffs:
+        out_dir = out.parent if out is not None else Path("dist")
+        sys.exit(run_pipeline(spec, source=spec_path, out_dir=out_dir, store=store, repo=repo,
+                              dry_run=dry_run, line=click.echo, say=_say))
     try:
         result = launch(
             spec, source=spec_path, dry_run=dry_run, follow=follow,

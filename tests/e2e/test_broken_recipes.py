@@ -26,6 +26,7 @@ EXPECTED = {
     "tests/fixtures/broken:smoke-other-geometry": ["GEO016", "SMOKE002", "SMOKE002"],
     "tests/fixtures/broken:raw-snapshot-data": ["ART008"],
     "tests/fixtures/broken:profiler-on-swap-offload": ["SET002", "SET003"],
+    "tests/fixtures/broken:calendar-on-dev-run": ["PIPE001"],
 }
 
 

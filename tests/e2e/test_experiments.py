@@ -25,8 +25,13 @@ RUNS = (
     "experiments/countdown:sweep-kl0.01-lr0.0003",
     "experiments/countdown:sweep-kl0.01-lr0.001",
     "experiments/countdown:sweep-smoke",
+    # The countdown pipeline: stage 2 reads stage 1's export.
+    "experiments/countdown:chain-grpo1",
+    "experiments/countdown:chain-grpo2",
     "experiments/qwen2.5-1.5b-gsm8k:grpo",
     "experiments/qwen2.5-1.5b-gsm8k:smoke",
+    "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
+    "experiments/qwen2.5-1.5b-gsm8k:stage2-smoke",
     "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
     "experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke",
     "experiments/qwen2.5-14b-separate-ref:grpo",
@@ -71,6 +76,8 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
     result = pants("dependents", "--transitive", "experiments/countdown:char_tokenizer")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
+        "experiments/countdown:chain-grpo1",
+        "experiments/countdown:chain-grpo2",
         "experiments/countdown:launch",
         "experiments/countdown:sft_model",
         "experiments/countdown:smoke",

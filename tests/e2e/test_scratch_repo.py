@@ -31,21 +31,24 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         changed = ("--changed-since=HEAD", "--changed-dependents=transitive")
         result = scratch.pants(*changed, "list")
         assert result.returncode == 0, result.stderr
-        # The runs whose policy starts from it, and the runs that use it as the KL reference.
-        assert result.stdout.split() == [
-            "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct",
+        # The runs whose policy starts from it, the runs that use it as the KL reference, and
+        # the pipeline stage that starts from the export of a run that starts from it.
+        runs = [
             "experiments/qwen2.5-1.5b-gsm8k:grpo",
+            "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
             "experiments/qwen2.5-1.5b-gsm8k:smoke",
+            "experiments/qwen2.5-1.5b-gsm8k:stage2-smoke",
             "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
             "experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke",
         ]
+        assert result.stdout.split() == [
+            "experiments/models/qwen2.5-1.5b-instruct:qwen2.5-1.5b-instruct", *runs,
+        ]
         result = scratch.pants(*changed, "check")
         assert result.returncode == 0, result.stderr
-        assert "Partition #1 - experiments/qwen2.5-1.5b-gsm8k:grpo:" in result.stderr
-        assert "Partition #2 - experiments/qwen2.5-1.5b-gsm8k:smoke:" in result.stderr
-        assert "Partition #3 - experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo:" in result.stderr
-        assert "Partition #4 - experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke:" in result.stderr
-        assert "Partition #5" not in result.stderr
+        for number, run in enumerate(runs, start=1):
+            assert f"Partition #{number} - {run}:" in result.stderr, run
+        assert "Partition #7" not in result.stderr
     finally:
         scratch.write(build, original)
 

@@ -61,7 +61,7 @@ def parallelism(points: Sequence[SweepPoint], max_parallel: int) -> int:
     return max(1, max_parallel)
 
 
-def _result_line(spec: RunSpec, store: str | None, status: str, seconds: float) -> str:
+def result_line(spec: RunSpec, store: str | None, status: str, seconds: float) -> str:
     text = f"{spec.identity}: {status} in {seconds:.0f} s"
     try:
         summary = summarize(RunStore(resolve_store(spec, store)[1]), spec.name, spec.version)
@@ -77,7 +77,7 @@ def _result_line(spec: RunSpec, store: str | None, status: str, seconds: float) 
     return text
 
 
-class _Sweep:
+class PointLauncher:
     def __init__(self, *, total: int, out_dir: Path, store: str | None, repo: Path | None,
                  line: Line, say: Line, advance: Callable[..., None]) -> None:
         self.total = total
@@ -115,7 +115,7 @@ class _Sweep:
             self.advance(1)
             return PointOutcome(spec.identity, DRY_RUN, result.exit_code)
         status = str(result.status) if result.status is not None else "unknown"
-        self.line(f"{tag} " + _result_line(spec, self.store, status,
+        self.line(f"{tag} " + result_line(spec, self.store, status,
                                            time.monotonic() - started))
         self.advance(1)
         return PointOutcome(spec.identity, status, result.exit_code)
@@ -185,7 +185,7 @@ def run_sweep(
     outcomes: list[PointOutcome] = []
     try:
         with progress("sweep", total=len(ordered)) as advance:
-            sweep = _Sweep(total=len(ordered), out_dir=out_dir, store=store, repo=repo,
+            sweep = PointLauncher(total=len(ordered), out_dir=out_dir, store=store, repo=repo,
                            line=line, say=say, advance=advance)
             numbered = list(enumerate(ordered, start=1))
             smokes = [n for n in numbered if n[1].spec.smoke_of is not None]

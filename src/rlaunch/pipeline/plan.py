@@ -1,0 +1,123 @@
+"""The plan of a pipeline: every run a terminal stage needs, upstream first, each marked launch
+or reuse with the reason, and the artifacts the launches build or reuse.
+
+A stage is reused when its last attempt SUCCEEDED with the fingerprint it has now (a calendar
+stage runs once; a dev one is not relaunched while it is finished and unchanged). A stage is
+launched when it has not finished, or when a run whose export it reads is launched now (its
+input changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from rlaunch.builders.rules import graph_order
+from rlaunch.launch import LaunchRefused, resolve_store
+from rlaunch.ledger import Ledger, LedgerError
+from rlaunch.ledger.stages import stage_state
+from rlaunch.spec import RunExport, RunSpec, fingerprint, identity
+from rlaunch.spec.syntax import is_calendar, is_dev
+from rlaunch.store import ArtifactStore, StoreError
+
+
+@dataclass(frozen=True)
+class Stage:
+    spec: RunSpec
+    action: Literal["launch", "reuse"]
+    reason: str
+
+
+def stage_specs(terminal: RunSpec) -> list[RunSpec]:
+    """The runs `terminal` reads the exports of, transitively, upstream first; then itself."""
+    ordered: dict[str, RunSpec] = {}
+
+    def visit(spec: RunSpec) -> None:
+        for _, export in spec.run_exports():
+            if identity(export) not in ordered:
+                visit(export.run)
+        ordered.setdefault(spec.identity, spec)
+
+    visit(terminal)
+    return list(ordered.values())
+
+
+def _ledger(spec: RunSpec, store: str | None) -> Ledger:
+    return Ledger(resolve_store(spec, store)[1])
+
+
+def plan_pipeline(terminal: RunSpec, store: str | None) -> list[Stage]:
+    stages: list[Stage] = []
+    launched: set[str] = set()
+    for spec in stage_specs(terminal):
+        try:
+            record = _ledger(spec, store).read(spec.name, spec.version)
+        except LedgerError as err:
+            raise LaunchRefused(f"{spec.identity}: {err}") from None
+        state = stage_state(record, spec.fingerprint)
+        relaunched = [identity(export) for _, export in spec.run_exports()
+                      if identity(export) in launched]
+        if relaunched and state.finished and is_calendar(spec.version):
+            raise LaunchRefused(
+                f"{spec.identity} finished, and a calendar stage runs once, but it reads the "
+                f"export of {', '.join(relaunched)}, which is launched again now; bump the "
+                f"version of {spec.name}"
+            )
+        if relaunched and state.finished:
+            stages.append(Stage(spec, "launch", f"finished, but reads the export of "
+                                f"{', '.join(relaunched)}, launched again now"))
+        elif state.finished:
+            once = " (a calendar stage runs once)" if is_calendar(spec.version) else ""
+            stages.append(Stage(spec, "reuse", state.reason + once))
+        else:
+            stages.append(Stage(spec, "launch", state.reason))
+        if stages[-1].action == "launch":
+            launched.add(spec.identity)
+    return stages
+
+
+def artifact_lines(stages: list[Stage], store: str | None) -> list[str]:
+    """`build` / `reuse` of every artifact (but run exports) the launched stages read."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for stage in stages:
+        if stage.action != "launch":
+            continue
+        prefix = resolve_store(stage.spec, store)[1]
+        roots = [a for a in stage.spec.slots().values() if not isinstance(a, RunExport)]
+        for artifact in graph_order(roots):
+            ident = identity(artifact)
+            if ident in seen or isinstance(artifact, RunExport):
+                continue
+            seen.add(ident)
+            lines.append(f"  {_artifact_action(artifact, prefix)}")
+    return lines
+
+
+def _artifact_action(artifact, prefix: str) -> str:  # type: ignore[no-untyped-def]
+    ident = identity(artifact)
+    if is_dev(artifact.version):
+        return f"build   {ident}: a dev version is rebuilt by each launch"
+    try:
+        record = ArtifactStore(prefix).read_record(artifact.name, artifact.version, verify=False)
+    except StoreError as err:
+        return f"build   {ident}: its record cannot be read ({err})"
+    if record is None:
+        return f"build   {ident}: not in the store"
+    if record.fingerprint != fingerprint(artifact):
+        return (f"refused {ident}: built with fingerprint {record.fingerprint}, this spec gives "
+                f"{fingerprint(artifact)} (bump its version)")
+    return f"reuse   {ident}: built, same fingerprint"
+
+
+def describe(terminal: RunSpec, stages: list[Stage], store: str | None,
+             line: Callable[[str], None]) -> None:
+    total = len(stages)
+    launching = sum(stage.action == "launch" for stage in stages)
+    line(f"pipeline of {terminal.identity}: {total} run(s), upstream first; {launching} to "
+         f"launch, {total - launching} reused")
+    for text in artifact_lines(stages, store):
+        line(text)
+    for index, stage in enumerate(stages, start=1):
+        line(f"  {stage.action:<7} [{index}/{total}] {stage.spec.identity}: {stage.reason}")
