@@ -180,3 +180,30 @@ def rl_sweep_runs(*, name, run_name, algorithm, smoke_steps, seed, grid=None, po
         dependencies=smoke_names + [":%s-%s" % (name, label) for label in labels],
         max_parallel=max_parallel,
     )
+
+
+# Eval stages: a report artifact scoring models (model artifacts or runs' exports) on an eval
+# dataset with the task's reward (builder greedy_eval, rlaunch.builders.countdown_eval).
+def rl_eval(*, name, models, data, environment, rows, max_new_tokens, version,
+            description=None):
+    """A `built_artifact` of kind `report` named `name`: each entry of `models` (slot ->
+    address of a model target or of an rl_run, whose export is scored) answers the first `rows`
+    problems of `data`'s eval split greedily, scored by `environment`'s reward.
+    `./pants run` of it launches the runs it reads first (unless they finished), then builds
+    the report; it is cached by fingerprint like any artifact."""
+    if type(models) is not dict or not models or "data" in models:
+        raise ValueError(
+            "rl_eval(name=%r): models must be a non-empty dict of slot -> model or rl_run "
+            "address (not named 'data'), got %r" % (name, models)
+        )
+    built_artifact(
+        name=name,
+        description=description or "Eval report of %s on %s." % (", ".join(sorted(models)),
+                                                                   data),
+        builder="greedy_eval",
+        kind="report",
+        config={"environment": environment, "rows": rows, "max_new_tokens": max_new_tokens},
+        deps=dict(models, data=data),
+        version=version,
+        dependencies=[PRELUDE],
+    )

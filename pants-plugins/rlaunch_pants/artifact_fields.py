@@ -20,7 +20,7 @@ from rlaunch_pants.fields import (
     schema_keys,
 )
 
-ARTIFACT_KINDS = ("model", "tokenizer", "dataset")
+ARTIFACT_KINDS = ("model", "tokenizer", "dataset", "report")
 
 # ---------------------------------------------------------------------------------------------
 # Fields shared by the artifact targets.
@@ -121,7 +121,7 @@ class ArtifactKindField(ChoiceField):
         f"""
         What the artifact is: one of {", ".join(repr(kind) for kind in ARTIFACT_KINDS)}. A run's
         slot takes only its kind (`model=` a model, `train_data=` a dataset); a model needs
-        its `facts`.
+        its `facts`. A `report` is what an eval stage writes (`rl_eval`); no run slot takes it.
 
             kind="model"
         """

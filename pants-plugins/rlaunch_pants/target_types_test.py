@@ -71,7 +71,7 @@ def test_sha256_must_be_64_hex() -> None:
 def test_a_choice_lists_the_choices() -> None:
     assert error_of(af.ArtifactKindField, "checkpoint") == (
         "The 'kind' field in target experiments/x:qwen must be one of 'model', 'tokenizer', "
-        "'dataset', but was 'checkpoint'."
+        "'dataset', 'report', but was 'checkpoint'."
     )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from rlaunch import __version__
-from rlaunch.builders.commands import build, pin
+from rlaunch.builders.commands import pin
 from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
+from rlaunch.pipeline.commands import build
 from rlaunch.preflight.commands import preflight, rules, settings_command
 from rlaunch.render.commands import render
 from rlaunch.sweep.commands import sweep_command

@@ -196,8 +196,8 @@ def _pipeline(spec: RunSpec, *, run: bool, dry_run: bool, store: str | None, sou
     if run or dry_run:
         return run_pipeline(spec, source=source, out_dir=Path("dist"), store=store, repo=None,
                             dry_run=dry_run and not run, line=echo, say=say)
-    stages = plan_pipeline(spec, store)
-    describe(spec, stages, store, echo)
+    stages = plan_pipeline([spec], store)
+    describe(spec.identity, stages, store, echo)
     upstream = [stage.spec.identity for stage in stages[:-1] if stage.action == "launch"]
     plan = preflight(spec, source=source, store=store, say=say, upstream_runs_first=upstream)
     for line in describe_plan(plan):

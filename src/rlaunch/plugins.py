@@ -25,6 +25,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "countdown_data": "rlaunch.builders.countdown:CountdownDataBuilder",
         "char_tokenizer": "rlaunch.builders.countdown:CharTokenizerBuilder",
         "sft_model": "rlaunch.builders.countdown_sft:SFTModelBuilder",
+        "greedy_eval": "rlaunch.builders.countdown_eval:GreedyEvalBuilder",
         "prompt_parquet": "rlaunch.builders.prompts:PromptParquetBuilder",
     },
 }

@@ -28,9 +28,8 @@ def test_an_unknown_name_lists_the_registered_ones() -> None:
         load_builder("nope")
     assert str(raised.value) == (
         "no plugin 'nope' in group 'rlaunch.builders'; registered: adopt, char_tokenizer, "
-        "countdown_data, hf_snapshot, prompt_parquet, sft_model; register it as an entry "
-        "point of "
-        "'rlaunch.builders'"
+        "countdown_data, greedy_eval, hf_snapshot, prompt_parquet, sft_model; register it as "
+        "an entry point of 'rlaunch.builders'"
     )
 
 

@@ -76,6 +76,7 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
     result = pants("dependents", "--transitive", "experiments/countdown:char_tokenizer")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
+        "experiments/countdown:chain-eval",
         "experiments/countdown:chain-grpo1",
         "experiments/countdown:chain-grpo2",
         "experiments/countdown:launch",

@@ -1,7 +1,8 @@
-"""A pipeline for real: `./pants run experiments/countdown:chain-grpo2` from an empty store
-builds the SFT model, launches GRPO stage 1, records its export and launches stage 2 from it;
-run again, it launches nothing and says so. The BUILD graph follows the handoff: stage 2 is a
-(transitive) dependent of the SFT model and of stage 1."""
+"""A pipeline for real: `./pants run experiments/countdown:chain-eval` from an empty store
+builds the SFT model, launches GRPO stage 1, records its export, launches stage 2 from it, then
+builds the eval report of the SFT model and both exports; run again, it launches nothing and
+says so. The BUILD graph follows the handoffs: every stage is a (transitive) dependent of the
+SFT model."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 STAGE1 = "countdown-chain-grpo1@dev"
 STAGE2 = "countdown-chain-grpo2@dev"
+EVAL = "chain-eval@dev"
 RESULT = r"SUCCEEDED in \d+ s \| 8 steps, reward (\d\.\d{3}) -> \d\.\d{3}, eval \d\.\d{3}"
 
 
@@ -26,12 +29,12 @@ def test_the_countdown_chain_runs_once_then_is_reused(
 ) -> None:
     store = tmp_path / "store"
     env = {"RLAUNCH_STORE": str(store), "RLAUNCH_LOCAL_HEAD_DIR": str(tmp_path / "head")}
-    first = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:chain-grpo2",
+    first = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:chain-eval",
                   env=env)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     lines = first.stdout.splitlines()
     assert lines[:6] == [
-        f"pipeline of {STAGE2}: 2 run(s), upstream first; 2 to launch, 0 reused",
+        f"pipeline of {EVAL}: 2 run(s), upstream first; 2 to launch, 0 reused",
         "  build   countdown_data@2026.11.30: not in the store",
         "  build   char_tokenizer@2026.11.29.1: not in the store",
         "  build   sft_model@2026.11.30.1: not in the store",
@@ -42,14 +45,19 @@ def test_the_countdown_chain_runs_once_then_is_reused(
     assert re.fullmatch(rf"\[1/2\] {STAGE1}: {RESULT}", lines[7]), lines[7]
     assert lines[8] == f"[2/2] {STAGE2}: launching"
     assert re.fullmatch(rf"\[2/2\] {STAGE2}: {RESULT}", lines[9]), lines[9]
-    assert lines[10] == f"pipeline of {STAGE2}: 2 launched, 0 reused; every stage finished"
+    assert lines[10] == f"pipeline of {EVAL}: 2 launched, 0 reused; every stage finished"
     assert "[2/2] recorded the export of countdown-chain-grpo1@dev as an input" in first.stderr
+    assert "recorded the export of countdown-chain-grpo2@dev as an input" in first.stdout
+    for slot, model in (("grpo1", STAGE1), ("grpo2", STAGE2), ("sft", "sft_model@2026.11.30.1")):
+        assert any(re.fullmatch(rf"{EVAL}: {slot} {model} on 256 problems of "
+                                r"countdown_data@2026.11.30: mean reward \d\.\d{3}, solved "
+                                r"\d\.\d{3}", line) for line in lines), slot
 
     # Stage 2 read stage 1's export, by identity and fingerprint, from the export folder.
     export = store / "countdown-chain-grpo1/dev/export"
     record = json.loads((export / "_record.json").read_text())
     assert (record["identity"], record["type"]) == (STAGE1, "run_export")
-    yaml_path = repo_root / distdir / "experiments/countdown/chain-grpo2" / \
+    yaml_path = repo_root / distdir / "experiments/countdown/chain-eval" / \
         "countdown-chain-grpo2/launch.yaml"
     model = yaml.safe_load(yaml_path.read_text())["inputs"]["model"]
     assert (model["identity"], model["uri"], model["fingerprint"]) == (
@@ -61,29 +69,40 @@ def test_the_countdown_chain_runs_once_then_is_reused(
     runs = {run["identity"]: run for run in json.loads(listed.stdout)}
     for identity in (STAGE1, STAGE2):
         assert runs[identity]["status"] == "SUCCEEDED" and runs[identity]["steps"] == 8
-        assert runs[identity]["eval_reward"] is not None
     # Stage 2 starts from stage 1's trained weights, not from the SFT model stage 1 started at.
     assert runs[STAGE2]["reward_first"] != runs[STAGE1]["reward_first"]
 
-    again = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:chain-grpo2",
+    # The eval report, in the store: each export scored greedily by the countdown reward on the
+    # eval rows the runtime's own end-of-run eval uses.
+    report = json.loads((store / "chain-eval/dev/report.json").read_text())
+    assert report["rows"] == 256 and sorted(report["models"]) == ["grpo1", "grpo2", "sft"]
+    for slot, identity in (("grpo1", STAGE1), ("grpo2", STAGE2)):
+        assert report["models"][slot]["model"] == identity
+        assert report["models"][slot]["mean_reward"] == pytest.approx(
+            runs[identity]["eval_reward"], abs=0.01)
+    samples = (store / "chain-eval/dev/samples.jsonl").read_text().splitlines()
+    assert len(samples) == 3 * 256
+
+    again = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:chain-eval",
                   env=env)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
     attempts = [runs[identity]["last_attempt"] for identity in (STAGE1, STAGE2)]
-    assert again.stdout.splitlines() == [
-        f"pipeline of {STAGE2}: 2 run(s), upstream first; 0 to launch, 2 reused",
+    assert again.stdout.splitlines()[:4] == [
+        f"pipeline of {EVAL}: 2 run(s), upstream first; 0 to launch, 2 reused",
         f"  reuse   [1/2] {STAGE1}: finished: attempt {attempts[0]} SUCCEEDED",
         f"  reuse   [2/2] {STAGE2}: finished: attempt {attempts[1]} SUCCEEDED",
-        f"pipeline of {STAGE2}: every stage finished with this spec; nothing launched",
+        f"pipeline of {EVAL}: every stage finished with this spec; nothing launched",
     ]
     assert "submitted" not in again.stderr
+    assert f"{STAGE1} (a run's export) up to date" in again.stdout
 
 
 def test_a_change_to_the_sft_model_selects_every_stage(pants: PantsRunner) -> None:
     result = pants("dependents", "--transitive", "experiments/countdown:sft_model")
     assert result.returncode == 0, result.stderr
     dependents = result.stdout.split()
-    assert "experiments/countdown:chain-grpo1" in dependents
-    assert "experiments/countdown:chain-grpo2" in dependents
+    for stage in ("chain-grpo1", "chain-grpo2", "chain-eval"):
+        assert f"experiments/countdown:{stage}" in dependents
     direct = pants("dependencies", "experiments/countdown:chain-grpo2")
     assert "experiments/countdown:chain-grpo1" in direct.stdout.split()
     assert "experiments/countdown:sft_model" not in direct.stdout.split()

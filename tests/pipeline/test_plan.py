@@ -39,7 +39,7 @@ def finish(store: Path, spec: RunSpec, status: str = "SUCCEEDED", attempt: str =
 
 
 def actions(terminal: RunSpec, store: Path) -> list[tuple[str, str, str]]:
-    return [(s.spec.identity, s.action, s.reason) for s in plan_pipeline(terminal, str(store))]
+    return [(s.spec.identity, s.action, s.reason) for s in plan_pipeline([terminal], str(store))]
 
 
 def test_the_stages_come_upstream_first() -> None:
@@ -84,7 +84,7 @@ def test_a_finished_calendar_stage_is_never_relaunched(tmp_path: Path) -> None:
     finish(tmp_path, first, "FAILED", attempt="a2")
     finish(tmp_path, second)
     with pytest.raises(LaunchRefused) as error:
-        plan_pipeline(terminal, str(tmp_path))
+        plan_pipeline([terminal], str(tmp_path))
     assert str(error.value) == (
         "grpo-stage2@2026.11.29 finished, and a calendar stage runs once, but it reads the "
         "export of colocated-1x8@2026.11.29, which is launched again now; bump the version of "

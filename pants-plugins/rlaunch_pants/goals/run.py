@@ -99,7 +99,10 @@ class BuiltArtifactRunFieldSet(RunFieldSet):
 
 @rule(desc="Preparing the build of an artifact")
 async def build_artifact(
-    field_set: BuiltArtifactRunFieldSet, rlaunch: RlaunchSubsystem, build_root: BuildRoot
+    field_set: BuiltArtifactRunFieldSet,
+    rlaunch: RlaunchSubsystem,
+    build_root: BuildRoot,
+    dist_dir: DistDir,
 ) -> RunRequest:
     artifact = await Get(ArtifactSpec, ArtifactSpecRequest(field_set.address))
     path = artifact_file_path(field_set.address)
@@ -112,6 +115,9 @@ async def build_artifact(
             "rlaunch",
             "build",
             "{chroot}/" + path,
+            # The launch YAMLs of the runs an eval stage reads, when it launches them first.
+            "--out-dir",
+            os.path.join(build_root.path, str(dist_dir.relpath), output_dir(field_set.address)),
             *store_args(rlaunch),
         ),
         extra_env=runtime_env(build_root),

@@ -92,6 +92,8 @@ def test_the_store_option_reaches_launch_and_build(rule_runner: RuleRunner) -> N
         "rlaunch",
         "build",
         "{chroot}/__rlaunch_specs/c/data.artifact.json",
+        "--out-dir",
+        os.path.join(rule_runner.build_root, "dist/c/data"),
         "--store",
         "/data/store",
     )

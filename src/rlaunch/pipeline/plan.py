@@ -9,10 +9,11 @@ input changes).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from rlaunch.builders.base import AnyArtifact
 from rlaunch.builders.rules import graph_order
 from rlaunch.launch import LaunchRefused, resolve_store
 from rlaunch.ledger import Ledger, LedgerError
@@ -29,8 +30,9 @@ class Stage:
     reason: str
 
 
-def stage_specs(terminal: RunSpec) -> list[RunSpec]:
-    """The runs `terminal` reads the exports of, transitively, upstream first; then itself."""
+def stage_specs(*terminals: RunSpec) -> list[RunSpec]:
+    """The runs the terminals read the exports of, transitively, upstream first; then the
+    terminals themselves, each once."""
     ordered: dict[str, RunSpec] = {}
 
     def visit(spec: RunSpec) -> None:
@@ -39,18 +41,24 @@ def stage_specs(terminal: RunSpec) -> list[RunSpec]:
                 visit(export.run)
         ordered.setdefault(spec.identity, spec)
 
-    visit(terminal)
+    for terminal in terminals:
+        visit(terminal)
     return list(ordered.values())
+
+
+def artifact_runs(artifact: AnyArtifact) -> list[RunSpec]:
+    """The runs whose exports an artifact's graph reads (an eval stage's model), in order."""
+    return [node.run for node in graph_order([artifact]) if isinstance(node, RunExport)]
 
 
 def _ledger(spec: RunSpec, store: str | None) -> Ledger:
     return Ledger(resolve_store(spec, store)[1])
 
 
-def plan_pipeline(terminal: RunSpec, store: str | None) -> list[Stage]:
+def plan_pipeline(terminals: Sequence[RunSpec], store: str | None) -> list[Stage]:
     stages: list[Stage] = []
     launched: set[str] = set()
-    for spec in stage_specs(terminal):
+    for spec in stage_specs(*terminals):
         try:
             record = _ledger(spec, store).read(spec.name, spec.version)
         except LedgerError as err:
@@ -95,7 +103,7 @@ def artifact_lines(stages: list[Stage], store: str | None) -> list[str]:
     return lines
 
 
-def _artifact_action(artifact, prefix: str) -> str:  # type: ignore[no-untyped-def]
+def _artifact_action(artifact: AnyArtifact, prefix: str) -> str:
     ident = identity(artifact)
     if is_dev(artifact.version):
         return f"build   {ident}: a dev version is rebuilt by each launch"
@@ -111,11 +119,11 @@ def _artifact_action(artifact, prefix: str) -> str:  # type: ignore[no-untyped-d
     return f"reuse   {ident}: built, same fingerprint"
 
 
-def describe(terminal: RunSpec, stages: list[Stage], store: str | None,
+def describe(title: str, stages: list[Stage], store: str | None,
              line: Callable[[str], None]) -> None:
     total = len(stages)
     launching = sum(stage.action == "launch" for stage in stages)
-    line(f"pipeline of {terminal.identity}: {total} run(s), upstream first; {launching} to "
+    line(f"pipeline of {title}: {total} run(s), upstream first; {launching} to "
          f"launch, {total - launching} reused")
     for text in artifact_lines(stages, store):
         line(text)

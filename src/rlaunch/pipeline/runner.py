@@ -55,20 +55,37 @@ def run_pipeline(
     say: Line,
 ) -> int:
     """Plan, print the plan, and launch every stage that is not reused; the exit code."""
+    return run_stages([terminal], terminal.identity, source=source, out_dir=out_dir,
+                      store=store, repo=repo, dry_run=dry_run, line=line, say=say)
+
+
+def run_stages(
+    terminals: list[RunSpec],
+    title: str,
+    *,
+    source: str,
+    out_dir: Path,
+    store: str | None,
+    repo: Path | None,
+    dry_run: bool,
+    line: Line,
+    say: Line,
+) -> int:
+    """`run_pipeline` for the runs `terminals` and everything upstream of them; `title` names
+    the pipeline in its lines (the terminal run, or the artifact that reads the runs)."""
     try:
-        stages = plan_pipeline(terminal, store)
+        stages = plan_pipeline(terminals, store)
     except LaunchRefused as err:
-        line(f"pipeline of {terminal.identity}: refused\n{err}")
+        line(f"pipeline of {title}: refused\n{err}")
         return err.exit_code
-    describe(terminal, stages, store, line)
+    describe(title, stages, store, line)
     if dry_run:
         return _dry_run(stages, source=source, out_dir=out_dir, store=store, repo=repo,
                         line=line, say=say)
     todo = [(index, stage) for index, stage in enumerate(stages, start=1)
             if stage.action == "launch"]
     if not todo:
-        line(f"pipeline of {terminal.identity}: every stage finished with this spec; nothing "
-             f"launched")
+        line(f"pipeline of {title}: every stage finished with this spec; nothing launched")
         return EXIT_OK
     state_dir = local_head.default_state_dir()
     previous_head = local_head.read_record(state_dir)
@@ -79,12 +96,12 @@ def run_pipeline(
             for index, stage in todo:
                 outcome = launcher.launch_point(index, SweepPoint(source, stage.spec))
                 if outcome.status != "SUCCEEDED":
-                    line(f"pipeline of {terminal.identity}: stopped at [{index}/{len(stages)}] "
+                    line(f"pipeline of {title}: stopped at [{index}/{len(stages)}] "
                          f"{stage.spec.identity} ({outcome.status}); fix it and run the "
                          f"pipeline again: finished stages are reused, it resumes there")
                     return outcome.exit_code or EXIT_REFUSED
     finally:
         local_head.stop_if_started_since(previous_head, state_dir, say)
-    line(f"pipeline of {terminal.identity}: {len(todo)} launched, "
-         f"{len(stages) - len(todo)} reused; every stage finished")
+    line(f"pipeline of {title}: {len(todo)} launched, {len(stages) - len(todo)} reused; "
+         f"every stage finished")
     return EXIT_OK

@@ -16,7 +16,8 @@ from rlaunch.spec.base import SpecModel, fingerprint_of
 if TYPE_CHECKING:
     from rlaunch.spec.run import RunSpec
 
-ArtifactKind = Literal["model", "tokenizer", "dataset"]
+ArtifactKind = Literal["model", "tokenizer", "dataset", "report"]
+"""`report`: what an eval stage writes (metrics and per-sample results); no run slot takes one."""
 
 
 class ModelFacts(SpecModel):
