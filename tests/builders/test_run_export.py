@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import fsspec
 import pytest
 
 from rlaunch.builders import BuildError, materialize_artifacts
@@ -114,3 +116,40 @@ def test_a_dev_run_that_finished_again_is_recorded_again(tmp_path: Path) -> None
                        "recorded; recording it again")
     record = json.loads((folder / RECORD_FILE).read_text())
     assert record["files"][1]["size"] == len(b"weights-a2-longer")
+
+
+def test_on_an_object_store_the_export_is_hashed_there_and_copied_once(
+    s3_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against moto's S3 server: the record lists each file's sha256 (streamed from S3), is
+    written beside the export, and the local readers get a verified copy in the cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    export = stage2()
+    ledger = Ledger(s3_store)
+
+    def started(record: dict) -> None:
+        start_attempt(record, attempt_id="a1", fingerprint=export.run.fingerprint,
+                      runtime_fingerprint="sha256:r", geometry={}, launcher_commit=None,
+                      yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
+                      skip_smoke_gate=None)
+        set_submission(record, "a1", {"submission_id": "job"})
+        set_status(record, "a1", "SUCCEEDED")
+
+    ledger.update(export.name, export.version, started)
+    paths = run_paths(s3_store, export.name, export.version)
+    fs, root = fsspec.core.url_to_fs(paths.export_root)
+    fs.pipe_file(f"{root}/config.json", b'{"vocab_size": 50}')
+    fs.pipe_file(f"{root}/model.safetensors", b"remote weights")
+    fs.pipe_file(fsspec.core.url_to_fs(paths.terminal_manifest)[1], b'{"status": "succeeded"}')
+    logs: list[str] = []
+    folder = materialize_artifacts({"model": export}, s3_store, log=logs.append)["model"]
+    assert (folder / "model.safetensors").read_bytes() == b"remote weights"
+    assert str(folder).startswith(str(tmp_path / "cache"))
+    record = json.loads(fs.cat_file(f"{root}/_record.json"))
+    assert record["files"][1] == {"path": "model.safetensors", "size": 14,
+                                  "sha256": hashlib.sha256(b"remote weights").hexdigest()}
+    assert logs[0] == ("recorded the export of colocated-1x8@2026.11.29 as an input (2 file(s), "
+                       "32 bytes)")
+    logs.clear()
+    materialize_artifacts({"model": export}, s3_store, log=logs.append)
+    assert logs[0].startswith("colocated-1x8@2026.11.29 (a run's export) up to date")

@@ -5,11 +5,14 @@ reads it, the launcher checks in the ledger that the run finished with the finge
 consumer's spec gives it, and writes the export's build record (`export/_record.json`: identity
 `run@version`, the export's fingerprint, every file with its sha256). From then on the export
 is read, verified and staged like any built artifact. A dev run that finished again since is
-recorded again; a calendar run runs once, so its record never changes.
+recorded again; a calendar run runs once, so its record never changes. On an object store the
+export is hashed where it is, once, and copied into the local cache for local readers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import time
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from rlaunch.clock import utc_now
 from rlaunch.ledger import Ledger, LedgerError
 from rlaunch.ledger.smoke import read_terminal_manifest
 from rlaunch.ledger.stages import stage_state
-from rlaunch.paths import run_paths
+from rlaunch.paths import join, run_paths
 from rlaunch.spec.artifacts import RunExport, fingerprint, identity, run_export_content
 from rlaunch.spec.syntax import is_dev
 from rlaunch.store import (
@@ -31,7 +34,8 @@ from rlaunch.store import (
     StoreError,
     scan_payload,
 )
-from rlaunch.store.records import parse_record, verify_local
+from rlaunch.store.fs import StoreLocation, local_cache_dir, open_location
+from rlaunch.store.records import FileEntry, parse_record, verify_local, verify_sizes
 
 
 def finishing_hint(export: RunExport) -> str:
@@ -60,31 +64,27 @@ def not_finished(export: RunExport, store: ArtifactStore) -> str | None:
 
 def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tuple[
         ArtifactRecord, Path, bool]:
-    """The export's record and local folder, and whether the record was written now. Call
-    under the export's store lock."""
+    """The export's record and a local folder with its files, and whether the record was
+    written now. Call under the export's store lock. On an object store the export is hashed
+    where it is (streamed once, when it is first recorded) and copied into the local cache."""
     ident = identity(export)
-    if not store.is_local:
-        raise BuildError(
-            f"{ident} is a run's export in {store.prefix}: reading a run's export as an input "
-            f"needs a local store for now; launch the pipeline with a local --store"
-        )
     problem = not_finished(export, store)
     if problem is not None:
         raise BuildError(
             f"{ident} is the export of run {ident}, which has not finished: {problem}; "
             f"{finishing_hint(export)}"
         )
-    folder = Path(run_paths(store.prefix, export.name, export.version).export_root)
+    uri = run_paths(store.prefix, export.name, export.version).export_root
+    location = open_location(uri, "run export")
     content_fp = fingerprint(export)
-    record_path = folder / RECORD_FILE
-    if record_path.is_file():
-        existing = parse_record(record_path.read_text(encoding="utf-8"), str(record_path))
+    existing = _read_record(location)
+    if existing is not None:
         try:
             if existing.fingerprint != content_fp:
-                raise StoreError(f"{record_path} records fingerprint {existing.fingerprint}, "
-                                 f"this spec gives {content_fp}")
-            verify_local(folder, existing)
-            return existing, folder, False
+                raise StoreError(f"{uri}/{RECORD_FILE} records fingerprint "
+                                 f"{existing.fingerprint}, this spec gives {content_fp}")
+            _verify(location, uri, existing)
+            return existing, _local_copy(store, location, existing, log), False
         except StoreError as err:
             if not is_dev(export.version):
                 raise BuildError(
@@ -94,13 +94,11 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
                 ) from None
             log(f"{ident}: the dev run finished again since its export was recorded; "
                 f"recording it again")
-    if not folder.is_dir():
-        raise BuildError(f"run {ident} finished but wrote no export at {folder}; its checkpoint "
-                         f"policy must set export_final")
     started = time.perf_counter()
-    files = scan_payload(folder)
+    files = _scan(location)
     if not files:
-        raise BuildError(f"run {ident} finished but its export {folder} is empty")
+        raise BuildError(f"run {ident} finished but wrote no export at {uri}; its checkpoint "
+                         f"policy must set export_final")
     record = ArtifactRecord(
         schema_version=1, identity=ident, name=export.name, version=export.version,
         fingerprint=content_fp, kind="model", type="run_export", deps={},
@@ -111,7 +109,77 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
             build_seconds=round(time.perf_counter() - started, 3)),
         files=files,
     )
-    write_text_atomically(record_path, record.to_json())
+    if location.is_local:
+        write_text_atomically(join(location.root, RECORD_FILE), record.to_json())
+    else:
+        location.fs.pipe_file(join(location.root, RECORD_FILE), record.to_json().encode())
     log(f"recorded the export of {ident} as an input ({len(files)} file(s), "
         f"{record.total_bytes} bytes)")
-    return record, folder, True
+    return record, _local_copy(store, location, record, log), True
+
+
+def _read_record(location: StoreLocation) -> ArtifactRecord | None:
+    path = join(location.root, RECORD_FILE)
+    try:
+        text = location.fs.cat_file(path).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BuildError(f"{path} cannot be read ({err}); delete it to record the export "
+                         f"again") from None
+    return parse_record(text, path)
+
+
+def _listing(location: StoreLocation) -> dict[str, int]:
+    base = location.root.rstrip("/") + "/"
+    try:
+        found = location.fs.find(location.root, detail=True)
+    except FileNotFoundError:
+        return {}
+    return {path[len(base):]: int(info.get("size") or 0) for path, info in found.items()
+            if path.startswith(base) and info.get("type") != "directory"
+            and path[len(base):] != RECORD_FILE}
+
+
+def _scan(location: StoreLocation) -> list[FileEntry]:
+    """Every file of the export with its sha256 (a local folder through the digest cache)."""
+    if location.is_local:
+        return scan_payload(Path(location.root)) if Path(location.root).is_dir() else []
+    entries = []
+    for relative, size in sorted(_listing(location).items(), key=lambda i: i[0].encode()):
+        digest = hashlib.sha256()
+        with location.fs.open(join(location.root, relative), "rb") as handle:
+            while chunk := handle.read(1 << 22):
+                digest.update(chunk)
+        entries.append(FileEntry(path=relative, size=size, sha256=digest.hexdigest()))
+    return entries
+
+
+def _verify(location: StoreLocation, uri: str, record: ArtifactRecord) -> None:
+    if location.is_local:
+        verify_local(Path(location.root), record)
+    else:
+        verify_sizes(_listing(location), uri, record)
+
+
+def _local_copy(store: ArtifactStore, location: StoreLocation, record: ArtifactRecord,
+                log: Log) -> Path:
+    """The export itself on a local store; else a copy in the local cache, checked against the
+    record's sha256 (downloaded again when it does not match)."""
+    if location.is_local:
+        return Path(location.root)
+    folder = local_cache_dir(store.prefix) / record.name / record.version / "export"
+    try:
+        verify_local(folder, record)
+        return folder
+    except StoreError:
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for entry in record.files:
+        target = folder.joinpath(*entry.path.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        location.fs.get_file(join(location.root, entry.path), str(target))
+    verify_local(folder, record, where=record.identity)
+    log(f"{record.identity}: downloaded its export into {folder}")
+    return folder
