@@ -29,7 +29,8 @@ def test_every_address_field_of_a_run_is_a_dependency(rule_runner: RuleRunner) -
         'name="run"', 'name="smoke", smoke_of=":run"'
     ).replace('run_name="colocated-1x8"', 'run_name="smoke"')
     run = COLOCATED_BUILD.replace(
-        'eval_data=":gsm8k-test",', 'eval_data=":gsm8k-test", reference_model="models:ref",'
+        'eval_data=":gsm8k-test-prompts",',
+        'eval_data=":gsm8k-test-prompts", reference_model="models:ref",'
     )
     rule_runner.write_files(
         {
@@ -46,8 +47,8 @@ def test_every_address_field_of_a_run_is_a_dependency(rule_runner: RuleRunner) -
     )
     assert dependencies(rule_runner, Address("experiments/x", target_name="run")) == [
         "experiments/x:cluster",
-        "experiments/x:gsm8k-test",
-        "experiments/x:gsm8k-train",
+        "experiments/x:gsm8k-test-prompts",
+        "experiments/x:gsm8k-train-prompts",
         "experiments/x:plan",
         "experiments/x:qwen2.5-1.5b-instruct",
         "experiments/x:skyrl-0.3.0",

@@ -85,8 +85,10 @@ def test_the_spec_says_which_target_and_build_line_each_section_came_from(
         "runtime": entry("skyrl-0.3.0", {}),
         "model": entry("qwen2.5-1.5b-instruct", facts),
         "tokenizer": entry("qwen2.5-1.5b-instruct", facts),
-        "train_data": entry("gsm8k-train", facts),
-        "eval_data": entry("gsm8k-test", facts),
+        "train_data": entry("gsm8k-train-prompts", facts),
+        "train_data.deps.source": entry("gsm8k-train", facts),
+        "eval_data": entry("gsm8k-test-prompts", facts),
+        "eval_data.deps.source": entry("gsm8k-test", facts),
     }
 
 

@@ -44,6 +44,36 @@ hf_dataset(
     rows=1319,
     version="2026.11.01",
 )
+built_artifact(
+    name="gsm8k-train-prompts",
+    builder="prompt_parquet",
+    kind="dataset",
+    deps={"source": ":gsm8k-train"},
+    config=dict(
+        task="gsm8k",
+        template="{question} Let's think step by step and output the final answer after \\"####\\".",
+        ground_truth=dict(column="answer", extract="final_answer"),
+        env_class="gsm8k",
+        reward_method="rule",
+    ),
+    rows=7473,
+    version="2026.11.30",
+)
+built_artifact(
+    name="gsm8k-test-prompts",
+    builder="prompt_parquet",
+    kind="dataset",
+    deps={"source": ":gsm8k-test"},
+    config=dict(
+        task="gsm8k",
+        template="{question} Let's think step by step and output the final answer after \\"####\\".",
+        ground_truth=dict(column="answer", extract="final_answer"),
+        env_class="gsm8k",
+        reward_method="rule",
+    ),
+    rows=1319,
+    version="2026.11.30",
+)
 rl_runtime(
     name="skyrl-0.3.0",
     profile="skyrl",
@@ -95,8 +125,8 @@ rl_run(
     seed=42,
     model=":qwen2.5-1.5b-instruct",
     tokenizer=":qwen2.5-1.5b-instruct",
-    train_data=":gsm8k-train",
-    eval_data=":gsm8k-test",
+    train_data=":gsm8k-train-prompts",
+    eval_data=":gsm8k-test-prompts",
     runtime=":skyrl-0.3.0",
     role_plan=":plan",
     execution=":cluster",

@@ -79,7 +79,7 @@ def test_a_sound_run_passes(rule_runner: RuleRunner) -> None:
     assert result.partition_description == "experiments/x:run"
     heading, warning, *where, fix = result.stdout.splitlines()
     run_line, data_line, plan_line = (
-        _line_of(COLOCATED_BUILD, f'name="{name}"') for name in ("run", "gsm8k-train", "plan")
+        _line_of(COLOCATED_BUILD, f'name="{name}"') for name in ("run", "gsm8k-train-prompts", "plan")
     )
     assert heading == (
         f"experiments/x:run (experiments/x/BUILD:{run_line}) (colocated-1x8@2026.11.29): ok, "
@@ -88,7 +88,7 @@ def test_a_sound_run_passes(rule_runner: RuleRunner) -> None:
     # 7473 GSM8K rows are 29 batches of 256 and 49 more: a dropped tail warns, never refuses.
     assert warning.startswith("warning BATCH010 train_data.rows, role_plan.batch.train_batch_size:")
     assert where == [
-        f"    in experiments/x/BUILD:{data_line} (experiments/x:gsm8k-train): rows",
+        f"    in experiments/x/BUILD:{data_line} (experiments/x:gsm8k-train-prompts): rows",
         f"    in experiments/x/BUILD:{plan_line} (experiments/x:plan): batch.train_batch_size",
     ]
     assert fix.startswith("    fix: ")

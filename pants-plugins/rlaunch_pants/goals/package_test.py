@@ -72,8 +72,10 @@ def test_package_writes_the_launch_yaml_the_spec_and_the_identities(
         "run  colocated-1x8@2026.11.29\n"
         "model  qwen2.5-1.5b-instruct@2026.11.01\n"
         "tokenizer  qwen2.5-1.5b-instruct@2026.11.01\n"
-        "train_data  gsm8k-train@2026.11.01\n"
-        "eval_data  gsm8k-test@2026.11.01\n"
+        "train_data  gsm8k-train-prompts@2026.11.30\n"
+        "train_data.deps.source  gsm8k-train@2026.11.01\n"
+        "eval_data  gsm8k-test-prompts@2026.11.30\n"
+        "eval_data.deps.source  gsm8k-test@2026.11.01\n"
     )
 
 
