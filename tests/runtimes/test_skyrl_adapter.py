@@ -225,19 +225,24 @@ def test_check_handoffs_reaches_the_adapter_on_every_executor(tmp_path: Path) ->
     assert entrypoint_argv(launch, "l.yaml", python="py", extra=("--check-handoffs",)) == (
         "py", "-m", "rlaunch.runtimes.skyrl", "l.yaml", "--check-handoffs")
     options = ExecutorOptions(say=quiet, runtime_args=("--check-handoffs",))
-    lines = RayClusterExecutor(options).describe(tmp_path / "launch.yaml", launch)
-    # The example's address is a loopback one: this interpreter runs the adapter.
-    assert (f"entrypoint: {sys.executable} -m rlaunch.runtimes.skyrl launch.yaml "
-            "--check-handoffs") in lines
+    remote = edited(launch, address="http://ray-head.internal:8265")
+    lines = RayClusterExecutor(options).describe(tmp_path / "launch.yaml", remote)
+    # A remote cluster runs the adapter with its own `python` (a loopback head follows the
+    # runtime pin on this machine: tests/executors/test_runtime_python.py).
+    assert "entrypoint: python -m rlaunch.runtimes.skyrl launch.yaml --check-handoffs" in lines
     command = iris_run_command(tmp_path / "launch.yaml", edited_cluster(launch), job_name="j",
                                runtime_args=options.runtime_args)
     assert command[-2:] == [str(tmp_path / "launch.yaml"), "--check-handoffs"]
 
 
-def edited_cluster(launch: LaunchDocument) -> LaunchDocument:
+def edited(launch: LaunchDocument, **execution: str) -> LaunchDocument:
     data = launch.to_dict()
-    data["execution"]["cluster"] = "c1"
+    data["execution"].update(execution)
     return LaunchDocument.parse(data)
+
+
+def edited_cluster(launch: LaunchDocument) -> LaunchDocument:
+    return edited(launch, cluster="c1")
 
 
 def test_check_handoffs_is_refused_for_a_run_that_is_not_skyrl() -> None:
