@@ -21,10 +21,11 @@ def _what(artifact: object) -> str:
         return f"a raw Hugging Face snapshot (hf_dataset of {artifact.repo_id})"
     if isinstance(artifact, AdoptedArtifact):
         return "an adopted artifact, stored as a folder"
-    assert isinstance(artifact, BuiltArtifact)
-    makers = ", ".join(sorted(DATA_FILES))
-    return (f"built by {artifact.builder!r}, which writes no runtime-format prompt file (the "
-            f"builders that do: {makers})")
+    if isinstance(artifact, BuiltArtifact):
+        makers = ", ".join(sorted(DATA_FILES))
+        return (f"built by {artifact.builder!r}, which writes no runtime-format prompt file (the "
+                f"builders that do: {makers})")
+    return f"a {type(artifact).__name__}, stored as a folder"
 
 
 @rule(
