@@ -15,6 +15,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The worked example `colocated-1x8` of src/rlaunch/spec/examples.py, as targets.
 COLOCATED_BUILD = """
+_GSM8K_PROMPTS = dict(
+    task="gsm8k",
+    template="{question} Let's think step by step and output the final answer after \\"####\\".",
+    ground_truth=dict(column="answer", extract="final_answer"),
+    env_class="gsm8k",
+    reward_method="rule",
+)
 hf_model(
     name="qwen2.5-1.5b-instruct",
     repo_id="Qwen/Qwen2.5-1.5B-Instruct",
@@ -49,13 +56,7 @@ built_artifact(
     builder="prompt_parquet",
     kind="dataset",
     deps={"source": ":gsm8k-train"},
-    config=dict(
-        task="gsm8k",
-        template="{question} Let's think step by step and output the final answer after \\"####\\".",
-        ground_truth=dict(column="answer", extract="final_answer"),
-        env_class="gsm8k",
-        reward_method="rule",
-    ),
+    config=_GSM8K_PROMPTS,
     rows=7473,
     version="2026.11.30",
 )
@@ -64,13 +65,7 @@ built_artifact(
     builder="prompt_parquet",
     kind="dataset",
     deps={"source": ":gsm8k-test"},
-    config=dict(
-        task="gsm8k",
-        template="{question} Let's think step by step and output the final answer after \\"####\\".",
-        ground_truth=dict(column="answer", extract="final_answer"),
-        env_class="gsm8k",
-        reward_method="rule",
-    ),
+    config=_GSM8K_PROMPTS,
     rows=1319,
     version="2026.11.30",
 )
