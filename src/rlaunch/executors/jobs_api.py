@@ -26,7 +26,9 @@ from rlaunch.spec.execution import Allocation
 GPU_RESOURCE = "GPU"
 """The Ray resource a plan's GPUs are counted in (simulated GPUs on the local head too)."""
 
-_AGENT_RETRY_S = 30.0
+_AGENT_RETRY_S = 90.0
+"""How long a submission waits for a just-started head's job agent. The agent registers after
+the head answers; on a loaded 2-core machine that was seen to take over 30 s."""
 _IDLE_POLL_S = 0.5
 
 
@@ -214,8 +216,11 @@ def submit(
             for value in env_vars.values():
                 if value:
                     first_line = first_line.replace(value, "***")
+            waited = ""
+            if "agent" in text.lower():
+                waited = f" (after {_AGENT_RETRY_S:.0f} s waiting for the head's job agent)"
             raise ExecutorError(
-                f"the Ray Jobs API at {address} refused job {submission_id}: {first_line}"
+                f"the Ray Jobs API at {address} refused job {submission_id}: {first_line}{waited}"
             ) from None
 
 
