@@ -7,7 +7,7 @@ first one's export, on the smoke runtime.
 
 main() returns only the terminal stage. Its model is `export_of(stage1)`, so launching it
 launches stage 1 first (unless stage 1 finished with the same spec), exactly as
-`./pants run experiments/countdown:chain-grpo2` does for the BUILD version of this chain.
+`./pants run experiments/countdown/chain:chain-grpo2` does for the BUILD version of this chain.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ RUNS = (
     "experiments/countdown:sweep-kl0.01-lr0.001",
     "experiments/countdown:sweep-smoke",
     # The countdown pipeline: stage 2 reads stage 1's export.
-    "experiments/countdown:chain-grpo1",
-    "experiments/countdown:chain-grpo2",
+    "experiments/countdown/chain:chain-grpo1",
+    "experiments/countdown/chain:chain-grpo2",
     "experiments/qwen2.5-1.5b-gsm8k:grpo",
     "experiments/qwen2.5-1.5b-gsm8k:smoke",
     "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
@@ -39,6 +39,9 @@ RUNS = (
     "experiments/qwen3-30b-a3b-megatron:grpo",
     "experiments/qwen3-30b-a3b-megatron:smoke",
 )
+# The countdown runs (experiments/countdown and its chain/) are on the smoke runtime; the rest
+# are SkyRL runs.
+COUNTDOWN = ("experiments/countdown:", "experiments/countdown/")
 
 
 def test_every_experiment_passes_a_whole_repo_check(pants: PantsRunner) -> None:
@@ -76,9 +79,6 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
     result = pants("dependents", "--transitive", "experiments/countdown:char_tokenizer")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
-        "experiments/countdown:chain-eval",
-        "experiments/countdown:chain-grpo1",
-        "experiments/countdown:chain-grpo2",
         "experiments/countdown:launch",
         "experiments/countdown:sft_model",
         "experiments/countdown:smoke",
@@ -88,6 +88,9 @@ def test_address_fields_are_dependencies(pants: PantsRunner) -> None:
         "experiments/countdown:sweep-kl0.01-lr0.0003",
         "experiments/countdown:sweep-kl0.01-lr0.001",
         "experiments/countdown:sweep-smoke",
+        "experiments/countdown/chain:chain-eval",
+        "experiments/countdown/chain:chain-grpo1",
+        "experiments/countdown/chain:chain-grpo2",
     ]
 
 
@@ -148,7 +151,7 @@ def test_every_run_declares_extra_skyrl_settings(pants: PantsRunner) -> None:
         assert target["settings"], target["address"]
     # The GPU runs share a skyrl_settings target; the countdown runs write their own.
     shared = [t["address"] for t in targets if t["skyrl_settings"]]
-    assert shared and all(not address.startswith("experiments/countdown:") for address in shared)
+    assert shared and all(not address.startswith(COUNTDOWN) for address in shared)
 
 
 def test_peek_shows_the_fields_as_written(pants: PantsRunner) -> None:
@@ -248,7 +251,7 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
     """Every SkyRL run's packaged launch YAML, as ./pants writes it, through SkyRL 0.3.0's own
     loader and validate_cfg in the contract env (tests/contract/skyrl_harness.py), in both the
     YAML and the command-line form; its data are the runtime-format .parquet files."""
-    runs = [run for run in RUNS if not run.startswith("experiments/countdown:")]
+    runs = [run for run in RUNS if not run.startswith(COUNTDOWN)]
     result = pants(f"--pants-distdir={distdir}", "package", *runs)
     assert result.returncode == 0, result.stderr
     cases = {}

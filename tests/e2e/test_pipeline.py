@@ -1,6 +1,6 @@
-"""A pipeline for real: `./pants run experiments/countdown:chain-eval` from an empty store
-builds the SFT model, launches GRPO stage 1, records its export, launches stage 2 from it, then
-builds the eval report of the SFT model and both exports; run again, it launches nothing and
+"""A pipeline for real: `./pants run experiments/countdown/chain:chain-eval` from an empty
+store builds the SFT model, launches GRPO stage 1, records its export, launches stage 2 from it,
+then builds the eval report of the SFT model and both exports; run again, it launches nothing and
 says so. The BUILD graph follows the handoffs: every stage is a (transitive) dependent of the
 SFT model."""
 
@@ -21,6 +21,7 @@ PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 STAGE1 = "countdown-chain-grpo1@dev"
 STAGE2 = "countdown-chain-grpo2@dev"
 EVAL = "chain-eval@dev"
+CHAIN = "experiments/countdown/chain"
 RESULT = r"SUCCEEDED in \d+ s \| 8 steps, reward (\d\.\d{3}) -> \d\.\d{3}, eval \d\.\d{3}"
 
 
@@ -29,7 +30,7 @@ def test_the_countdown_chain_runs_once_then_is_reused(
 ) -> None:
     store = tmp_path / "store"
     env = {"RLAUNCH_STORE": str(store), "RLAUNCH_LOCAL_HEAD_DIR": str(tmp_path / "head")}
-    first = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:chain-eval",
+    first = pants(f"--pants-distdir={distdir}", "run", f"{CHAIN}:chain-eval",
                   env=env)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     lines = first.stdout.splitlines()
@@ -57,8 +58,7 @@ def test_the_countdown_chain_runs_once_then_is_reused(
     export = store / "countdown-chain-grpo1/dev/export"
     record = json.loads((export / "_record.json").read_text())
     assert (record["identity"], record["type"]) == (STAGE1, "run_export")
-    yaml_path = repo_root / distdir / "experiments/countdown/chain-eval" / \
-        "countdown-chain-grpo2/launch.yaml"
+    yaml_path = repo_root / distdir / CHAIN / "chain-eval/countdown-chain-grpo2/launch.yaml"
     model = yaml.safe_load(yaml_path.read_text())["inputs"]["model"]
     assert (model["identity"], model["uri"], model["fingerprint"]) == (
         STAGE1, str(export), record["fingerprint"])
@@ -83,7 +83,7 @@ def test_the_countdown_chain_runs_once_then_is_reused(
     samples = (store / "chain-eval/dev/samples.jsonl").read_text().splitlines()
     assert len(samples) == 3 * 256
 
-    again = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:chain-eval",
+    again = pants(f"--pants-distdir={distdir}", "run", f"{CHAIN}:chain-eval",
                   env=env)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
     attempts = [runs[identity]["last_attempt"] for identity in (STAGE1, STAGE2)]
@@ -102,7 +102,7 @@ def test_a_change_to_the_sft_model_selects_every_stage(pants: PantsRunner) -> No
     assert result.returncode == 0, result.stderr
     dependents = result.stdout.split()
     for stage in ("chain-grpo1", "chain-grpo2", "chain-eval"):
-        assert f"experiments/countdown:{stage}" in dependents
-    direct = pants("dependencies", "experiments/countdown:chain-grpo2")
-    assert "experiments/countdown:chain-grpo1" in direct.stdout.split()
+        assert f"{CHAIN}:{stage}" in dependents
+    direct = pants("dependencies", f"{CHAIN}:chain-grpo2")
+    assert f"{CHAIN}:chain-grpo1" in direct.stdout.split()
     assert "experiments/countdown:sft_model" not in direct.stdout.split()
