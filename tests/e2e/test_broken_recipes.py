@@ -120,3 +120,31 @@ def test_a_setting_finding_names_the_setting_as_the_build_file_writes_it(
         'settings["generator.inference_engine.gpu_memory_utilization"]',
         "    fix: Set it to a fraction such as 0.85 (SkyRL's default is 0.8).",
     ]
+
+
+def test_a_calendar_stage_on_a_dev_run_is_refused_with_pipe001(
+    pants: PantsRunner, repo_root: Path
+) -> None:
+    result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:calendar-on-dev-run")
+    assert result.returncode == 1, result.stderr
+    build = (repo_root / "tests/fixtures/broken/BUILD").read_text().splitlines()
+    stage = next(n for n, text in enumerate(build, 1) if '_run("calendar-on-dev-run"' in text)
+    upstream = next(n for n, text in enumerate(build, 1) if '_run("smoke-other-geometry"' in text)
+    lines = result.stderr.splitlines()
+    # One error, PIPE001; the warnings are the fixture's data's (BATCH010), not this test's.
+    title = (
+        f"tests/fixtures/broken:calendar-on-dev-run (tests/fixtures/broken/BUILD:{stage}) "
+        "(calendar-on-dev-run@2026.11.29): refused, 1 error, "
+    )
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    assert lines[start + 1 : start + 5] == [
+        "error PIPE001 version, model.version: calendar-on-dev-run@2026.11.29 is "
+        "calendar-versioned (immutable) but reads model, the export of smoke-other-geometry@dev: "
+        "a dev run, relaunched and changed at will",
+        f"    in tests/fixtures/broken/BUILD:{stage} (tests/fixtures/broken:calendar-on-dev-run): "
+        "version",
+        f"    in tests/fixtures/broken/BUILD:{upstream} "
+        "(tests/fixtures/broken:smoke-other-geometry): version",
+        "    fix: Give the run smoke-other-geometry a calendar version (it then runs once and its "
+        "export never changes), or give this run a dev version too.",
+    ]

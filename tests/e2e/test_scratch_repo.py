@@ -4,6 +4,7 @@ commit to select changed targets against."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,101 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         assert "Partition #7" not in result.stderr
     finally:
         scratch.write(build, original)
+
+
+CHANGED = ("--changed-since=HEAD", "--changed-dependents=transitive")
+COUNTDOWN_BUILD = "experiments/countdown/BUILD"
+CHAIN_BUILD = "experiments/countdown/chain/BUILD"
+# Every target of experiments/countdown/BUILD: Pants 2.17 counts a change to a BUILD file, even
+# to a comment, as a change to each target declared in it.
+COUNTDOWN_TARGETS = [
+    "experiments/countdown:char_tokenizer",
+    "experiments/countdown:colocated-1x2",
+    "experiments/countdown:countdown_data",
+    "experiments/countdown:launch",
+    "experiments/countdown:local-sim-1x2",
+    "experiments/countdown:sft_model",
+    "experiments/countdown:smoke",
+    "experiments/countdown:sweep",
+    "experiments/countdown:sweep-kl0.001-lr0.0003",
+    "experiments/countdown:sweep-kl0.001-lr0.001",
+    "experiments/countdown:sweep-kl0.01-lr0.0003",
+    "experiments/countdown:sweep-kl0.01-lr0.001",
+    "experiments/countdown:sweep-smoke",
+]
+CHAIN_TARGETS = [
+    "experiments/countdown/chain:chain-eval",
+    "experiments/countdown/chain:chain-grpo1",
+    "experiments/countdown/chain:chain-grpo2",
+]
+
+
+def _preflighted(output: str) -> list[str]:
+    """The runs a `check` preflighted, in its partitions' order."""
+    return re.findall(r"^Partition #\d+ - (\S+):$", output, flags=re.MULTILINE)
+
+
+def test_changing_the_sft_config_selects_every_stage_of_the_chain(scratch: ScratchRepo) -> None:
+    """The chain has its own BUILD file, so only the graph (each stage reads the SFT model or an
+    upstream stage by address) can select it when the SFT model's config changes."""
+    original = (scratch.root / COUNTDOWN_BUILD).read_text()
+    # Fewer SFT steps, and the new calendar version a changed config needs.
+    changed = original.replace('"steps": 600,', '"steps": 300,', 1).replace(
+        'version="2026.11.30.1",', 'version="2026.12.01",', 1)
+    assert changed.count('"steps": 300,') == 1 and changed.count('"2026.12.01"') == 1
+    scratch.write(COUNTDOWN_BUILD, changed)
+    try:
+        # Without dependents: the countdown BUILD file's own targets, not one chain stage.
+        result = scratch.pants("--changed-since=HEAD", "list")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == COUNTDOWN_TARGETS
+        # With them: every stage of the chain too, through the graph; no other experiment.
+        result = scratch.pants(*CHANGED, "list")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == COUNTDOWN_TARGETS + CHAIN_TARGETS
+        # Each run of the changed set is preflighted, both GRPO stages among them (the eval
+        # stage is an artifact: `check` preflights runs).
+        result = scratch.pants(*CHANGED, "check")
+        assert result.returncode == 0, result.stderr
+        assert _preflighted(result.stderr) == [
+            "experiments/countdown:launch",
+            "experiments/countdown:smoke",
+            "experiments/countdown:sweep-kl0.001-lr0.0003",
+            "experiments/countdown:sweep-kl0.001-lr0.001",
+            "experiments/countdown:sweep-kl0.01-lr0.0003",
+            "experiments/countdown:sweep-kl0.01-lr0.001",
+            "experiments/countdown:sweep-smoke",
+            "experiments/countdown/chain:chain-grpo1",
+            "experiments/countdown/chain:chain-grpo2",
+        ]
+        assert "✓ rlaunch-preflight succeeded." in result.stderr
+        # Stage 1 reads the changed SFT model: its new identity is the stage's model.
+        result = scratch.pants("package", "experiments/countdown/chain:chain-grpo1")
+        assert result.returncode == 0, result.stderr
+        identities = scratch.root / "dist/experiments/countdown/chain/chain-grpo1/identities.txt"
+        assert identities.read_text().splitlines()[:2] == [
+            "run  countdown-chain-grpo1@dev", "model  sft_model@2026.12.01",
+        ]
+    finally:
+        scratch.write(COUNTDOWN_BUILD, original)
+
+
+def test_changing_the_chain_selects_the_chain_alone(scratch: ScratchRepo) -> None:
+    """The control: a change to the chain's BUILD file selects its stages, never the SFT model
+    or anything else they read."""
+    original = (scratch.root / CHAIN_BUILD).read_text()
+    changed = original.replace("learning_rate=1e-4,", "learning_rate=2e-4,", 1)
+    assert changed != original
+    scratch.write(CHAIN_BUILD, changed)
+    try:
+        result = scratch.pants(*CHANGED, "list")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == CHAIN_TARGETS
+        result = scratch.pants(*CHANGED, "check")
+        assert result.returncode == 0, result.stderr
+        assert _preflighted(result.stderr) == CHAIN_TARGETS[1:]
+    finally:
+        scratch.write(CHAIN_BUILD, original)
 
 
 def _role_plan(*, tensor_parallel_size: str, critic: str) -> str:
