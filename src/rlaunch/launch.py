@@ -50,6 +50,7 @@ from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.pipeline import UPSTREAM_FINISHED_CODE
 from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
+from rlaunch.preflight.tokenizer_gate import tokenizer_findings
 from rlaunch.preflight.world import World, current_world
 from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
@@ -258,11 +259,19 @@ def attempt_copy(plan: Plan, rendered: Rendered, attempt_id: str) -> Path:
 
 def materialize_inputs(plan: Plan, say: Say, *, verify: bool = False) -> None:
     """Build or reuse every input artifact in the store before the job reads it (`verify`:
-    hash every file of a reused input, not only those whose identity changed)."""
+    hash every file of a reused input, not only those whose identity changed); then compare
+    the run's tokenizer with its models' as the store holds them (LAUNCH002, LAUNCH003)."""
     try:
-        materialize(plan.spec, plan.store_prefix, verify=verify, log=say)
+        payloads = materialize(plan.spec, plan.store_prefix, verify=verify, log=say)
     except (BuildError, StoreError) as err:
         raise LaunchRefused(f"materializing the inputs of {plan.spec.identity} failed: {err}")
+    findings = tokenizer_findings(plan.spec, payloads)
+    if findings:
+        text = format_text(findings, "the materialized inputs", plan.spec.identity,
+                           plan.spec.build_sources)
+        if any(finding.is_error for finding in findings):
+            raise LaunchRefused(text)
+        say(text)
 
 
 def _refuse_if_running(

@@ -1,11 +1,15 @@
 """Run inside the SkyRL contract env (CPython 3.12), not under pytest.
 
-    python make_tokenizer.py OUT_DIR [--no-chat-template]
+    python make_tokenizer.py OUT_DIR [--no-chat-template | --other-chat-template]
+                                     [--swap-im-tokens] [--eos-endoftext]
 
 Trains a small word-level tokenizer with `tokenizers` on GSM8K-shaped text and saves it in
 Hugging Face format (tokenizer.json, tokenizer_config.json with a ChatML-style chat template)
 with transformers' PreTrainedTokenizerFast, the way a model folder carries its tokenizer. Only
 the 3.12 env has tokenizers and transformers, so the tests make the tokenizer here.
+Variants for the tokenizer checks: `--other-chat-template` (same vocabulary, another
+template), `--swap-im-tokens` (`<|im_end|>` before `<|im_start|>`: both ids shift, the eos
+among them), `--eos-endoftext` (the same vocabulary with `<|endoftext|>` as the eos).
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
     "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+OTHER_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] | upper }}: "
+    "{{ message['content'] }}<|im_end|>{% endfor %}"
+)
 CORPUS = [
     "Ann has 3 apples and buys 1000 more. How many apples has she?",
     "Let's think step by step and output the final answer after \"####\".",
@@ -31,12 +39,18 @@ CORPUS = [
 def main(out_dir: str, *flags: str) -> int:
     tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=SPECIALS))
+    specials = list(SPECIALS)
+    if "--swap-im-tokens" in flags:
+        specials[3], specials[4] = specials[4], specials[3]
+    tokenizer.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=specials))
+    eos = "<|endoftext|>" if "--eos-endoftext" in flags else "<|im_end|>"
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>",
-        eos_token="<|im_end|>", bos_token=None,
+        eos_token=eos, bos_token=None,
     )
-    if "--no-chat-template" not in flags:
+    if "--other-chat-template" in flags:
+        fast.chat_template = OTHER_CHAT_TEMPLATE
+    elif "--no-chat-template" not in flags:
         fast.chat_template = CHAT_TEMPLATE
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(out_dir)

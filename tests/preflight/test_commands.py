@@ -32,9 +32,10 @@ def test_rules_table_lists_every_code_family_and_scope() -> None:
     )
     assert "VER002    versions    world  A calendar version launched before keeps its" \
         " fingerprint (else: bump the version)." in lines
-    # The preflight rules, then the launch checks (the smoke gate).
-    assert len(lines) == 2 + 101 + 1
-    assert lines[-1].startswith("LAUNCH001 launch      world  A calendar-versioned full launch")
+    # The preflight rules, then the launch checks (the smoke gate, the tokenizer checks).
+    assert len(lines) == 2 + 101 + 3
+    assert lines[-3].startswith("LAUNCH001 launch      world  A calendar-versioned full launch")
+    assert lines[-1].startswith("LAUNCH003 launch      world  Every model of the run")
 
 
 def test_rules_json() -> None:

@@ -45,8 +45,15 @@ FAMILY_TEXT = {
     " across the two stages, and the upstream finished before the stage launches (world)."
     + BEYOND_SKYRL,
     LAUNCH_FAMILY: "Checks `rlaunch launch` (and so `./pants run`) makes besides preflight,"
-    " because what they read is only at hand there: the launch ledger, under the launch lock."
-    " `rlaunch preflight` does not run them; their findings are printed like preflight's.",
+    " because what they read is only at hand there: the launch ledger, under the launch lock"
+    " (LAUNCH001); the inputs' files, once materialized in the store (LAUNCH002, LAUNCH003:"
+    " the tokenizer's vocabulary and special tokens against the models', which the spec cannot"
+    " decide: its `vocab_size` facts count embedding rows, which models sharing a tokenizer pad"
+    " differently). `rlaunch preflight` and dry runs do not run them; their findings are printed"
+    " like preflight's. A vocabulary that maps an id to another string is an error (training"
+    " or the KL would read ids as other strings); special tokens named differently over the same"
+    " vocabulary are a warning (generation stops at the run's eos; ids mean the same); a"
+    " different chat template is no finding at all.",
 }
 
 INTRO = f"""\
@@ -69,9 +76,10 @@ recipe, never weaken the rule.
   ledger/store lookup) while every other rule still ran.
 - Family **launch** lists the checks the launch makes besides preflight (scope `world`), such as
   the **smoke gate** `LAUNCH001` (a calendar-versioned full launch needs a recorded successful
-  smoke run of the same geometry and runtime fingerprint): `rlaunch launch` runs them where the
-  ledger is at hand, `rlaunch preflight` does not. The smoke rules prove what a smoke run shares
-  with its full run.
+  smoke run of the same geometry and runtime fingerprint) and the tokenizer checks `LAUNCH002`
+  and `LAUNCH003` on the materialized inputs: `rlaunch launch` runs them where the ledger and
+  the inputs are at hand, `rlaunch preflight` does not. The smoke rules prove what a smoke run
+  shares with its full run.
 - An error is a plan SkyRL 0.3.0 refuses (its `validate_cfg`) or that fails at a named runtime
   step (a start-up assert, a placement group that never becomes ready, a model that does not
   load); anything that only wastes (idle GPUs, padded mini batches, rows an epoch leaves out, TP

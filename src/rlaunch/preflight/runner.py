@@ -26,6 +26,7 @@ from rlaunch.preflight import (  # noqa: F401
     settings,
     smoke,
     smoke_gate,
+    tokenizer_gate,
     versions,
 )
 from rlaunch.preflight.check import Check
