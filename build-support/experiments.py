@@ -207,3 +207,28 @@ def rl_eval(*, name, models, data, environment, rows, max_new_tokens, version,
         version=version,
         dependencies=[PRELUDE],
     )
+
+
+# Eval stages on GPUs: a run on a runtime whose entrypoint only evaluates (SkyRL's
+# skyrl.train.entrypoints.main_generate) scores its `model` (a model, or a run's export) on its
+# `eval_data` and trains nothing; the SkyRL adapter turns SkyRL's dump into report.json and
+# samples.jsonl in the run's export folder (docs/pipelines.md, "Eval stages on GPUs").
+def rl_eval_run(*, name, run_name, runtime, smoke_name, **fields):
+    """An `rl_run` named `name` on the eval-only `runtime`, and its smoke `smoke_name`: the
+    same eval at version `dev` (SkyRL 0.3.0's eval entrypoint reads no row or step limit, and a
+    greedy eval of a test split takes minutes, so the smoke is the eval itself). Every other
+    field is an rl_run's; the run's geometry, batch and algorithm are checked as any run's."""
+    if type(runtime) is not str or not runtime:
+        raise ValueError(
+            "rl_eval_run(name=%r): runtime must be the address of an rl_runtime whose "
+            "entrypoint only evaluates (e.g. experiments/runtimes:skyrl-0.3.0-eval), got %r"
+            % (name, runtime)
+        )
+    fields = dict(fields, runtime=runtime,
+                  dependencies=list(fields.get("dependencies", [])) + [PRELUDE])
+    rl_run(name=name, run_name=run_name, **fields)
+    smoke_fields = dict(fields)
+    smoke_fields["version"] = "dev"
+    smoke_fields["description"] = "The eval :%s at version dev: same geometry, runtime and " \
+        "handoffs." % name
+    rl_run(name=smoke_name, run_name=run_name + "-smoke", smoke_of=":" + name, **smoke_fields)

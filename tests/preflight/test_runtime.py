@@ -58,7 +58,7 @@ def test_rt003_entrypoint_exists() -> None:
     [finding] = findings(data, "RT003")
     assert finding.message == (
         "runtime.entrypoint 'skyrl.train.entrypoints.main' is not an entrypoint of skyrl 0.3.0"
-        " (skyrl.train.entrypoints.main_base)"
+        " (skyrl.train.entrypoints.main_base, skyrl.train.entrypoints.main_generate)"
     )
     assert finding.fix == "Set runtime.entrypoint to skyrl.train.entrypoints.main_base."
     smoke_with_skyrl_entrypoint = example(edits={
@@ -69,6 +69,32 @@ def test_rt003_entrypoint_exists() -> None:
         " 0.1.0 (rlaunch.runtimes.smoke)"
     ]
     assert messages(example(), "RT003") == []
+
+
+def test_rt006_eval_entrypoint_has_eval() -> None:
+    evaluate = {"runtime.entrypoint": "skyrl.train.entrypoints.main_generate"}
+    assert messages(example(edits=evaluate), "RT006") == []
+    assert messages(example(edits=evaluate), "RT003") == []
+    broken = example(edits=dict(evaluate, eval_data=None, settings={
+        "trainer.eval_interval": 0, "trainer.dump_eval_results": False}))
+    assert [(f.paths, f.message, f.fix) for f in findings(broken, "RT006")] == [
+        (("eval_data", "runtime.entrypoint"),
+         "eval_data is null, but runtime.entrypoint skyrl.train.entrypoints.main_generate only"
+         " evaluates: it scores the model on the eval data and has nothing else to do",
+         "Set eval_data to the dataset to score the model on."),
+        (("settings.trainer.eval_interval", "runtime.entrypoint"),
+         "settings trainer.eval_interval 0 <= 0: skyrl.train.entrypoints.main_generate loads no"
+         " eval dataset then (BasePPOExp.get_eval_dataset) and stops at its assert on the GPUs",
+         "Set trainer.eval_interval to a positive number (SkyRL's default is 5), or remove the"
+         " setting."),
+        (("settings.trainer.dump_eval_results", "runtime.entrypoint"),
+         "settings trainer.dump_eval_results is false: skyrl.train.entrypoints.main_generate"
+         " then writes no per-sample results, and the eval report is made of them",
+         "Remove the setting trainer.dump_eval_results (SkyRL's default is true)."),
+    ]
+    # A training run is not judged by it: the same settings are a training run's choice.
+    training = example(edits={"eval_data": None, "settings": {"trainer.eval_interval": 0}})
+    assert messages(training, "RT006") == []
 
 
 def test_rt004_profile_supports_strategy_and_backends() -> None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from rlaunch.spec.catalog import FIXES, PROFILES, profile, resolve
+from rlaunch.spec.catalog import FIXES, PROFILES, is_eval_entrypoint, profile, resolve
 
 
 def test_profiles() -> None:
     assert sorted(PROFILES) == ["skyrl", "smoke"]
     skyrl = profile("skyrl")
     assert skyrl is not None
-    assert skyrl.entrypoints() == ("skyrl.train.entrypoints.main_base",)
+    assert skyrl.entrypoints() == ("skyrl.train.entrypoints.main_base",
+                                   "skyrl.train.entrypoints.main_generate")
+    assert is_eval_entrypoint("skyrl", "skyrl.train.entrypoints.main_generate")
+    assert not is_eval_entrypoint("skyrl", "skyrl.train.entrypoints.main_base")
+    assert not is_eval_entrypoint("smoke", "rlaunch.runtimes.smoke")
+    assert not is_eval_entrypoint("verl", "skyrl.train.entrypoints.main_generate")
     assert (skyrl.strategies, skyrl.rollout_backends) == (
         frozenset({"fsdp", "megatron"}), frozenset({"vllm", "sglang"})
     )

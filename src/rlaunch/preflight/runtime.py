@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.spec.catalog import FIXES, PROFILES, RuntimeRelease, profile, resolve
+from rlaunch.spec.catalog import (
+    FIXES,
+    PROFILES,
+    SKYRL_EVAL_ENTRYPOINT,
+    RuntimeRelease,
+    profile,
+    resolve,
+)
 from rlaunch.spec.syntax import COMMIT
 
 PACKAGE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\d+\.\d+\.\d+)")
@@ -184,3 +191,45 @@ def required_fixes_contained(check: Check) -> Iterator[Finding]:
                 f" {runtime.profile} {release.version}",
                 "Pin a release that contains the fix.",
             )
+
+
+@rule(
+    "RT006",
+    "An eval-only entrypoint has eval data to score, trainer.eval_interval > 0 and"
+    " trainer.dump_eval_results on.",
+    example=Example(edits={"runtime.entrypoint": SKYRL_EVAL_ENTRYPOINT,
+                           "settings": {"trainer.eval_interval": 0}}),
+)
+def eval_entrypoint_has_eval(check: Check) -> Iterator[Finding]:
+    """SkyRL 0.3.0's `EvalOnlyEntrypoint` (skyrl/train/entrypoints/main_generate.py) loads the
+    eval dataset through `BasePPOExp.get_eval_dataset`, which returns None unless
+    `trainer.eval_interval > 0` and `data.val_data` is set; `run` then fails its assert on the
+    job's GPUs. `skyrl.train.evaluate.evaluate` writes the per-sample results the report is made
+    of only when `trainer.dump_eval_results` is on."""
+    spec = check.spec
+    if not spec.evaluates_only:
+        return
+    entrypoint = spec.runtime.entrypoint
+    if spec.eval_data is None:
+        yield error(
+            "RT006", ("eval_data", "runtime.entrypoint"),
+            f"eval_data is null, but runtime.entrypoint {entrypoint} only evaluates: it scores"
+            " the model on the eval data and has nothing else to do",
+            "Set eval_data to the dataset to score the model on.",
+        )
+    interval = spec.skyrl_setting("trainer.eval_interval")
+    if not interval > 0:
+        yield error(
+            "RT006", ("settings.trainer.eval_interval", "runtime.entrypoint"),
+            f"settings trainer.eval_interval {interval} <= 0: {entrypoint} loads no eval dataset"
+            " then (BasePPOExp.get_eval_dataset) and stops at its assert on the GPUs",
+            "Set trainer.eval_interval to a positive number (SkyRL's default is 5), or remove"
+            " the setting.",
+        )
+    if spec.skyrl_setting("trainer.dump_eval_results") is not True:
+        yield error(
+            "RT006", ("settings.trainer.dump_eval_results", "runtime.entrypoint"),
+            f"settings trainer.dump_eval_results is false: {entrypoint} then writes no"
+            " per-sample results, and the eval report is made of them",
+            "Remove the setting trainer.dump_eval_results (SkyRL's default is true).",
+        )

@@ -10,6 +10,12 @@ Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md
    and SIGHUP, and keep its exit status;
 5. after success, write the terminal manifest (rlaunch.runtimes.skyrl_outputs).
 
+An eval stage (runtime entrypoint `skyrl.train.entrypoints.main_generate`, SkyRL's eval-only
+entrypoint) differs in two places (rlaunch.runtimes.skyrl_eval): `trainer.export_path` points at
+a node-local folder, because SkyRL dumps the eval's per-sample results there with pathlib; and
+after success the adapter turns that dump into the report (`report.json`, `samples.jsonl`) in
+the run's export root, which the terminal manifest then names.
+
 W&B: SkyRL 0.3.0's `Tracking` (`skyrl/train/utils/tracking.py`) calls
 `wandb.init(project=trainer.project_name, name=trainer.run_name, tags=trainer.tags)` and passes
 no entity, so the entity reaches wandb as `WANDB_ENTITY` in SkyRL's environment. The run URL
@@ -35,12 +41,15 @@ from collections.abc import Callable
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
+from rlaunch.spec.catalog import is_eval_entrypoint
+from rlaunch.runtimes.skyrl_eval import dump_folder, eval_manifest, local_dump_root
 from rlaunch.runtimes.skyrl_outputs import OutputError, terminal_manifest, write_manifest
 from rlaunch.runtimes.staging import (
     Staged,
     StagingError,
     inputs_of,
     local_overrides,
+    node_cache_root,
     rewrites,
     stage_inputs,
 )
@@ -139,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     local = local_overrides(tree, staged)
     for line in rewrites(tree, local):
         say(f"staged path {line}")
+    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    evaluates = is_eval_entrypoint(launch.runtime.profile, launch.runtime.entrypoint)
+    if evaluates:
+        # SkyRL's eval dumps with pathlib under export_path: a local folder, read back after.
+        dump_root = local_dump_root(node_cache_root(), launch.run.id, attempt)
+        local["trainer"]["export_path"] = str(dump_root)
+        say(f"eval stage: SkyRL dumps its results under {dump_folder(dump_root)}; the report "
+            f"goes to {launch.artifacts.export_root}")
     overrides = skyrl_cli_args(local)
     env = child_env(launch)
     say(f"handoff check: {' '.join(handoff_command([])[1:])} ({len(overrides)} overrides)")
@@ -159,14 +176,22 @@ def main(argv: list[str] | None = None) -> int:
     if status != 0:
         say(f"SkyRL exited with status {status} after {time.monotonic() - started:.0f} s")
         return status if status > 0 else 128 - status
-    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    wandb_url = urls[-1] if urls else None
     try:
-        manifest = terminal_manifest(launch, attempt_id=attempt,
-                                     wandb_url=urls[-1] if urls else None)
+        if evaluates:
+            manifest = eval_manifest(launch, dump_folder(dump_root), attempt_id=attempt,
+                                     wandb_url=wandb_url)
+        else:
+            manifest = terminal_manifest(launch, attempt_id=attempt, wandb_url=wandb_url)
         write_manifest(launch.artifacts.terminal_manifest, manifest)
     except (OutputError, StoreError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if evaluates:
+        say(f"done: eval of {manifest['rows']} samples, mean reward "
+            f"{manifest['mean_reward']:.4f}; report {manifest['report_path']}; manifest "
+            f"{launch.artifacts.terminal_manifest}")
+        return 0
     say(f"done: step {manifest['final_step']}; export {manifest['export_path']} "
         f"{manifest['export_sha256']}; manifest {launch.artifacts.terminal_manifest}")
     return 0

@@ -58,7 +58,7 @@ def _last_step(launch: LaunchDocument) -> tuple[int, str]:
     return max(steps), launch.artifacts.export_root
 
 
-def _digests(uri: str) -> dict[str, Any]:
+def export_digests(uri: str) -> dict[str, Any]:
     """sha256 of every file under `uri`, and the directory digest (rlaunch.store.records'
     `sha256sum` manifest form)."""
     location = open_location(uri, what="export")
@@ -92,7 +92,15 @@ def terminal_manifest(launch: LaunchDocument, *, attempt_id: str,
             f"SkyRL exited 0 at step {step} ({source}) but wrote no export at {export_path}; set "
             "checkpoint.hf_save_interval so the last step is exported"
         )
-    digests = _digests(export_path)
+    return manifest_of(launch, attempt_id=attempt_id, wandb_url=wandb_url, final_step=step,
+                       export_path=export_path)
+
+
+def manifest_of(launch: LaunchDocument, *, attempt_id: str, wandb_url: str | None,
+                final_step: int | None, export_path: str) -> dict[str, Any]:
+    """The terminal manifest of a run whose result is the folder `export_path` (an eval stage
+    has no step: `final_step` None)."""
+    digests = export_digests(export_path)
     return {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "status": "succeeded",
@@ -101,7 +109,7 @@ def terminal_manifest(launch: LaunchDocument, *, attempt_id: str,
         "runtime_fingerprint": launch.runtime.fingerprint,
         "runtime": "skyrl",
         "attempt_id": attempt_id,
-        "final_step": step,
+        "final_step": final_step,
         "export_path": export_path,
         "weights_sha256": digests["weights_sha256"],
         "export_sha256": digests["export_sha256"],

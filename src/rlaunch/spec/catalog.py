@@ -53,6 +53,9 @@ class RuntimeRelease:
     """Fix ids (keys of `FIXES`) this release contains."""
     settings: SettingsCatalog = field(default_factory=lambda: SettingsCatalog("this release"))
     """The extra settings (a run's `settings`) the release reads, by SkyRL's dotted names."""
+    eval_entrypoints: frozenset[str] = frozenset()
+    """The entrypoints among `entrypoints` that only evaluate: they score the model on the eval
+    data and train nothing (a run launched on one is an eval stage, docs/pipelines.md)."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,18 @@ SKYRL_0_3_0_SETTINGS = SettingsCatalog.generated(
     "SkyRL 0.3.0", skyrl_fields_0_3_0.FIELDS, skyrl_fields_0_3_0.SECTIONS
 )
 
+SKYRL_EVAL_ENTRYPOINT = "skyrl.train.entrypoints.main_generate"
+"""SkyRL 0.3.0's eval-only entrypoint: `main` builds the config with `from_cli_overrides`, checks
+it with `validate_generator_cfg`, and `EvalOnlyEntrypoint.run` scores `trainer.policy.model.path`
+on `data.val_data` with `skyrl.train.evaluate.evaluate` (skyrl/train/entrypoints/
+main_generate.py)."""
+
 _SKYRL_0_3_0 = RuntimeRelease(
     version="0.3.0",
-    entrypoints=("skyrl.train.entrypoints.main_base",),
+    entrypoints=("skyrl.train.entrypoints.main_base", SKYRL_EVAL_ENTRYPOINT),
     fixes=frozenset(FIXES),
     settings=SKYRL_0_3_0_SETTINGS,
+    eval_entrypoints=frozenset({SKYRL_EVAL_ENTRYPOINT}),
 )
 
 # The SkyRL settings the smoke runtime reads (rlaunch.runtimes.smoke.config.load_config); every
@@ -140,6 +150,15 @@ PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
         ),
     }
 )
+
+
+def is_eval_entrypoint(profile_name: str, entrypoint: str) -> bool:
+    """Whether `entrypoint` only evaluates in some catalogued release of the profile."""
+    found = PROFILES.get(profile_name)
+    if found is None:
+        return False
+    releases = (*found.releases.values(), *found.commits.values())
+    return any(entrypoint in release.eval_entrypoints for release in releases)
 
 
 def profile(name: str) -> RuntimeProfile | None:

@@ -16,7 +16,7 @@ from rlaunch.spec.artifacts import (
     walk,
 )
 from rlaunch.spec.base import SpecModel, fingerprint_of
-from rlaunch.spec.catalog import SKYRL_0_3_0_SETTINGS, settings_catalog
+from rlaunch.spec.catalog import SKYRL_0_3_0_SETTINGS, is_eval_entrypoint, settings_catalog
 from rlaunch.spec.execution import Allocation, Execution
 from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
@@ -234,6 +234,12 @@ class RunSpec(SpecModel):
 
     def handoff_kinds(self) -> dict[str, str]:
         return {slot: artifact.kind for slot, artifact in self.slots().items()}
+
+    @property
+    def evaluates_only(self) -> bool:
+        """Whether the runtime's entrypoint only evaluates (SkyRL's `main_generate`): the run
+        scores `model` on `eval_data` and trains nothing; its export is a report."""
+        return is_eval_entrypoint(self.runtime.profile, self.runtime.entrypoint)
 
     @property
     def runtime_fingerprint(self) -> str:
