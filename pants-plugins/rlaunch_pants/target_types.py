@@ -217,7 +217,9 @@ class RuntimeEntrypointField(CheckedStringField):
     help = help_text(
         """
         The Python module the job runs with the launch YAML, e.g.
-        `skyrl.train.entrypoints.main_base` or `rlaunch.runtimes.smoke`.
+        `skyrl.train.entrypoints.main_base` or `rlaunch.runtimes.smoke`. A run on SkyRL's
+        eval-only `skyrl.train.entrypoints.main_generate` is an eval stage: it scores its
+        model on its eval data and writes a report (docs/pipelines.md).
 
             entrypoint="skyrl.train.entrypoints.main_base"
         """

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -32,6 +33,11 @@ RUNS = (
     "experiments/qwen2.5-1.5b-gsm8k:smoke",
     "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
     "experiments/qwen2.5-1.5b-gsm8k:stage2-smoke",
+    # Eval stages on GPUs (SkyRL's eval-only entrypoint) of :grpo's and :grpo-stage2's exports.
+    "experiments/qwen2.5-1.5b-gsm8k:grpo-eval",
+    "experiments/qwen2.5-1.5b-gsm8k:grpo-eval-smoke",
+    "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2-eval",
+    "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2-eval-smoke",
     "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
     "experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke",
     "experiments/qwen2.5-14b-separate-ref:grpo",
@@ -42,6 +48,25 @@ RUNS = (
 # The countdown runs (experiments/countdown and its chain/) are on the smoke runtime; the rest
 # are SkyRL runs.
 COUNTDOWN = ("experiments/countdown:", "experiments/countdown/")
+
+
+def run_harness(repo_root: Path, harness: str, cases: Path, tmp_path: Path) -> dict[str, Any]:
+    """The per-case results of a tests/contract harness run on `cases` in the SkyRL contract
+    env (skipped where the machine has no CPython 3.12)."""
+    env = subprocess.run([str(repo_root / "scripts" / "skyrl-contract-env")],
+                         capture_output=True, text=True, timeout=900, check=False)
+    if env.returncode == 3:
+        pytest.skip(f"no CPython 3.12 for the SkyRL contract env: {env.stderr}")
+    assert env.returncode == 0, env.stderr
+    result_path = tmp_path / "result.json"
+    done = subprocess.run(
+        [env.stdout.strip(), str(repo_root / "tests/contract" / harness), str(cases),
+         str(result_path)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results: dict[str, Any] = json.loads(result_path.read_text())["results"]
+    return results
 
 
 def test_every_experiment_passes_a_whole_repo_check(pants: PantsRunner) -> None:
@@ -272,20 +297,9 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
         # With wandb, validate_cfg reads WANDB_API_KEY: a launch-time fact, not a config one.
         skyrl["trainer"]["logger"] = "console"
         cases[run] = {"skyrl": skyrl, "cli_args": skyrl_cli_args(skyrl)}
-    env = subprocess.run([str(repo_root / "scripts" / "skyrl-contract-env")],
-                         capture_output=True, text=True, timeout=900, check=False)
-    if env.returncode == 3:
-        pytest.skip(f"no CPython 3.12 for the SkyRL contract env: {env.stderr}")
-    assert env.returncode == 0, env.stderr
-    cases_path, result_path = tmp_path / "cases.yaml", tmp_path / "result.json"
+    cases_path = tmp_path / "cases.yaml"
     cases_path.write_text(yaml.safe_dump(cases, sort_keys=False))
-    done = subprocess.run(
-        [env.stdout.strip(), str(repo_root / "tests/contract/skyrl_harness.py"),
-         str(cases_path), str(result_path)],
-        capture_output=True, text=True, timeout=600, check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    results = json.loads(result_path.read_text())["results"]
+    results = run_harness(repo_root, "skyrl_harness.py", cases_path, tmp_path)
     refused = {run: outcome["error"] for run, outcome in results.items() if not outcome["accepted"]}
     assert refused == {}
     assert all(outcome["cli_equals_yaml"] is True for outcome in results.values())
@@ -293,3 +307,38 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
     assert {run: outcome["held"] for run, outcome in results.items()} == {
         run: case["skyrl"] for run, case in cases.items()}
     assert sorted(results) == sorted(runs)
+
+
+def test_a_gpu_eval_stage_packages_a_yaml_skyrls_eval_entrypoint_accepts(
+    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+) -> None:
+    """`./pants package` of the GSM8K eval of :grpo's export writes a launch YAML on SkyRL's
+    eval-only entrypoint whose model is :grpo's export; its overrides, with the node-local
+    export path the skyrl adapter gives SkyRL, pass `main_generate.main`'s own steps
+    (tests/contract/eval_harness.py) and load the eval dataset."""
+    run = "experiments/qwen2.5-1.5b-gsm8k:grpo-eval"
+    result = pants(f"--pants-distdir={distdir}", "package", run)
+    assert result.returncode == 0, result.stderr
+    folder = repo_root / distdir / "experiments/qwen2.5-1.5b-gsm8k/grpo-eval"
+    document = yaml.safe_load((folder / "launch.yaml").read_text())
+    store = "gs://rl-posttraining-store/rlaunch"
+    assert document["runtime"]["entrypoint"] == "skyrl.train.entrypoints.main_generate"
+    assert document["run"]["id"] == "gsm8k-grpo-eval-qwen2.5-1.5b@2026.11.29"
+    model = document["inputs"]["model"]
+    assert (model["type"], model["identity"], model["uri"]) == (
+        "run_export", "gsm8k-grpo-qwen2.5-1.5b@2026.11.29",
+        f"{store}/gsm8k-grpo-qwen2.5-1.5b/2026.11.29/export")
+    assert document["artifacts"]["export_root"] == \
+        f"{store}/gsm8k-grpo-eval-qwen2.5-1.5b/2026.11.29/export"
+    skyrl = document["skyrl"]
+    skyrl["trainer"]["logger"] = "console"  # wandb: SkyRL reads WANDB_API_KEY at launch
+    skyrl["trainer"]["export_path"] = str(tmp_path / "node-cache" / "evals")
+    cases_path = tmp_path / "cases.json"
+    cases_path.write_text(json.dumps({run: {"cli_args": skyrl_cli_args(skyrl)}}))
+    outcome = run_harness(repo_root, "eval_harness.py", cases_path, tmp_path)[run]
+    assert outcome["accepted"], outcome
+    held = outcome["held"]
+    assert (held["policy_model_path"], held["val_data"], held["eval_interval"],
+            held["engine_gpus"], held["loads_eval_dataset"]) == (
+        f"{store}/gsm8k-grpo-qwen2.5-1.5b/2026.11.29/export",
+        [f"{store}/gsm8k-test-prompts/2026.11.30/prompts.parquet"], 10, [8, 1, 1, 1], True)

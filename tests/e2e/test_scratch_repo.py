@@ -32,11 +32,16 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         changed = ("--changed-since=HEAD", "--changed-dependents=transitive")
         result = scratch.pants(*changed, "list")
         assert result.returncode == 0, result.stderr
-        # The runs whose policy starts from it, the runs that use it as the KL reference, and
-        # the pipeline stage that starts from the export of a run that starts from it.
+        # The runs whose policy starts from it, the runs that use it as the KL reference, the
+        # pipeline stage that starts from the export of a run that starts from it, and the GPU
+        # evals of those exports.
         runs = [
             "experiments/qwen2.5-1.5b-gsm8k:grpo",
+            "experiments/qwen2.5-1.5b-gsm8k:grpo-eval",
+            "experiments/qwen2.5-1.5b-gsm8k:grpo-eval-smoke",
             "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
+            "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2-eval",
+            "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2-eval-smoke",
             "experiments/qwen2.5-1.5b-gsm8k:smoke",
             "experiments/qwen2.5-1.5b-gsm8k:stage2-smoke",
             "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
@@ -49,7 +54,7 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         assert result.returncode == 0, result.stderr
         for number, run in enumerate(runs, start=1):
             assert f"Partition #{number} - {run}:" in result.stderr, run
-        assert "Partition #7" not in result.stderr
+        assert f"Partition #{len(runs) + 1}" not in result.stderr
     finally:
         scratch.write(build, original)
 

@@ -54,7 +54,7 @@ def _last(score: Any) -> float:
     return float(score[-1]) if isinstance(score, list) else float(score)
 
 
-def _metrics(samples: list[dict[str, Any]], n: int) -> dict[str, float]:
+def _metrics(samples: list[dict[str, Any]]) -> dict[str, float]:
     """get_metrics_from_generator_output: mean trajectory reward, pass@n over uids (any last
     reward > 0), mean positive reward."""
     scores = [sample["score"] for sample in samples]
@@ -78,12 +78,12 @@ def eval_metrics(samples: list[dict[str, Any]], n: int = 1) -> dict[str, float]:
         source = sample["env_extras"].get("data_source") or "unknown"
         sources.setdefault(source, []).append(sample)
     for source, subset in sources.items():
-        found = _metrics(subset, n)
+        found = _metrics(subset)
         name = source.replace("/", "_")
         metrics[f"eval/{name}/avg_score"] = found["avg_score"]
         metrics[f"eval/{name}/pass_at_{n}"] = found["pass_at_n"]
         metrics[f"eval/{name}/mean_positive_reward"] = found["mean_positive_reward"]
-    overall = _metrics(samples, n)
+    overall = _metrics(samples)
     metrics.update({
         "eval/all/avg_score": overall["avg_score"],
         f"eval/all/pass_at_{n}": overall["pass_at_n"],
