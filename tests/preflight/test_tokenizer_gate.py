@@ -220,9 +220,9 @@ def test_a_tokenizer_file_of_another_shape_is_a_warning_not_a_crash(tmp_path: Pa
     [finding] = tokenizer_findings(
         spec, {"tokenizer": tmp_path / "tok", "reference_model": tmp_path / "odd"})
     assert (finding.code, finding.severity, finding.paths) == (
-        "LAUNCH002", "warning", ("reference_model",))
+        "LAUNCH002", "warning", ("tokenizer", "reference_model"))
     assert finding.message == (
-        f"the tokenizer files of reference_model odd@2026.11.01 cannot be read "
+        f"a tokenizer file of tokenizer, reference_model cannot be read "
         f"({tmp_path / 'odd' / 'tokenizer.json'} has no model.vocab (a mapping or a list)): the "
         f"run's tokenizer and its models were not compared")
 

@@ -12,6 +12,7 @@ from rlaunch.store.tokenizers import (
     TokenizerFileError,
     compare,
     contents_key,
+    read_payload_tokenizers,
     read_tokenizer,
     tokenizer_folder,
 )
@@ -87,3 +88,14 @@ def test_a_string_moved_beyond_the_other_vocabulary_is_a_difference(tmp_path: Pa
     difference = compare(read_tokenizer(tmp_path / "run"), read_tokenizer(tmp_path / "model"))
     assert difference.conflicts == [(2, "x", "y")]
     assert difference.moved == [("x", 2, 3)]
+
+
+def test_payloads_with_the_same_tokenizer_files_share_one_reading(tmp_path: Path) -> None:
+    CharTokenizer("ab").save(tmp_path / "one")
+    CharTokenizer("ab").save(tmp_path / "two" / "tokenizer")
+    (tmp_path / "two" / "config.json").write_text("{}")
+    CharTokenizer("xy").save(tmp_path / "three")
+    read = read_payload_tokenizers({"tokenizer": tmp_path / "one", "model": tmp_path / "two",
+                                    "critic_model": tmp_path / "three"})
+    assert read["tokenizer"] is read["model"]
+    assert read["critic_model"].tokens[3] == "x"

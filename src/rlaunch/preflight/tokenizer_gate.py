@@ -25,7 +25,7 @@ from rlaunch.store.tokenizers import (
     TokenizerDifference,
     TokenizerFileError,
     compare,
-    read_payload_tokenizer,
+    read_payload_tokenizers,
 )
 
 TOKENIZER_CONTENTS_CODE = "LAUNCH002"
@@ -201,19 +201,14 @@ def tokenizer_findings(spec: RunSpec, payloads: Mapping[str, Path]) -> list[Find
     mine = tokenizer_source(spec.tokenizer)
     slots = ["tokenizer", *(slot for slot, artifact in _models(spec)
                             if tokenizer_source(artifact) != mine)]
-    contents: dict[str, TokenizerContents | None] = {}
-    unreadable = []
-    for slot in slots:
-        try:
-            contents[slot] = read_payload_tokenizer(payloads[slot])
-        except TokenizerFileError as err:
-            unreadable.append(warning(
-                TOKENIZER_CONTENTS_CODE, (slot,),
-                f"the tokenizer files of {slot} {identity(getattr(spec, slot))} cannot be read "
-                f"({err}): the run's tokenizer and its models were not compared",
-                "Give it a tokenizer.json in Hugging Face's format (or vocab.json), or use one "
-                "tokenizer pin for the run and its models."))
-    if unreadable:
-        return unreadable
+    try:
+        contents = read_payload_tokenizers({slot: payloads[slot] for slot in slots})
+    except TokenizerFileError as err:
+        return [warning(
+            TOKENIZER_CONTENTS_CODE, tuple(slots),
+            f"a tokenizer file of {', '.join(slots)} cannot be read ({err}): the run's "
+            f"tokenizer and its models were not compared",
+            "Give it a tokenizer.json in Hugging Face's format (or vocab.json), or use one "
+            "tokenizer pin for the run and its models.")]
     return (tokenizer_mismatches(spec, contents)
             + tokenizer_rows(spec, contents["tokenizer"]))

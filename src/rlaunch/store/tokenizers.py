@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +58,15 @@ class TokenizerContents:
         """Ids the tokenizer can produce: its largest id + 1 (0 for an opaque vocabulary)."""
         return max(self.tokens, default=-1) + 1
 
+    @cached_property
+    def ids_by_text(self) -> dict[str, int]:
+        """Each string -> its (smallest) id."""
+        return {token: token_id for token_id, token in sorted(self.tokens.items(), reverse=True)}
+
     def special_id(self, name: str) -> int | None:
         """The id of the named special token's string, None if unset or not in the vocabulary."""
         text = self.special.get(name)
-        if text is None:
-            return None
-        ids = [token_id for token_id, token in self.tokens.items() if token == text]
-        return min(ids) if ids else None
+        return None if text is None else self.ids_by_text.get(text)
 
 
 @dataclass(frozen=True)
@@ -127,11 +129,17 @@ def contents_key(payload: Path) -> str | None:
     return digest.hexdigest()
 
 
-def read_payload_tokenizer(payload: Path) -> TokenizerContents | None:
-    """The contents of a payload's tokenizer (None: it has no tokenizer files), parsed once per
-    process for each set of file digests."""
-    key = contents_key(payload)
-    return None if key is None else _read_once(key, tokenizer_folder(payload))
+def read_payload_tokenizers(
+    payloads: dict[str, Path]
+) -> dict[str, TokenizerContents | None]:
+    """The contents of each payload's tokenizer (None: it has no tokenizer files). Payloads
+    whose tokenizer files have the same digests share one reading, and each set of digests is
+    parsed once per process."""
+    keys = {name: contents_key(payload) for name, payload in payloads.items()}
+    first = {key: name for name, key in reversed(keys.items())}
+    return {name: None if key is None else
+            _read_once(key, tokenizer_folder(payloads[first[key]]))
+            for name, key in keys.items()}
 
 
 @lru_cache(maxsize=32)
@@ -227,8 +235,9 @@ def compare(first: TokenizerContents, second: TokenizerContents) -> TokenizerDif
     shared = sorted(set(first.tokens) & set(second.tokens))
     conflicts = [(token_id, first.tokens[token_id], second.tokens[token_id])
                  for token_id in shared if first.tokens[token_id] != second.tokens[token_id]]
-    theirs_by_text = {token: token_id for token_id, token in sorted(second.tokens.items(),
-                                                                      reverse=True)}
+    if first == second:
+        return TokenizerDifference(len(first.tokens), [], [], [], [])
+    theirs_by_text = second.ids_by_text
     moved = sorted(
         (token, token_id, theirs_by_text[token])
         for token_id, token in first.tokens.items()
