@@ -84,6 +84,10 @@ def _tokenizer_of(artifact: Any) -> tuple[str, str]:
         _other_tokenizer, "the first stage trained with another tokenizer")),
 )
 def export_tokenizer_matches(check: Check) -> Iterator[Finding]:
+    """Error: the export's weights learned the ids of the tokenizer its run trained with; read
+    with another, ids would mean other strings. Decided by identity and fingerprint, so a stage
+    and its upstream share one tokenizer pin. Two different pins (a reference model from
+    another repo) are compared by content at launch, on the materialized files (LAUNCH002)."""
     mine = _tokenizer_of(check.spec.tokenizer)
     for path, export in check.spec.run_exports():
         theirs = _tokenizer_of(export.run.tokenizer)
