@@ -92,7 +92,8 @@ if sys.argv[1] == "launch":
     artifact = load_artifact(sys.argv[2])
     paths = materialize_artifacts({"model": artifact}, sys.argv[3], log=lambda line: None)
     data = json.loads(Path(paths["model"], "_record.json").read_text())
-    verify_input(InputRef("model", data["identity"], data["fingerprint"], paths["model"]))
+    verify_input(InputRef("model", data["identity"], data["fingerprint"], paths["model"],
+                          data["type"]))
 print(time.perf_counter() - started)
 """
 

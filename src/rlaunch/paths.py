@@ -17,6 +17,9 @@ from pathlib import Path
 STORE_ENV = "RLAUNCH_STORE"
 ATTEMPT_ENV = "RLAUNCH_ATTEMPT_ID"
 LAUNCH_DIGEST_ENV = "RLAUNCH_LAUNCH_DIGEST"
+LATEST_CHECKPOINT_FILE = "latest_ckpt_global_step.txt"
+"""In a checkpoint root, the step of the last complete checkpoint (SkyRL's pointer, which the
+smoke runtime writes too): the root holds checkpoints to resume when it exists."""
 """In a job's environment: the sha256 of the launch YAML the launch preflighted and recorded;
 the job refuses a YAML with another digest (rlaunch.render.output.load_launch)."""
 """Set by every executor in the job's environment: the attempt id (its `attempts/<id>/` folder)."""

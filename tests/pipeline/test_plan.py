@@ -90,3 +90,35 @@ def test_a_finished_calendar_stage_is_never_relaunched(tmp_path: Path) -> None:
         "export of colocated-1x8@2026.11.29, which is launched again now; bump the version of "
         "grpo-stage2"
     )
+
+
+def test_a_stage_that_would_resume_checkpoints_of_the_previous_export_is_refused(
+    tmp_path: Path,
+) -> None:
+    terminal = chain()
+    first, second, _ = stage_specs(terminal)
+    assert second.resume.mode == "latest"
+    finish(tmp_path, first, "FAILED")
+    finish(tmp_path, second, "LOST")
+    pointer = tmp_path / "grpo-stage2/dev/checkpoints/latest_ckpt_global_step.txt"
+    pointer.parent.mkdir(parents=True)
+    pointer.write_text("4\n")
+    with pytest.raises(LaunchRefused) as error:
+        plan_pipeline([terminal], str(tmp_path))
+    assert str(error.value) == (
+        f"grpo-stage2@dev would resume its checkpoints (resume.mode latest; {pointer}), but it "
+        "reads the export of colocated-1x8@dev, which is launched again now: they were trained "
+        "from the previous export. Set resume.mode none on grpo-stage2 to start over from the "
+        "new export, or launch it under a new version"
+    )
+    # Upstream finished and reused: the stage resumes its checkpoints (the runtime compares
+    # the export's content with the one they were trained from).
+    finish(tmp_path, first, attempt="a2")
+    assert actions(terminal, tmp_path)[1] == (
+        "grpo-stage2@dev", "launch", "its last attempt a1 is LOST")
+    # Starting over is not refused.
+    finish(tmp_path, first, "FAILED", attempt="a3")
+    data = terminal.model_dump(mode="json")
+    data["model"]["run"]["resume"]["mode"] = "none"
+    assert [stage.action for stage in plan_pipeline([parse_spec(data)], str(tmp_path))] == [
+        "launch", "launch", "launch"]

@@ -4,7 +4,9 @@ or reuse with the reason, and the artifacts the launches build or reuse.
 A stage is reused when its last attempt SUCCEEDED with the fingerprint it has now (a calendar
 stage runs once; a dev one is not relaunched while it is finished and unchanged). A stage is
 launched when it has not finished, or when a run whose export it reads is launched now (its
-input changes).
+input changes). Such a stage may not resume checkpoints (`resume.mode latest`): they were
+trained from the export that is about to be replaced, so the plan refuses it before stage 1
+is trained again only to have the stage's runtime refuse them.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from rlaunch.builders.rules import graph_order
 from rlaunch.launch import LaunchRefused, resolve_store
 from rlaunch.ledger import Ledger, LedgerError
 from rlaunch.ledger.stages import stage_state
+from rlaunch.paths import LATEST_CHECKPOINT_FILE, join, run_paths
 from rlaunch.spec import RunExport, RunSpec, fingerprint, identity
 from rlaunch.spec.syntax import is_calendar, is_dev
 from rlaunch.store import ArtifactStore, StoreError
+from rlaunch.store.fs import open_location
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,32 @@ def _ledger(spec: RunSpec, store: str | None) -> Ledger:
     return Ledger(resolve_store(spec, store)[1])
 
 
+def _checkpoint_pointer(spec: RunSpec, store: str | None) -> str | None:
+    """The stage's latest-checkpoint pointer when its root holds one (None: no checkpoint, or
+    the root cannot be looked at from here; the runtime then checks what its root records)."""
+    root = run_paths(resolve_store(spec, store)[1], spec.name, spec.version).checkpoint_root
+    try:
+        location = open_location(root)
+        pointer = join(location.root, LATEST_CHECKPOINT_FILE)
+        return pointer if location.fs.exists(pointer) else None
+    except (StoreError, OSError):
+        return None
+
+
+def _refuse_stale_resume(spec: RunSpec, store: str | None, relaunched: list[str]) -> None:
+    if not relaunched or spec.resume.mode != "latest":
+        return
+    pointer = _checkpoint_pointer(spec, store)
+    if pointer is None:
+        return
+    raise LaunchRefused(
+        f"{spec.identity} would resume its checkpoints (resume.mode latest; {pointer}), but it "
+        f"reads the export of {', '.join(relaunched)}, which is launched again now: they were "
+        f"trained from the previous export. Set resume.mode none on {spec.name} to start over "
+        f"from the new export, or launch it under a new version"
+    )
+
+
 def plan_pipeline(terminals: Sequence[RunSpec], store: str | None) -> list[Stage]:
     stages: list[Stage] = []
     launched: set[str] = set()
@@ -81,6 +111,7 @@ def plan_pipeline(terminals: Sequence[RunSpec], store: str | None) -> list[Stage
         else:
             stages.append(Stage(spec, "launch", state.reason))
         if stages[-1].action == "launch":
+            _refuse_stale_resume(spec, store, relaunched)
             launched.add(spec.identity)
     return stages
 

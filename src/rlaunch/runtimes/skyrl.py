@@ -2,13 +2,16 @@
 
 Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md):
 1. stage every input (`inputs.<slot>`) from the store into the node cache, on every alive node of
-   the Ray cluster when the job runs on one (rlaunch.runtimes.staging, staging_ray);
+   the Ray cluster when the job runs on one (rlaunch.runtimes.staging, staging_ray); with
+   `resume.mode latest`, refuse a checkpoint root trained from another export of an upstream
+   run than the one staged (rlaunch.runtimes.trained_from);
 2. rewrite the `skyrl` subtree's store paths to the staged folders, and print each rewrite;
 3. run SkyRL's own handoff check (`python -m rlaunch.runtimes.skyrl_handoff <overrides>`) on
    them; with `--check-handoffs` stop there;
 4. run SkyRL's entrypoint as a child with exactly those overrides, forwarding SIGINT, SIGTERM
    and SIGHUP, and keep its exit status;
-5. after success, write the terminal manifest (rlaunch.runtimes.skyrl_outputs).
+5. before SkyRL starts, record in `{ckpt_path}/runtime.json` what the root is trained from; after
+   success, write the terminal manifest (rlaunch.runtimes.skyrl_outputs).
 
 An eval stage (runtime entrypoint `skyrl.train.entrypoints.main_generate`, SkyRL's eval-only
 entrypoint) differs in two places (rlaunch.runtimes.skyrl_eval): `trainer.export_path` points at
@@ -21,8 +24,8 @@ W&B: SkyRL 0.3.0's `Tracking` (`skyrl/train/utils/tracking.py`) calls
 no entity, so the entity reaches wandb as `WANDB_ENTITY` in SkyRL's environment. The run URL
 wandb prints is kept in the manifest.
 
-Exit status: SkyRL's own; 2 when the launch YAML, staging or the handoff check refuse (SkyRL not
-started); 1 when SkyRL exited 0 but its outputs are missing.
+Exit status: SkyRL's own; 2 when the launch YAML, staging, the checkpoint root or the handoff
+check refuse (SkyRL not started); 1 when SkyRL exited 0 but its outputs are missing.
 
 Imports only what a SkyRL environment has (pydantic, pyyaml, fsspec, filelock; ray when staging
 on a cluster).
@@ -54,6 +57,12 @@ from rlaunch.runtimes.staging import (
     stage_inputs,
 )
 from rlaunch.runtimes.staging_ray import on_a_ray_cluster, stage_on_nodes
+from rlaunch.runtimes.trained_from import (
+    StaleCheckpoints,
+    check_root,
+    launch_exports,
+    record_root,
+)
 from rlaunch.store import StoreError
 
 USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]"
@@ -144,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     except (StagingError, StoreError) as err:
         print(f"error: staging: {err}", file=sys.stderr)
         return 2
+    try:
+        exports = launch_exports(launch)
+        check_root(launch, exports)
+    except (StagingError, StoreError, StaleCheckpoints) as err:
+        print(f"error: {err}; SkyRL was not started", file=sys.stderr)
+        return 2
     tree = launch.skyrl_tree()
     local = local_overrides(tree, staged)
     for line in rewrites(tree, local):
@@ -167,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     if check_only:
         say("handoff check passed; --check-handoffs: SkyRL not started")
         return 0
+    try:
+        record_root(launch, exports, writer="rlaunch.runtimes.skyrl")
+    except (StoreError, OSError) as err:
+        print(f"error: cannot record what the checkpoint root is trained from: {err}",
+              file=sys.stderr)
+        return 2
     argv_out = command(launch, overrides)
     say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
     urls: list[str] = []

@@ -20,12 +20,12 @@ import re
 from typing import Any
 
 from rlaunch.atomic import write_text_atomically
-from rlaunch.paths import join
+from rlaunch.paths import LATEST_CHECKPOINT_FILE, join
 from rlaunch.render import LaunchDocument
 from rlaunch.store.fs import open_location
 
 MANIFEST_SCHEMA_VERSION = 1
-LATEST_FILE = "latest_ckpt_global_step.txt"
+LATEST_FILE = LATEST_CHECKPOINT_FILE
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 
 

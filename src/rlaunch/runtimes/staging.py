@@ -91,7 +91,9 @@ def cached_folder(cache: Path, item: StageInput) -> Path:
     return cache / name / f"{version}-{digest[:16]}"
 
 
-def _read_record(item: StageInput) -> ArtifactRecord:
+def read_record(item: StageInput) -> ArtifactRecord:
+    """The input's build record in the store, checked to name the identity and fingerprint the
+    launch YAML names (a StagingError naming the input and the fix otherwise)."""
     where = f"inputs.{item.slot} ({item.identity})"
     record_uri = join(item.uri, RECORD_FILE)
     try:
@@ -174,7 +176,7 @@ def _copy(item: StageInput, record: ArtifactRecord, staging: Path, say: Say) -> 
 
 def stage_input(item: StageInput, cache: Path, say: Say) -> Staged:
     """Stage one input into the cache (or find it there, warm) and return where it is."""
-    record = _read_record(item)
+    record = read_record(item)
     folder = cached_folder(cache, item)
     if _is_warm(folder, record):
         say(f"staging {item.slot}: {item.identity} already in {folder} (0 bytes copied)")

@@ -90,3 +90,27 @@ def test_clear_starts_the_root_over(tmp_path: Path) -> None:
     assert ckpt.clear(tmp_path) == [2, 4]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runtime.json"]
     assert ckpt.latest_step(tmp_path) is None
+
+
+def test_checkpoints_trained_from_another_export_are_not_resumed(tmp_path: Path) -> None:
+    exports = {"model": {"identity": "stage1@dev", "content": "sha256:new"}}
+    # A root written before the exports were recorded: nothing to resume, then checkpoints.
+    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:rt", run_fingerprint="sha256:a",
+                        run_id="stage2@dev")
+    ckpt.check_exports(tmp_path, exports=exports)
+    _save(tmp_path, 2, keep=-1)
+    with pytest.raises(ckpt.CheckpointError) as caught:
+        ckpt.check_exports(tmp_path, exports=exports)
+    assert str(caught.value) == (
+        f"checkpoint root {tmp_path} records no content for the export of stage1@dev "
+        f"(inputs.model) it was trained from (see {tmp_path / 'runtime.json'}), this run reads "
+        "that export with content sha256:new: the upstream run was launched again since and "
+        "exported other weights; resuming would go on training from the previous ones. Set "
+        "resume.mode none to start over from the new export, or launch this run under a new "
+        "version"
+    )
+    ckpt.record_runtime(tmp_path, runtime_fingerprint="sha256:rt", run_fingerprint="sha256:a",
+                        run_id="stage2@dev", exports=exports)
+    ckpt.check_exports(tmp_path, exports=exports)
+    # A run that reads no export has nothing to compare.
+    ckpt.check_exports(tmp_path, exports={})

@@ -1,16 +1,25 @@
-"""The runtime verifies every input against its build record, and refuses to run a calendar
-version that already finished (rlaunch/runtimes/smoke/inputs.py)."""
+"""The runtime verifies every input against its build record, refuses to run a calendar
+version that already finished, and refuses to resume checkpoints trained from another export
+of an upstream run (rlaunch/runtimes/smoke/inputs.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from rlaunch.render import LaunchDocument
+from rlaunch.runtimes.smoke import checkpoint as ckpt
 from rlaunch.runtimes.smoke.config import SmokeConfigError, load_config
-from rlaunch.runtimes.smoke.inputs import refuse_finished_calendar, verify_inputs
+from rlaunch.runtimes.smoke.inputs import (
+    export_contents,
+    refuse_finished_calendar,
+    resume_source,
+    verify_inputs,
+)
 from rlaunch.spec import fingerprint_of
 from rlaunch.store import RECORD_FILE
 
@@ -155,3 +164,51 @@ def test_a_dataset_input_named_by_its_config_gets_a_record(tmp_path: Path) -> No
     assert (record["identity"], record["type"], record["config"]) == (
         "gsm8k-train@2026.11.01", "hf_dataset", {})
     assert record["provenance"]["builder"] == "demo"
+
+
+def _content(model: Path) -> str:
+    """The export's content as `sha256sum` would give it: the digest of its manifest lines."""
+    files = json.loads((model / RECORD_FILE).read_text())["files"]
+    lines = "".join(f"{entry['sha256']}  {entry['path']}\n" for entry in files)
+    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_checkpoints_trained_from_another_export_of_the_upstream_run_are_not_resumed(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    path, document = write_launch(tmp_path, tiny_model_dir)
+    # The model is another run's export, as a pipeline stage reads it.
+    document["inputs"]["model"]["type"] = "run_export"
+    write_records(document)
+    config = load_config(LaunchDocument.parse(document, str(path)))
+    model = Path(document["inputs"]["model"]["uri"])
+    trained_from = _content(model)
+    assert export_contents(config) == {
+        "model": {"identity": "countdown-smoke-sft@dev", "content": trained_from}}
+    root = config.checkpoint_root
+    root.mkdir(parents=True)
+    ckpt.record_runtime(root, runtime_fingerprint=config.runtime_fingerprint,
+                        run_fingerprint=config.fingerprint, run_id=config.run_id,
+                        exports=export_contents(config))
+    staging = ckpt.staging_dir(root, 2)
+    ckpt.commit(root, 2, staging, {"global_step": 2}, keep=-1)
+    assert resume_source(config) == root / "global_step_2"
+
+    # The upstream relaunched, and exported the same bytes (recorded again): still resumed.
+    write_records(document)
+    assert resume_source(config) == root / "global_step_2"
+
+    # It exported other weights: refused, naming the input, both contents and the fix.
+    (model / "model.safetensors").write_bytes(b"other weights")
+    write_records(document)
+    with pytest.raises(ckpt.CheckpointError) as caught:
+        resume_source(config)
+    assert str(caught.value) == (
+        f"checkpoint root {root} holds checkpoints trained from the export of "
+        f"countdown-smoke-sft@dev with content {trained_from} (inputs.model) (see "
+        f"{root / 'runtime.json'}), this run reads that export with content {_content(model)}: "
+        "the upstream run was launched again since and exported other weights; resuming would "
+        "go on training from the previous ones. Set resume.mode none to start over from the "
+        "new export, or launch this run under a new version"
+    )
+    assert resume_source(dataclasses.replace(config, resume_mode="none")) is None

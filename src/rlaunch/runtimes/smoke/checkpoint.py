@@ -1,6 +1,7 @@
 """Checkpoint root layout, the `latest` pointer, rotation and the runtime record.
 
-    {checkpoint_root}/runtime.json                    runtime fingerprint that writes this root
+    {checkpoint_root}/runtime.json                    what writes this root: runtime and run
+                                                      fingerprints, the run exports it reads
     {checkpoint_root}/global_step_N/policy_rank<r>/   model.safetensors, optimizer.pt, rng.pt
     {checkpoint_root}/global_step_N/trainer_state.json step, data position, metric history
     {checkpoint_root}/latest_ckpt_global_step.txt     "N", written last, atomically
@@ -20,9 +21,10 @@ import shutil
 from pathlib import Path
 
 from rlaunch.atomic import write_json_atomically, write_text_atomically
+from rlaunch.paths import LATEST_CHECKPOINT_FILE
+from rlaunch.runtimes.trained_from import EXPORTS_KEY, RUNTIME_FILE, Exports, stale_export
 
-LATEST_FILE = "latest_ckpt_global_step.txt"
-RUNTIME_FILE = "runtime.json"
+LATEST_FILE = LATEST_CHECKPOINT_FILE
 STATE_FILE = "trainer_state.json"
 STEP_DIR = re.compile(r"global_step_(\d+)")
 
@@ -81,12 +83,27 @@ def check_run(root: Path, *, run_fingerprint: str) -> None:
     )
 
 
+def check_exports(root: Path, *, exports: Exports) -> None:
+    """Refuse to resume checkpoints trained from another export of an upstream run than the
+    one this run reads (`rlaunch.runtimes.trained_from`)."""
+    record = root / RUNTIME_FILE
+    if not exports or not record.is_file() or latest_step(root) is None:
+        return
+    stale = stale_export(str(root), str(record), json.loads(record.read_text()), exports)
+    if stale is not None:
+        raise CheckpointError(stale)
+
+
 def record_runtime(root: Path, *, runtime_fingerprint: str, run_fingerprint: str,
-                   run_id: str) -> None:
+                   run_id: str, exports: Exports | None = None) -> None:
+    """What writes the root: the runtime, the run's configuration and the content of every
+    run export it reads (slot -> identity, content), for `check_runtime`, `check_run` and
+    `check_exports` of the next attempt."""
     write_json_atomically(
         root / RUNTIME_FILE,
         {"runtime_fingerprint": runtime_fingerprint, "run_fingerprint": run_fingerprint,
-         "run_id": run_id, "writer": "rlaunch.runtimes.smoke"},
+         "run_id": run_id, EXPORTS_KEY: {slot: dict(e) for slot, e in (exports or {}).items()},
+         "writer": "rlaunch.runtimes.smoke"},
     )
 
 

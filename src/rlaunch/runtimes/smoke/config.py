@@ -77,6 +77,8 @@ class InputRef:
     identity: str
     fingerprint: str
     directory: Path
+    type: str
+    """`built`, `pinned`... or `run_export` (another run's export)."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,7 @@ def _required_dir(launch: LaunchDocument, slot: str) -> Path:
 def _inputs(launch: LaunchDocument) -> tuple[InputRef, ...]:
     return tuple(
         InputRef(slot=slot, identity=entry.identity, fingerprint=entry.fingerprint,
-                 directory=_local(entry.uri, f"inputs.{slot}.uri"))
+                 directory=_local(entry.uri, f"inputs.{slot}.uri"), type=entry.type)
         for slot, entry in launch.inputs.items()
     )
 

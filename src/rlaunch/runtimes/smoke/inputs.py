@@ -15,6 +15,7 @@ from rlaunch.models.tokenizer import CharTokenizer, TokenizerError
 from rlaunch.runtimes.smoke import checkpoint as ckpt
 from rlaunch.runtimes.smoke.config import InputRef, SmokeConfig, SmokeConfigError
 from rlaunch.spec.syntax import is_calendar, next_calendar
+from rlaunch.runtimes.trained_from import RUN_EXPORT, export_content
 from rlaunch.store import RECORD_FILE, StoreError
 from rlaunch.store.records import edited_record, own_fingerprint, parse_record, verify_local
 
@@ -55,6 +56,22 @@ def verify_inputs(config: SmokeConfig) -> None:
         if ref.identity not in seen:
             seen.add(ref.identity)
             verify_input(ref)
+
+
+def export_contents(config: SmokeConfig) -> dict[str, dict[str, str]]:
+    """Per slot that reads another run's export: its identity and content, from the record the
+    launcher wrote (`export/_record.json`, verified against the files by `verify_input`)."""
+    contents: dict[str, dict[str, str]] = {}
+    for ref in config.inputs:
+        if ref.type != RUN_EXPORT:
+            continue
+        path = ref.directory / RECORD_FILE
+        try:
+            record = parse_record(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, StoreError) as err:
+            raise SmokeConfigError(f"inputs.{ref.slot}: {err}") from None
+        contents[ref.slot] = {"identity": ref.identity, "content": export_content(record)}
+    return contents
 
 
 def refuse_finished_calendar(config: SmokeConfig) -> None:
@@ -118,7 +135,9 @@ def check_prompts(config: SmokeConfig, tokenizer: CharTokenizer, rows: list[dict
 
 def resume_source(config: SmokeConfig) -> Path | None:
     """The checkpoint directory to resume from (None: start fresh). Refuses a root that
-    another runtime wrote, and a resume path that is not a complete checkpoint."""
+    another runtime wrote, `latest` checkpoints of another configuration or trained from
+    another export of an upstream run, and a resume path that is not a complete checkpoint.
+    (`from_path` names its checkpoint by hand: what it was trained from is the caller's call.)"""
     root = config.checkpoint_root
     if root.is_dir():
         ckpt.check_runtime(root, runtime_fingerprint=config.runtime_fingerprint,
@@ -139,5 +158,6 @@ def resume_source(config: SmokeConfig) -> Path | None:
     if not root.is_dir():
         return None
     ckpt.check_run(root, run_fingerprint=config.fingerprint)
+    ckpt.check_exports(root, exports=export_contents(config))
     step = ckpt.latest_step(root)
     return None if step is None else ckpt.step_dir(root, step)

@@ -34,6 +34,7 @@ from rlaunch.runtimes.smoke.grpo import group_advantages, split_evenly
 from rlaunch.runtimes.smoke.inputs import (
     check_model,
     check_prompts,
+    export_contents,
     load_tokenizer,
     refuse_finished_calendar,
     resume_source,
@@ -99,7 +100,8 @@ class SmokeRun:
                          f"(steps {', '.join(map(str, removed))}) from {config.checkpoint_root}")
         config.checkpoint_root.mkdir(parents=True, exist_ok=True)
         ckpt.record_runtime(config.checkpoint_root, runtime_fingerprint=config.runtime_fingerprint,
-                            run_fingerprint=config.fingerprint, run_id=config.run_id)
+                            run_fingerprint=config.fingerprint, run_id=config.run_id,
+                            exports=export_contents(config))
         started = time.monotonic()
         workers = start_workers(config, timeout_s=timeout_s, say=self.say)
         try:
