@@ -21,16 +21,13 @@ import json
 import os
 import pty
 import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import yaml
 
-from executors.support import SRC, process_tree, ray_processes, wait_gone
-from rlaunch.executors.local_head import STATE_DIR_ENV, read_record
+from executors.support import finished, kill_group_once, launcher, wait_gone
+from rlaunch.executors.local_head import read_record
 from rlaunch.ledger import Ledger
 from runtimes.smoke.demo import smoke_spec
 from runtimes.smoke.smoke_helpers import TINY_SPEC
@@ -39,8 +36,6 @@ STEPS = 30
 # Steps take ~0.1 s: 25 of them after the first checkpoint leave time to kill mid-training. 150
 # SFT steps (~5 s) give a model that earns some reward, so GRPO moves the weights.
 SHAPE = {"max_training_steps": STEPS, "ckpt_interval": 5, "train_rows": 512, "sft_steps": 150}
-# The head's supervisor polls its owner every 0.5 s, then SIGTERM, 1.5 s grace, SIGKILL.
-BOUNDED_S = 30.0
 
 
 def spec_file(root: Path, name: str, store: Path) -> Path:
@@ -79,29 +74,6 @@ class Terminal:
         return bytes(self.shown)
 
 
-def launcher(spec: Path, root: Path, log: Path, terminal: Terminal | None = None
-             ) -> subprocess.Popen:
-    """`rlaunch launch SPEC` in a process group of its own, with its own head state dir;
-    stdout (and stderr, unless it goes to `terminal`) appended to `log`."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RAY_ADDRESS", "FORCE_COLOR", "TTY_COMPATIBLE")}
-    env["PYTHONPATH"] = str(SRC)
-    env[STATE_DIR_ENV] = str(root / "heads")
-    with open(log, "a") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rlaunch", "launch", str(spec)], cwd=root, env=env,
-            stdout=out, stderr=subprocess.STDOUT if terminal is None else terminal.follower,
-            start_new_session=True)
-    if terminal is not None:
-        os.close(terminal.follower)  # the launcher holds it now
-    return process
-
-
-def finished(process: subprocess.Popen, log: Path, timeout_s: float = 600) -> str:
-    assert process.wait(timeout=timeout_s) == 0, log.read_text()[-4000:]
-    return log.read_text()
-
-
 def weights(store: Path, name: str) -> str:
     manifest = json.loads((store / name / "dev" / "terminal.json").read_text())
     assert manifest["final_step"] == STEPS
@@ -120,7 +92,8 @@ def test_kill_9_of_the_launcher_then_a_relaunch_ends_with_the_uninterrupted_weig
     # The reference: launched once, never interrupted (it also builds the shared inputs), with
     # its stderr on a terminal (issue 16: the training steps show as a bar there).
     terminal = Terminal()
-    whole = launcher(spec_file(tmp_path, "kill9-whole", store), tmp_path, log, terminal)
+    whole = launcher(["launch", str(spec_file(tmp_path, "kill9-whole", store))], tmp_path, log,
+                     terminal.follower)
     plain = finished(whole, log)
     shown = terminal.close().decode(errors="replace")
     assert f"training: step {STEPS}/{STEPS}" in shown and "\x1b[" in shown, shown[-2000:]
@@ -130,29 +103,15 @@ def test_kill_9_of_the_launcher_then_a_relaunch_ends_with_the_uninterrupted_weig
     spec = spec_file(tmp_path, "kill9-killed", store)
     checkpoints = store / "kill9-killed" / "dev" / "checkpoints"
     pointer = checkpoints / "latest_ckpt_global_step.txt"
-    first = launcher(spec, tmp_path, log)
+    first = launcher(["launch", str(spec)], tmp_path, log)
     seen: set[int] = set()
     try:
-        deadline = time.monotonic() + 300
-        while not pointer.exists() and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert first.poll() is None, log.read_text()[-4000:]
-        head = read_record(tmp_path / "heads")
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
-        assert head is not None, "the launcher's head has no record"
-        # Its supervisor notices within 0.5 s, then gives the head 1.5 s to exit: its processes
-        # are still there to see.
-        seen = process_tree({head.session_id})
-        assert len(seen) > 5, f"the head has too few processes: {sorted(seen)}"
-        left = wait_gone(seen, BOUNDED_S)
-        assert not left, f"Ray processes outlived their killed launcher: {sorted(left)}"
+        kill_group_once(first, pointer, log, tmp_path, seen)
         # Read once the head is gone: its job trains on (and may checkpoint again) until then.
         killed_at = int(pointer.read_text())
         assert 0 < killed_at < STEPS
-        assert not [pid for pid, cmd in ray_processes().items() if head.temp_dir in cmd]
 
-        text = finished(launcher(spec, tmp_path, log), log)
+        text = finished(launcher(["launch", str(spec)], tmp_path, log), log)
     finally:
         for pid in wait_gone(seen, 1):
             os.kill(pid, signal.SIGKILL)

@@ -170,7 +170,7 @@ def _run_each(
                     return code
             elif run or dry_run:
                 result = launch(spec, source=source, dry_run=dry_run and not run, follow=follow,
-                                skip_smoke_gate=skip_smoke_gate, store=store, keep_head=True,
+                                skip_smoke_gate=skip_smoke_gate, store=store, hold_head=True,
                                 echo=lambda text: click.echo(text, nl=False), say=say,
                                 smoke_runs_first=pending)
                 if result.exit_code:

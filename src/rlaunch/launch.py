@@ -326,6 +326,7 @@ def launch(
     store: str | None = None,
     out: Path | None = None,
     keep_head: bool = False,
+    hold_head: bool = False,
     repo: Path | None = None,
     env: Mapping[str, str] | None = None,
     echo: Say | None = None,
@@ -340,7 +341,10 @@ def launch(
     `smoke_runs_first` and `upstream_runs_first` apply to dry runs only (see `preflight`). `verify` hashes every file
     of the reused inputs (see `materialize_inputs`). `check_handoffs` submits the SkyRL
     adapter's `--check-handoffs` mode instead of training: the inputs are built, staged and
-    checked by SkyRL's own code; nothing trains and the ledger records nothing."""
+    checked by SkyRL's own code; nothing trains and the ledger records nothing. A local head
+    this launch starts is stopped at its end, unless `keep_head` (released: it outlives this
+    process) or `hold_head` (this process launches more runs on it and stops it; if the process
+    dies, the head's supervisor stops it) is set."""
     env = dict(os.environ if env is None else env)
     echo = echo or (lambda text: print(text, end="", flush=True))
     if check_handoffs:
@@ -360,7 +364,7 @@ def launch(
     rendered = render(plan, out)
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     executor_name = spec.execution.executor
-    options = ExecutorOptions(keep_head=keep_head or not follow, say=say,
+    options = ExecutorOptions(keep_head=keep_head or not follow, hold_head=hold_head, say=say,
                               runtime_args=(CHECK_FLAG,) if check_handoffs else ())
     try:
         executor = load_executor(executor_name, options)

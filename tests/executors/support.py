@@ -7,12 +7,14 @@ import copy
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from rlaunch.builders.countdown import countdown_model_spec
+from rlaunch.executors.local_head import STATE_DIR_ENV, HeadRecord, read_record, stop_head
 from rlaunch.spec import catalog
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -292,8 +294,6 @@ class HeadWatch:
         self.before = set(ray_processes())
 
     def snapshot(self) -> None:
-        from rlaunch.executors.local_head import read_record
-
         record = read_record(self.state_dir)
         if record is not None:
             self.sessions.add(record.session_id)
@@ -301,8 +301,6 @@ class HeadWatch:
         self.seen |= process_tree(self.sessions)
 
     def finish(self) -> None:
-        from rlaunch.executors.local_head import read_record, stop_head
-
         self.snapshot()
         record = read_record(self.state_dir)
         if record is not None:
@@ -319,3 +317,52 @@ class HeadWatch:
         kill_leftovers(left | marked)
         assert not left, f"processes of the tests' Ray heads outlived them: {sorted(left)}"
         assert not marked, f"Ray processes of the tests' heads outlived them: {sorted(marked)}"
+
+
+def launcher(args: list[str], root: Path, log: Path, stderr: int | None = None
+             ) -> subprocess.Popen:
+    """`rlaunch ARGS` in a process group of its own (to be killed whole), with its own head
+    state dir `root/heads`; stdout (and stderr, unless it goes to the descriptor `stderr`,
+    which the launcher then holds alone) appended to `log`."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    env["PYTHONPATH"] = str(SRC)
+    env[STATE_DIR_ENV] = str(root / "heads")
+    with open(log, "a") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rlaunch", *args], cwd=root, env=env, stdout=out,
+            stderr=subprocess.STDOUT if stderr is None else stderr, start_new_session=True)
+    if stderr is not None:
+        os.close(stderr)
+    return process
+
+
+def finished(process: subprocess.Popen, log: Path, timeout_s: float = 600) -> str:
+    """The log, once the launcher exited 0 (its tail in the failure otherwise)."""
+    assert process.wait(timeout=timeout_s) == 0, log.read_text()[-4000:]
+    return log.read_text()
+
+
+def kill_group_once(process: subprocess.Popen, ready: Path, log: Path, root: Path,
+                    seen: set[int], timeout_s: float = 300, bounded_s: float = 30.0
+                    ) -> HeadRecord:
+    """Once `ready` exists, SIGKILL the whole process group of a `launcher` (state dir
+    `root/heads`) and wait until every process of the Ray head it started is gone (its
+    supervisor stops it). `seen` gets the head's processes, for the caller to kill if an
+    assertion fails; returns the head's record."""
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert process.poll() is None, log.read_text()[-4000:]
+    head = read_record(root / "heads")
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert head is not None, "the launcher's head has no record"
+    # Its supervisor notices within 0.5 s, then gives the head 1.5 s to exit: its processes
+    # are still there to see.
+    seen |= process_tree({head.session_id})
+    assert len(seen) > 5, f"the head has too few processes: {sorted(seen)}"
+    left = wait_gone(seen, bounded_s)
+    assert not left, f"Ray processes outlived their killed launcher: {sorted(left)}"
+    assert not [pid for pid, cmd in ray_processes().items() if head.temp_dir in cmd]
+    return head

@@ -104,7 +104,12 @@ class ExecutorOptions:
     """How the front end wants an executor to behave; plugins ignore what does not apply."""
 
     keep_head: bool = False
-    """local: leave a Ray head this launch started running after the launch ends."""
+    """local: leave a Ray head this launch started running after the launch ends, and after
+    this process ends (released: its supervisor stands down)."""
+    hold_head: bool = False
+    """local: leave a Ray head this launch started running after the launch ends, for the rest
+    of this process only (a pipeline or sweep launching its runs on one head, which it stops at
+    its end): not released, so its supervisor still stops it if this process dies."""
     connect_timeout_s: float = 10.0
     """Seconds to wait for a Jobs API address to answer before calling it unreachable."""
     head_state_dir: Path | None = None

@@ -8,7 +8,9 @@ the smoke runtime, `$RLAUNCH_SKYRL_PYTHON` for SkyRL), submitted through the Ray
 `PYTHONPATH` and rlaunch's job settings (`RLAUNCH_NODE_CACHE`, ...) in its runtime env and the
 credentials in a 0600 file its wrapper reads and deletes (`rlaunch.executors.credentials`).
 `close()`
-stops the head when this executor started it and `keep_head` is not set.
+stops the head when this executor started it, unless `keep_head` (released: it outlives this
+process) or `hold_head` (left to this process, which stops it later; its supervisor stops it
+when this process dies) is set.
 """
 
 from __future__ import annotations
@@ -142,6 +144,6 @@ class LocalExecutor(Executor):
             return
         if self.options.keep_head:
             release_head(self._started)
-        else:
+        elif not self.options.hold_head:
             stop_head(self._started, self._state_dir, self.options.say)
         self._started = None

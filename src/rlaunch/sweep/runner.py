@@ -99,7 +99,7 @@ class PointLauncher:
         started = time.monotonic()
         try:
             result = launch(spec, source=point.source, follow=True, store=self.store,
-                            out=self.out_dir / spec.name / "launch.yaml", keep_head=True,
+                            out=self.out_dir / spec.name / "launch.yaml", hold_head=True,
                             repo=self.repo, echo=lambda text: None,
                             say=lambda text: self.say(f"{tag} {text}"))
         except LaunchRefused as err:
