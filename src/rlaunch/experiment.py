@@ -194,8 +194,9 @@ def _pipeline(spec: RunSpec, *, run: bool, dry_run: bool, store: str | None, sou
     """A run that reads other runs' exports: its whole pipeline, as `rlaunch launch` runs it
     (without `--run` or `--dry-run`: the pipeline's plan and the run's own preflight)."""
     if run or dry_run:
-        return run_pipeline(spec, source=source, out_dir=Path("dist"), store=store, repo=None,
-                            dry_run=dry_run and not run, line=echo, say=say)
+        return run_pipeline([spec], title=spec.identity, source=source, out_dir=Path("dist"),
+                            store=store, repo=None, dry_run=dry_run and not run, line=echo,
+                            say=say)
     stages = plan_pipeline([spec], store)
     describe(spec.identity, stages, store, echo)
     upstream = [stage.spec.identity for stage in stages[:-1] if stage.action == "launch"]

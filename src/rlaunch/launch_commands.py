@@ -110,8 +110,9 @@ def launch_command(
     _interrupt_on_sigterm()
     if spec.run_exports() and not only and not check_handoffs:
         out_dir = out.parent if out is not None else Path("dist")
-        sys.exit(run_pipeline(spec, source=spec_path, out_dir=out_dir, store=store, repo=repo,
-                              dry_run=dry_run, line=click.echo, say=_say))
+        sys.exit(run_pipeline([spec], title=spec.identity, source=spec_path, out_dir=out_dir,
+                              store=store, repo=repo, dry_run=dry_run, line=click.echo,
+                              say=_say))
     try:
         result = launch(
             spec, source=spec_path, dry_run=dry_run, follow=follow,

@@ -15,7 +15,7 @@ import click
 from rlaunch.builders import commands as builders_commands
 from rlaunch.builders.commands import ArtifactFileError, load_artifact
 from rlaunch.pipeline.plan import artifact_runs
-from rlaunch.pipeline.runner import run_stages
+from rlaunch.pipeline.runner import run_pipeline
 from rlaunch.spec.artifacts import identity
 
 _BUILD = builders_commands.build
@@ -30,10 +30,10 @@ def _build(file: Path, store_prefix: str | None, only: bool, dry_run: bool,
         raise SystemExit(2) from None
     runs = artifact_runs(artifact)
     if runs and not only and not options.get("list_only"):
-        code = run_stages(runs, identity(artifact), source=str(file),
-                          out_dir=out_dir or Path("dist"),
-                          store=store_prefix, repo=None, dry_run=dry_run, line=click.echo,
-                          say=lambda text: click.echo(text, err=True))
+        code = run_pipeline(runs, title=identity(artifact), source=str(file),
+                            out_dir=out_dir or Path("dist"), store=store_prefix, repo=None,
+                            dry_run=dry_run, line=click.echo,
+                            say=lambda text: click.echo(text, err=True))
         if code or dry_run:
             raise SystemExit(code)
     click.get_current_context().invoke(_BUILD, file=file, store_prefix=store_prefix, **options)

@@ -44,25 +44,9 @@ def _dry_run(stages: list[Stage], *, source: str, out_dir: Path, store: str | No
 
 
 def run_pipeline(
-    terminal: RunSpec,
-    *,
-    source: str,
-    out_dir: Path,
-    store: str | None,
-    repo: Path | None,
-    dry_run: bool,
-    line: Line,
-    say: Line,
-) -> int:
-    """Plan, print the plan, and launch every stage that is not reused; the exit code."""
-    return run_stages([terminal], terminal.identity, source=source, out_dir=out_dir,
-                      store=store, repo=repo, dry_run=dry_run, line=line, say=say)
-
-
-def run_stages(
     terminals: list[RunSpec],
-    title: str,
     *,
+    title: str,
     source: str,
     out_dir: Path,
     store: str | None,
@@ -71,8 +55,10 @@ def run_stages(
     line: Line,
     say: Line,
 ) -> int:
-    """`run_pipeline` for the runs `terminals` and everything upstream of them; `title` names
-    the pipeline in its lines (the terminal run, or the artifact that reads the runs)."""
+    """Plan the runs `terminals` and every run upstream of them, print the plan, and launch
+    every stage that is not reused, upstream first; the exit code. `title` names the pipeline
+    in its lines: the terminal run (`rlaunch launch`), or the artifact that reads the runs
+    (`rlaunch build` of an eval stage)."""
     try:
         stages = plan_pipeline(terminals, store)
     except LaunchRefused as err:
