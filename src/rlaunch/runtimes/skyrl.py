@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         say("handoff check passed; --check-handoffs: SkyRL not started")
         return 0
     try:
-        record_root(launch, exports, writer="rlaunch.runtimes.skyrl")
+        if not evaluates:  # an eval trains nothing: no checkpoint to record
+            record_root(launch, exports, writer="rlaunch.runtimes.skyrl")
     except (StoreError, OSError) as err:
         print(f"error: cannot record what the checkpoint root is trained from: {err}",
               file=sys.stderr)
