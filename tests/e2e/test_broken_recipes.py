@@ -27,6 +27,7 @@ EXPECTED = {
     "tests/fixtures/broken:raw-snapshot-data": ["ART008"],
     "tests/fixtures/broken:profiler-on-swap-offload": ["SET002", "SET003"],
     "tests/fixtures/broken:calendar-on-dev-run": ["PIPE001"],
+    "tests/fixtures/broken:stage-on-eval": ["PIPE004"],
 }
 
 
@@ -148,3 +149,26 @@ def test_a_calendar_stage_on_a_dev_run_is_refused_with_pipe001(
         "    fix: Give the run smoke-other-geometry a calendar version (it then runs once and its "
         "export never changes), or give this run a dev version too.",
     ]
+
+
+def _line_of(repo_root: Path, build_file: str, text: str) -> int:
+    """The number of the first line of `build_file` that contains `text`."""
+    lines = (repo_root / build_file).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def test_a_stage_on_an_eval_run_is_refused_with_pipe004(
+    pants: PantsRunner, repo_root: Path
+) -> None:
+    check = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:stage-on-eval")
+    assert check.returncode == 1, check.stderr
+    stage = _line_of(repo_root, "tests/fixtures/broken/BUILD", '_run("stage-on-eval"')
+    evaluation = _line_of(repo_root, "experiments/qwen2.5-1.5b-gsm8k/BUILD", 'name="grpo-eval"')
+    assert _finding(check.stderr, "PIPE004") == [
+        f"    in tests/fixtures/broken/BUILD:{stage} (tests/fixtures/broken:stage-on-eval): model",
+        f"    in experiments/qwen2.5-1.5b-gsm8k/BUILD:{evaluation} "
+        "(experiments/qwen2.5-1.5b-gsm8k:grpo-eval): name",
+    ]
+    assert ("    fix: Set model to the training run the eval scores "
+            "(gsm8k-grpo-qwen2.5-1.5b@2026.11.29, the eval's model) instead of the eval."
+            ) in check.stderr.splitlines()

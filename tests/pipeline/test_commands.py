@@ -10,11 +10,14 @@ from click.testing import CliRunner
 from rlaunch.builders.countdown import countdown_model_spec
 from rlaunch.launch_commands import launch_command
 from rlaunch.pipeline.commands import build
+from rlaunch.spec.catalog import SKYRL_EVAL_ENTRYPOINT
 from rlaunch.spec.examples import worked_example
 
 
-def eval_file(tmp_path: Path) -> Path:
+def eval_file(tmp_path: Path, *, run_entrypoint: str | None = None) -> Path:
     run = worked_example("colocated-1x8")
+    if run_entrypoint is not None:
+        run["runtime"]["entrypoint"] = run_entrypoint
     report = {
         "type": "built", "name": "stage1-eval", "version": "2026.11.29", "kind": "report",
         "builder": "greedy_eval",
@@ -47,6 +50,23 @@ def test_a_dry_run_prints_the_runs_it_would_launch_first(tmp_path: Path) -> None
                         "launch, 0 reused")
     assert "  launch  [1/1] colocated-1x8@2026.11.29: never launched" in lines
     assert not (tmp_path / "store" / "stage1-eval").exists()
+
+
+def test_a_report_on_an_eval_run_is_refused_before_any_run_launches(tmp_path: Path) -> None:
+    result = CliRunner().invoke(build, [
+        str(eval_file(tmp_path, run_entrypoint=SKYRL_EVAL_ENTRYPOINT)), "--dry-run", "--store",
+        str(tmp_path / "store"), "--out-dir", str(tmp_path / "dist")])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path}/eval.json: the artifact graph breaks a rule:",
+        "  - PIPE004 stage1-eval.deps.model is the export of colocated-1x8@2026.11.29, an eval "
+        f"run (runtime.entrypoint {SKYRL_EVAL_ENTRYPOINT} only evaluates): that export is its "
+        "report (report.json, samples.jsonl), not a model; the builder of stage1-eval would find "
+        "no model to load in it. Set stage1-eval.deps.model to the model the eval scores "
+        "(qwen2.5-1.5b-instruct@2026.11.01, the eval's model) instead of the eval.",
+    ]
+    assert not (tmp_path / "dist").exists()
 
 
 def stage2_file(tmp_path: Path) -> Path:

@@ -57,6 +57,16 @@ def load_artifact(path: str | Path) -> AnyArtifact:
         raise ArtifactFileError(source, validation_problems(err)) from None
 
 
+def refuse_broken_graph(file: Path, artifact: AnyArtifact) -> None:
+    """Exit 1, listing every problem, when the artifact's graph breaks a build rule."""
+    problems = graph_problems([(artifact.name, artifact)])
+    if problems:
+        click.echo(f"error: {file}: the artifact graph breaks a rule:", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+        raise SystemExit(1)
+
+
 @click.command("build")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -109,12 +119,7 @@ def build(
     if list_only:
         for ident, content_fp, _ in plan(artifact):
             click.echo(f"{ident} {content_fp}")
-        problems = graph_problems([(artifact.name, artifact)])
-        if problems:
-            click.echo(f"error: {file}: the artifact graph breaks a rule:", err=True)
-            for problem in problems:
-                click.echo(f"  - {problem}", err=True)
-            raise SystemExit(1)
+        refuse_broken_graph(file, artifact)
         return
     try:
         result = build_artifact(

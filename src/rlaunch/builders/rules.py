@@ -4,6 +4,7 @@
   a dev version (`dev`, `<label>-dev`: rebuilt on every build).
 - A calendar-versioned artifact never depends on a dev one: it could not be rebuilt the same.
 - One identity names one artifact: the same `name@version` with two contents is refused.
+- A dependency is never an eval run's export: it is a report, not a model (preflight's PIPE004).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from rlaunch.builders.base import AnyArtifact
+from rlaunch.preflight.pipeline import eval_exports_read_as_models
 from rlaunch.spec import syntax
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 
@@ -69,6 +71,10 @@ def graph_problems(roots: Iterable[tuple[str, AnyArtifact]]) -> list[str]:
                     f"{identity(dep)}, a dev version that changes on every build; give "
                     f"{dep.name} a calendar version, or make {artifact.name} a dev version too"
                 )
+            problems.extend(
+                f"{finding.code} {finding.message}. {finding.fix}"
+                for finding in eval_exports_read_as_models([(f"{path}.deps.{slot}", dep)])
+            )
             visit(f"{path}.deps.{slot}", dep)
 
     for path, artifact in roots:

@@ -30,6 +30,8 @@ def _build(file: Path, store_prefix: str | None, only: bool, dry_run: bool,
         raise SystemExit(2) from None
     runs = artifact_runs(artifact)
     if runs and not only and not options.get("list_only"):
+        # A graph the build would refuse launches no run first (an eval's report as a model).
+        builders_commands.refuse_broken_graph(file, artifact)
         code = run_pipeline(runs, title=identity(artifact), source=str(file),
                             out_dir=out_dir or Path("dist"), store=store_prefix, repo=None,
                             dry_run=dry_run, line=click.echo,

@@ -1,23 +1,26 @@
 """Pipelines: rules across stages, where a run reads another run's export.
 
 Each stage is preflighted on its own (its geometry, runtime, batch...) when it launches; these
-rules judge the handoff between two stages: versions, tokenizer, and that the upstream run
-finished before its export is read.
+rules judge the handoff between two stages: versions, tokenizer, that the upstream trains (an
+eval run's export is a report, not a model), and that the upstream run finished before its
+export is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rlaunch.ledger.stages import stage_state
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.spec.artifacts import BuiltArtifact, RunExport, fingerprint, identity
+from rlaunch.spec.artifacts import AnyArtifact, BuiltArtifact, RunExport, fingerprint, identity
+from rlaunch.spec.catalog import SKYRL_EVAL_ENTRYPOINT
 from rlaunch.spec.syntax import is_calendar, is_dev
 
 UPSTREAM_FINISHED_CODE = "PIPE003"
+EVAL_EXPORT_CODE = "PIPE004"
 
 TOKENIZER_STAGE1 = {
     "type": "built", "name": "qwen-tokenizer-extended", "version": "2026.11.01",
@@ -137,3 +140,48 @@ def _launch_command(check: Check, path: str) -> str:
                 f"it ({slot} first: `./pants run {upstream}` launches only that one)")
     return ("`rlaunch launch` of this spec launches every unfinished stage before it; "
             "`rlaunch launch --only` of the upstream's spec launches only that one")
+
+
+def _eval_upstream(data: dict[str, Any]) -> None:
+    upstream = data["model"]["run"]
+    upstream["runtime"] = dict(upstream["runtime"], entrypoint=SKYRL_EVAL_ENTRYPOINT)
+
+
+def eval_exports_read_as_models(
+    artifacts: Iterable[tuple[str, AnyArtifact]],
+) -> Iterator[Finding]:
+    """PIPE004's findings on `(field path, artifact)` pairs: every run export is read as a model
+    (a run's model slot, a builder's dep), so none may be an eval run's. Shared with the build's
+    graph check (rlaunch.builders.rules), which sees artifacts no run reads."""
+    for path, export in artifacts:
+        if not isinstance(export, RunExport) or not export.run.evaluates_only:
+            continue
+        scored = export.run.model
+        what = "the training run" if isinstance(scored, RunExport) else "the model"
+        consumer, dep, _ = path.rpartition(".deps.")
+        reader = f"the builder of {consumer}" if dep else "the run"
+        yield error(
+            # `.name`: where the eval run is written (its run_name), beside the field that names it.
+            EVAL_EXPORT_CODE, (path, f"{path}.name"),
+            f"{path} is the export of {identity(export)}, an eval run (runtime.entrypoint "
+            f"{export.run.runtime.entrypoint} only evaluates): that export is its report "
+            f"(report.json, samples.jsonl), not a model; {reader} would find no model to load "
+            "in it",
+            f"Set {path} to {what} the eval scores ({identity(scored)}, the eval's model) "
+            "instead of the eval.",
+        )
+
+
+@rule(
+    EVAL_EXPORT_CODE,
+    "No stage (or built artifact) reads an eval run's export as a model: it is a report.",
+    example=Example(base="grpo-stage2", edits=_edit(
+        _eval_upstream, "the first stage `colocated-1x8` on the eval-only entrypoint")),
+)
+def no_eval_export_as_model(check: Check) -> Iterator[Finding]:
+    """Error: an eval run (an entrypoint that only evaluates, RunSpec.evaluates_only) writes
+    report.json and samples.jsonl into its export folder; a stage, or a builder, reading that
+    folder as a model fails on the GPUs or in the builder. An eval of an eval is the same
+    mistake (reading the report's folder as the model to score). `rlaunch build` of an artifact
+    (`./pants run` of an `rl_eval`) refuses such a dependency too, before it launches any run."""
+    yield from eval_exports_read_as_models(check.spec.run_exports())
