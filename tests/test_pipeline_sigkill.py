@@ -105,6 +105,13 @@ def test_kill_9_during_stage_2_then_again_resumes_stage_2_with_the_uninterrupted
 
     assert statuses(store, STAGE1) == ["SUCCEEDED"]
     assert statuses(store, STAGE2) == ["LOST", "SUCCEEDED"]
+    # Each attempt of stage 2 records the export it read (for the plan), the content its
+    # runtime recorded in the checkpoint root (for resuming).
+    trained_from = json.loads((checkpoints / "runtime.json").read_text())["run_exports"]
+    read = {f"{STAGE1}@dev": {"content": trained_from["model"]["content"],
+                              "attempt_id": stage1_attempt}}
+    assert [attempt["run_exports"] for attempt in
+            Ledger(str(store)).read(STAGE2, "dev")["attempts"]] == [read, read]
     resumed = manifest(store, STAGE2)
     assert resumed["resumed_from_step"] == killed_at
     job_log = (store / STAGE2 / "dev" / "attempts" / resumed["attempt_id"] / "job.log")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rlaunch.builders import BuildError, materialize
+from rlaunch.builders.run_export import consumed_exports
 from rlaunch.executors import (
     Executor,
     ExecutorError,
@@ -454,6 +455,10 @@ def _submit_and_follow(
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options, say)
     materialize_inputs(plan, say, verify=verify)
+    try:
+        consumed = consumed_exports(spec, plan.store_prefix)
+    except (BuildError, StoreError, LedgerError) as err:
+        raise LaunchRefused(f"recording the run exports {spec.identity} reads failed: {err}")
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     attempt_id = new_attempt_id()
     job_yaml = attempt_copy(plan, rendered, attempt_id)
@@ -462,7 +467,7 @@ def _submit_and_follow(
         record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
         runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
         launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(job_yaml),
-        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate))
+        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed))
     credentials = credential_values(spec.execution.credentials, env)
     try:
         # The job checks the YAML it reads against the digest recorded above.

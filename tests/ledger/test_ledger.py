@@ -129,3 +129,30 @@ def test_the_w_and_b_run_a_runtime_reports_is_recorded_in_its_attempt(tmp_path: 
     assert attempt["wandb_url"] == "https://wandb.ai/team/proj/runs/abc123"
     assert said[-1] == ("rlaunch: run@2026.11.29 attempt a1: W&B run "
                         "https://wandb.ai/team/proj/runs/abc123")
+
+
+def test_an_attempt_records_the_run_exports_it_reads(tmp_path: Path) -> None:
+    """What the attempt read of other runs; None when not known (and in older records)."""
+    ledger = Ledger(str(tmp_path))
+    read = {"sft@dev": {"content": "sha256:" + "e" * 64, "attempt_id": "u1"}}
+    ledger.update("run", "dev", lambda r: start_attempt(r, attempt_id="a1", **ATTEMPT,
+                                                         run_exports=read))
+    ledger.update("run", "dev", lambda r: start_attempt(r, attempt_id="a2", **ATTEMPT))
+    first, second = ledger.read("run", "dev")["attempts"]
+    assert (first["run_exports"], second["run_exports"]) == (read, None)
+
+
+def test_an_attempt_whose_run_exports_are_not_an_object_is_refused(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path))
+    launched(ledger, version="dev")
+    path = Path(ledger.record_path("run", "dev"))
+    record = json.loads(path.read_text())
+    record["attempts"][0]["run_exports"] = ["sft@dev"]
+    path.write_text(json.dumps(record))
+    with pytest.raises(LedgerError) as caught:
+        ledger.read("run", "dev")
+    assert str(caught.value) == (
+        f"the ledger record {path} has the wrong shape (attempts[0].run_exports is a list, not "
+        "an object); it was not written by rlaunch or was edited by hand: move it aside and "
+        "launch again"
+    )

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rlaunch.builders import materialize_artifacts
+from rlaunch.builders.run_export import consumed_exports
 from rlaunch.launch import LaunchRefused
 from rlaunch.ledger import Ledger, set_status, set_submission, start_attempt
+from rlaunch.paths import run_paths
 from rlaunch.pipeline import plan_pipeline, stage_specs
-from rlaunch.spec import RunSpec, parse_spec
+from rlaunch.spec import RunExport, RunSpec, parse_spec
 from rlaunch.spec.examples import worked_example
 
 
@@ -26,16 +31,25 @@ def chain(version: str = "dev") -> RunSpec:
     return parse_spec(third)
 
 
-def finish(store: Path, spec: RunSpec, status: str = "SUCCEEDED", attempt: str = "a1") -> None:
+def finish(store: Path, spec: RunSpec, status: str = "SUCCEEDED", attempt: str = "a1",
+           run_exports: dict[str, Any] | None = None) -> None:
     def update(record: dict) -> None:
         start_attempt(record, attempt_id=attempt, fingerprint=spec.fingerprint,
                       runtime_fingerprint="sha256:r", geometry={}, launcher_commit=None,
                       yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
-                      skip_smoke_gate=None)
+                      skip_smoke_gate=None, run_exports=run_exports)
         set_submission(record, attempt, {"submission_id": "job"})
         set_status(record, attempt, status)
 
     Ledger(str(store)).update(spec.name, spec.version, update)
+
+
+def checkpointed(store: Path, step: int) -> Path:
+    """grpo-stage2@dev's root holds a checkpoint: its pointer names `step`."""
+    pointer = store / "grpo-stage2/dev/checkpoints/latest_ckpt_global_step.txt"
+    pointer.parent.mkdir(parents=True)
+    pointer.write_text(f"{step}\n")
+    return pointer
 
 
 def actions(terminal: RunSpec, store: Path) -> list[tuple[str, str, str]]:
@@ -100,9 +114,7 @@ def test_a_stage_that_would_resume_checkpoints_of_the_previous_export_is_refused
     assert second.resume.mode == "latest"
     finish(tmp_path, first, "FAILED")
     finish(tmp_path, second, "LOST")
-    pointer = tmp_path / "grpo-stage2/dev/checkpoints/latest_ckpt_global_step.txt"
-    pointer.parent.mkdir(parents=True)
-    pointer.write_text("4\n")
+    pointer = checkpointed(tmp_path, 4)
     with pytest.raises(LaunchRefused) as error:
         plan_pipeline([terminal], str(tmp_path))
     assert str(error.value) == (
@@ -122,3 +134,96 @@ def test_a_stage_that_would_resume_checkpoints_of_the_previous_export_is_refused
     data["model"]["run"]["resume"]["mode"] = "none"
     assert [stage.action for stage in plan_pipeline([parse_spec(data)], str(tmp_path))] == [
         "launch", "launch", "launch"]
+
+
+def export(store: Path, spec: RunSpec, weights: bytes) -> str:
+    """Write the run's export and terminal manifest; the export's content (the sha256 of its
+    files' `sha256sum` manifest)."""
+    paths = run_paths(str(store), spec.name, spec.version)
+    folder = Path(paths.export_root)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.safetensors").write_bytes(weights)
+    Path(paths.terminal_manifest).write_text('{"status": "succeeded"}')
+    line = f"{hashlib.sha256(weights).hexdigest()}  model.safetensors\n"
+    return "sha256:" + hashlib.sha256(line.encode()).hexdigest()
+
+
+def finish_reading(store: Path, spec: RunSpec) -> None:
+    """A launch of `spec` (reading its upstream's export) that SUCCEEDED: the export is recorded
+    as an input, and the attempt records what it read, as `launch` does."""
+    assert isinstance(spec.model, RunExport)
+    materialize_artifacts({"model": spec.model}, str(store), log=lambda text: None)
+    finish(store, spec, run_exports=consumed_exports(spec, str(store)))
+
+
+def test_a_finished_stage_trained_from_another_export_of_its_upstream_is_launched_again(
+    tmp_path: Path,
+) -> None:
+    terminal = chain()
+    first, second, third = stage_specs(terminal)
+    before = export(tmp_path, first, b"weights of a1")
+    finish(tmp_path, first)
+    finish_reading(tmp_path, second)
+    assert Ledger(str(tmp_path)).read(second.name, "dev")["attempts"][0]["run_exports"] == {
+        "colocated-1x8@dev": {"content": before, "attempt_id": "a1"}}
+    finish(tmp_path, third)
+    assert [action for _, action, _ in actions(terminal, tmp_path)] == ["reuse"] * 3
+    # Stage 1 launched again on its own: the same bytes are the same export.
+    finish(tmp_path, first, attempt="a2")
+    export(tmp_path, first, b"weights of a1")
+    assert [action for _, action, _ in actions(terminal, tmp_path)] == ["reuse"] * 3
+    # Other bytes: stage 2 finished with an export that is no longer there.
+    finish(tmp_path, first, attempt="a3")
+    now = export(tmp_path, first, b"weights of a3")
+    assert actions(terminal, tmp_path) == [
+        ("colocated-1x8@dev", "reuse", "finished: attempt a3 SUCCEEDED"),
+        ("grpo-stage2@dev", "launch",
+         (f"finished, but trained from another export of colocated-1x8@dev (content "
+          f"{before[:19]}…, now {now[:19]}…)")),
+        ("grpo-stage3@dev", "launch",
+         "finished, but reads the export of grpo-stage2@dev, launched again now"),
+    ]
+    # Resuming its checkpoints would train on from the previous export: refused first.
+    pointer = checkpointed(tmp_path, 8)
+    with pytest.raises(LaunchRefused) as error:
+        plan_pipeline([terminal], str(tmp_path))
+    assert str(error.value) == (
+        f"grpo-stage2@dev would resume its checkpoints (resume.mode latest; {pointer}), but "
+        f"they were trained from another export of colocated-1x8@dev (content {before[:19]}…, "
+        f"now {now[:19]}…), launched again since. Set resume.mode none on grpo-stage2 to start "
+        f"over from the new export, or launch it under a new version"
+    )
+
+
+def test_a_finished_calendar_stage_of_another_export_is_refused(tmp_path: Path) -> None:
+    terminal = chain("2026.11.29")
+    first, second, _ = stage_specs(terminal)
+    before = export(tmp_path, first, b"weights of a1")
+    finish(tmp_path, first)
+    finish_reading(tmp_path, second)
+    finish(tmp_path, first, attempt="a2")  # by hand: a calendar run is launched once (VER005)
+    now = export(tmp_path, first, b"weights of a2")
+    with pytest.raises(LaunchRefused) as error:
+        plan_pipeline([terminal], str(tmp_path))
+    assert str(error.value) == (
+        f"grpo-stage2@2026.11.29 finished, and a calendar stage runs once, but it was trained "
+        f"from another export of colocated-1x8@2026.11.29 (content {before[:19]}…, now "
+        f"{now[:19]}…): launched again since; bump the version of grpo-stage2"
+    )
+
+
+def test_a_stage_whose_attempt_does_not_record_what_it_read_is_reused_and_says_so(
+    tmp_path: Path,
+) -> None:
+    terminal = chain()
+    first, second, _ = stage_specs(terminal)
+    export(tmp_path, first, b"weights of a1")
+    finish(tmp_path, first)
+    finish(tmp_path, second)  # an attempt recorded before `run_exports` was
+    finish(tmp_path, first, attempt="a2")
+    export(tmp_path, first, b"weights of a2")
+    assert actions(terminal, tmp_path)[1] == (
+        "grpo-stage2@dev", "reuse",
+        ("finished: attempt a1 SUCCEEDED; its attempt does not record which export of "
+         "colocated-1x8@dev it read (recorded before rlaunch kept that), so it is reused "
+         "unchecked"))

@@ -14,16 +14,20 @@ from __future__ import annotations
 import hashlib
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rlaunch import __version__
 from rlaunch.atomic import write_text_atomically
 from rlaunch.builders.base import RUN_EXPORT_BUILDER, BuildError, Log
 from rlaunch.clock import utc_now
-from rlaunch.ledger import Ledger, LedgerError
+from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.smoke import read_terminal_manifest
 from rlaunch.ledger.stages import stage_state
 from rlaunch.paths import join, run_paths
+from rlaunch.runtimes.trained_from import export_content, files_content
+from rlaunch.spec import RunSpec
 from rlaunch.spec.artifacts import RunExport, fingerprint, identity, run_export_content
 from rlaunch.spec.syntax import is_dev
 from rlaunch.store import (
@@ -116,6 +120,38 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
     log(f"recorded the export of {ident} as an input ({len(files)} file(s), "
         f"{record.total_bytes} bytes)")
     return record, _local_copy(store, location, record, log), True
+
+
+def consumed_exports(spec: RunSpec, prefix: str) -> dict[str, dict[str, Any]]:
+    """What a launch of `spec` reads of other runs, for its ledger attempt (`run_exports`): per
+    run whose export it reads (identity), the export's content as its record in the store
+    gives it (written or checked by the materialization just before) and the attempt of that
+    run which wrote it."""
+    ledger = Ledger(prefix)
+    consumed: dict[str, dict[str, Any]] = {}
+    for _, export in spec.run_exports():
+        uri = run_paths(prefix, export.name, export.version).export_root
+        record = _read_record(open_location(uri, "run export"))
+        if record is None:
+            raise BuildError(f"{uri}/{RECORD_FILE} is missing: the export of {identity(export)} "
+                             f"was not recorded as an input; launch again to record it")
+        attempt = last_attempt(ledger.read(export.name, export.version)) or {}
+        consumed[identity(export)] = {"content": export_content(record),
+                                      "attempt_id": attempt.get("attempt_id")}
+    return consumed
+
+
+def export_content_now(prefix: str, export: RunExport, consumed: Mapping[str, Any]) -> str | None:
+    """The content of the export in the store now, for a stage that read `consumed` (its
+    `run_exports` entry). Only the run's attempts write its export: while its last attempt is
+    the one that wrote what the stage read, that is the content, and nothing is hashed. Else the
+    files are hashed (through the digest cache on a local store); None when there are none."""
+    attempt = last_attempt(Ledger(prefix).read(export.name, export.version)) or {}
+    if consumed.get("attempt_id") and attempt.get("attempt_id") == consumed["attempt_id"]:
+        return str(consumed.get("content"))
+    uri = run_paths(prefix, export.name, export.version).export_root
+    files = _scan(open_location(uri, "run export"))
+    return files_content(files) if files else None
 
 
 def _read_record(location: StoreLocation) -> ArtifactRecord | None:

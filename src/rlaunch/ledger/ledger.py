@@ -139,7 +139,8 @@ def _shape_problem(record: Any) -> str | None:
     for index, attempt in enumerate(attempts):
         if not isinstance(attempt, dict):
             return f"attempts[{index}] is a {type(attempt).__name__}, not an object"
-        submission = attempt.get("submission")
-        if submission is not None and not isinstance(submission, dict):
-            return f"attempts[{index}].submission is a {type(submission).__name__}, not an object"
+        for key in ("submission", "run_exports"):
+            value = attempt.get(key)
+            if value is not None and not isinstance(value, dict):
+                return f"attempts[{index}].{key} is a {type(value).__name__}, not an object"
     return None

@@ -14,7 +14,10 @@
       "skip_smoke_gate": "reason" | null,       # of the last attempt
       "attempts": [{attempt_id, started_at, finished_at, status, submission, fingerprint,
                     runtime_fingerprint, launcher_commit, yaml_digest, yaml_path,
-                    skip_smoke_gate, error}],
+                    skip_smoke_gate, error, run_exports}],
+          # run_exports: what the attempt read of other runs, per run whose export it reads:
+          # {"name@version": {"content": "sha256:...", "attempt_id": <that run's attempt that
+          # wrote the export>}}; null or absent (attempts recorded before it was): unknown
       "smoke_results": [{smoke, attempt_id, status, geometry, runtime_fingerprint, fingerprint,
                          terminal_manifest, recorded_at}],
       "updated_at": "..."
@@ -81,9 +84,12 @@ def start_attempt(
     yaml_path: str,
     smoke_of: str | None,
     skip_smoke_gate: str | None,
+    run_exports: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Record a launch about to be submitted (before the executor is called: a crash between
-    submit and the next write still leaves the attempt, and its fingerprint, on record)."""
+    submit and the next write still leaves the attempt, and its fingerprint, on record).
+    `run_exports`: the contents of the other runs' exports it reads (the pipeline plan compares
+    them with the exports in the store: `rlaunch.pipeline.plan`); None: not known."""
     record.update(
         fingerprint=fingerprint,
         runtime_fingerprint=runtime_fingerprint,
@@ -110,6 +116,8 @@ def start_attempt(
             "yaml_path": yaml_path,
             "skip_smoke_gate": skip_smoke_gate,
             "error": None,
+            "run_exports": None if run_exports is None else {
+                ident: dict(read) for ident, read in run_exports.items()},
         }
     )
 

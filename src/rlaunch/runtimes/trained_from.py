@@ -26,7 +26,7 @@ from rlaunch.atomic import write_text_atomically
 from rlaunch.paths import LATEST_CHECKPOINT_FILE, join
 from rlaunch.render import LaunchDocument
 from rlaunch.runtimes.staging import StageInput, read_record
-from rlaunch.store import ArtifactRecord, StoreError, manifest_sha256
+from rlaunch.store import ArtifactRecord, FileEntry, StoreError, manifest_sha256
 from rlaunch.store.fs import open_location
 
 RUNTIME_FILE = "runtime.json"
@@ -40,7 +40,12 @@ Exports = Mapping[str, Mapping[str, str]]
 
 def export_content(record: ArtifactRecord) -> str:
     """The content of an export, from its record: `sha256:` + the manifest's digest."""
-    return f"sha256:{manifest_sha256(record.files)}"
+    return files_content(record.files)
+
+
+def files_content(files: list[FileEntry]) -> str:
+    """The content of an export whose files are `files`: `sha256:` + their manifest's digest."""
+    return f"sha256:{manifest_sha256(files)}"
 
 
 def stale_export(root: str, record_path: str, recorded: Mapping[str, Any],
