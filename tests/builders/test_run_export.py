@@ -153,3 +153,45 @@ def test_on_an_object_store_the_export_is_hashed_there_and_copied_once(
     logs.clear()
     materialize_artifacts({"model": export}, s3_store, log=logs.append)
     assert logs[0].startswith("colocated-1x8@2026.11.29 (a run's export) up to date")
+
+
+def test_a_dev_relaunch_that_wrote_files_of_the_same_sizes_is_recorded_again(
+    s3_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an object store the record is checked by sizes (hashing the bucket on every read
+    would cost what the record saves); a dev relaunch of the same model writes files of the
+    same sizes, so the record names the attempt that wrote the export, and another attempt
+    records it again: the local copy and the sha256 the nodes verify follow the new bytes."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    export = stage2("dev")
+    ledger = Ledger(s3_store)
+    paths = run_paths(s3_store, export.name, export.version)
+    fs, root = fsspec.core.url_to_fs(paths.export_root)
+
+    def finish_remote(attempt: str) -> None:
+        def started(record: dict) -> None:
+            start_attempt(record, attempt_id=attempt, fingerprint=export.run.fingerprint,
+                          runtime_fingerprint="sha256:r", geometry={}, launcher_commit=None,
+                          yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
+                          skip_smoke_gate=None)
+            set_submission(record, attempt, {"submission_id": "job"})
+            set_status(record, attempt, "SUCCEEDED")
+
+        ledger.update(export.name, export.version, started)
+        fs.pipe_file(f"{root}/config.json", b'{"vocab_size": 50}')
+        fs.pipe_file(f"{root}/model.safetensors", b"weights-" + attempt.encode())
+        fs.pipe_file(fsspec.core.url_to_fs(paths.terminal_manifest)[1],
+                     b'{"status": "succeeded"}')
+
+    finish_remote("a1")
+    folder = materialize_artifacts({"model": export}, s3_store, log=lambda text: None)["model"]
+    assert (folder / "model.safetensors").read_bytes() == b"weights-a1"
+    finish_remote("a2")
+    logs: list[str] = []
+    folder = materialize_artifacts({"model": export}, s3_store, log=logs.append)["model"]
+    assert logs[0] == ("colocated-1x8@dev: the dev run finished again since its export was "
+                       "recorded; recording it again")
+    assert (folder / "model.safetensors").read_bytes() == b"weights-a2"
+    record = json.loads(fs.cat_file(f"{root}/_record.json"))
+    assert record["provenance"]["run_attempt"] == "a2"
+    assert record["files"][1]["sha256"] == hashlib.sha256(b"weights-a2").hexdigest()

@@ -81,12 +81,19 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
     uri = run_paths(store.prefix, export.name, export.version).export_root
     location = open_location(uri, "run export")
     content_fp = fingerprint(export)
+    attempt = _last_attempt_id(store.prefix, export)
     existing = _read_record(location)
     if existing is not None:
         try:
             if existing.fingerprint != content_fp:
                 raise StoreError(f"{uri}/{RECORD_FILE} records fingerprint "
                                  f"{existing.fingerprint}, this spec gives {content_fp}")
+            if is_dev(export.version) and existing.provenance.run_attempt != attempt:
+                # Sizes alone cannot tell a relaunch's export on an object store: the same
+                # model writes files of the same sizes.
+                raise StoreError(f"{uri}/{RECORD_FILE} records the export of attempt "
+                                 f"{existing.provenance.run_attempt}, the run's last attempt "
+                                 f"is {attempt}")
             _verify(location, uri, existing)
             return existing, _local_copy(store, location, existing, log), False
         except StoreError as err:
@@ -110,7 +117,7 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
         provenance=Provenance(
             builder=RUN_EXPORT_BUILDER, builder_class=f"{__name__}:record_run_export",
             rlaunch_version=__version__, launcher_commit=None, built_at=utc_now(),
-            build_seconds=round(time.perf_counter() - started, 3)),
+            build_seconds=round(time.perf_counter() - started, 3), run_attempt=attempt),
         files=files,
     )
     if location.is_local:
@@ -122,12 +129,17 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
     return record, _local_copy(store, location, record, log), True
 
 
+def _last_attempt_id(prefix: str, export: RunExport) -> str | None:
+    attempt = last_attempt(Ledger(prefix).read(export.name, export.version)) or {}
+    found = attempt.get("attempt_id")
+    return found if isinstance(found, str) else None
+
+
 def consumed_exports(spec: RunSpec, prefix: str) -> dict[str, dict[str, Any]]:
     """What a launch of `spec` reads of other runs, for its ledger attempt (`run_exports`): per
     run whose export it reads (identity), the export's content as its record in the store
     gives it (written or checked by the materialization just before) and the attempt of that
     run which wrote it."""
-    ledger = Ledger(prefix)
     consumed: dict[str, dict[str, Any]] = {}
     for _, export in spec.run_exports():
         uri = run_paths(prefix, export.name, export.version).export_root
@@ -135,9 +147,8 @@ def consumed_exports(spec: RunSpec, prefix: str) -> dict[str, dict[str, Any]]:
         if record is None:
             raise BuildError(f"{uri}/{RECORD_FILE} is missing: the export of {identity(export)} "
                              f"was not recorded as an input; launch again to record it")
-        attempt = last_attempt(ledger.read(export.name, export.version)) or {}
         consumed[identity(export)] = {"content": export_content(record),
-                                      "attempt_id": attempt.get("attempt_id")}
+                                      "attempt_id": _last_attempt_id(prefix, export)}
     return consumed
 
 
@@ -146,8 +157,7 @@ def export_content_now(prefix: str, export: RunExport, consumed: Mapping[str, An
     `run_exports` entry). Only the run's attempts write its export: while its last attempt is
     the one that wrote what the stage read, that is the content, and nothing is hashed. Else the
     files are hashed (through the digest cache on a local store); None when there are none."""
-    attempt = last_attempt(Ledger(prefix).read(export.name, export.version)) or {}
-    if consumed.get("attempt_id") and attempt.get("attempt_id") == consumed["attempt_id"]:
+    if consumed.get("attempt_id") and _last_attempt_id(prefix, export) == consumed["attempt_id"]:
         return str(consumed.get("content"))
     uri = run_paths(prefix, export.name, export.version).export_root
     files = _scan(open_location(uri, "run export"))

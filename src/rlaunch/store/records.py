@@ -52,6 +52,9 @@ class Provenance(_RecordModel):
     built_at: str
     """UTC time the payload was published, ISO 8601 with a `Z`."""
     build_seconds: float
+    run_attempt: str | None = None
+    """A run export's record only: the run's attempt that wrote the export (the ledger's last
+    attempt when it was recorded)."""
 
 
 class ArtifactRecord(_RecordModel):
