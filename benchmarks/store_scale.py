@@ -180,7 +180,7 @@ def local_overheads(scratch: Path, artifacts: dict[str, Path]) -> None:
         print(f"  no-op build                        {steady:8.3f}s  vs rlaunch --help "
               f"{help_seconds:.3f}s: +{extra:.3f}s (target <= 0.2s)")
         print(f"  --verify build (every file read)   {verify:8.3f}s")
-        print(f"  no-op launch (materialize + the runtime's input check)")
+        print("  no-op launch (materialize + the runtime's input check)")
         print(f"    in a fresh process               {launch_seconds:8.3f}s  vs the same "
               f"process idle {idle_seconds:.3f}s: +{launch_extra:.3f}s (target <= 0.2s)")
         print(f"    the two steps alone, in-process  {inside:8.3f}s")

@@ -8,7 +8,7 @@ silently.
 
 from __future__ import annotations
 
-from pants.engine.target import Dependencies, StringSequenceField
+from pants.engine.target import Dependencies
 from pants.util.strutil import help_text
 
 from rlaunch_pants import schema

@@ -242,8 +242,9 @@ def test_wandb_identity_comes_together(rule_runner: RuleRunner) -> None:
     )
     line = build[: build.index('name="cluster"')].count("\n")  # the line of `rl_execution(`
     assert _target_error(rule_runner, build, "cluster") == (
-        f"experiments/x/BUILD:{line}: The 'wandb' field in target experiments/x:cluster is missing the "
-        "key 'project' (The W&B project); every key must be set: there are no silent defaults."
+        f"experiments/x/BUILD:{line}: The 'wandb' field in target experiments/x:cluster is "
+        "missing the key 'project' (The W&B project); every key must be set: there are no "
+        "silent defaults."
     )
 
 

@@ -2,9 +2,11 @@
 
 The plugin runs on CPython 3.9 and never imports the library, so the library writes what the
 plugin needs into `pants-plugins/rlaunch_pants/schema.json` (`scripts/gen-docs`, or
-`python -m rlaunch.buildschema --write`): every key of every section (and of an artifact's model facts) with its type, choices,
+`python -m rlaunch.buildschema --write`): every key of every section (and of an artifact's model
+facts) with its type, choices,
 whether it may be null and its meaning (the field's docstring); the artifact slots; the pin and
-version patterns; the SkyRL settings catalog; the world rules that `./pants check` does not run. A test fails when the
+version patterns; the SkyRL settings catalog; the world rules that `./pants check` does not run.
+A test fails when the
 checked-in file differs from what this module writes.
 """
 

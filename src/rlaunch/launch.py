@@ -339,13 +339,13 @@ def launch(
 ) -> LaunchResult:
     """Preflight, render, submit and (with `follow`) follow `spec`. Raises LaunchRefused when
     nothing was submitted; returns the result (see `LaunchResult.exit_code`) otherwise.
-    `smoke_runs_first` and `upstream_runs_first` apply to dry runs only (see `preflight`). `verify` hashes every file
-    of the reused inputs (see `materialize_inputs`). `check_handoffs` submits the SkyRL
-    adapter's `--check-handoffs` mode instead of training: the inputs are built, staged and
-    checked by SkyRL's own code; nothing trains and the ledger records nothing. A local head
-    this launch starts is stopped at its end, unless `keep_head` (released: it outlives this
-    process) or `hold_head` (this process launches more runs on it and stops it; if the process
-    dies, the head's supervisor stops it) is set."""
+    `smoke_runs_first` and `upstream_runs_first` apply to dry runs only (see `preflight`).
+    `verify` hashes every file of the reused inputs (see `materialize_inputs`). `check_handoffs`
+    submits the SkyRL adapter's `--check-handoffs` mode instead of training: the inputs are
+    built, staged and checked by SkyRL's own code; nothing trains and the ledger records
+    nothing. A local head this launch starts is stopped at its end, unless `keep_head`
+    (released: it outlives this process) or `hold_head` (this process launches more runs on it
+    and stops it; if the process dies, the head's supervisor stops it) is set."""
     env = dict(os.environ if env is None else env)
     echo = echo or (lambda text: print(text, end="", flush=True))
     if check_handoffs:

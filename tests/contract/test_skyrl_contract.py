@@ -371,7 +371,8 @@ def contract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     python = contract_python()
     subtrees = {case_id: subtree_for_skyrl(spec) for case_id, spec in {**named, **grid}.items()}
     subtrees[NEGATIVE_ID] = broken_batch_subtree()
-    subtrees.update({case_id: subtree_for_skyrl(spec) for case_id, spec in settings_specs().items()})
+    subtrees.update({case_id: subtree_for_skyrl(spec)
+                     for case_id, spec in settings_specs().items()})
     cases = {
         case_id: {
             "skyrl": subtree,

@@ -97,7 +97,8 @@ def test_run_names_the_build_targets_and_fields_as_written(
     pants: PantsRunner, repo_root: Path, tmp_path: Path
 ) -> None:
     result = pants(
-        *BROKEN_FIXTURES, f"--rlaunch-store={tmp_path}", "run", "tests/fixtures/broken:tp8-on-12-heads", "--",
+        *BROKEN_FIXTURES, f"--rlaunch-store={tmp_path}", "run",
+        "tests/fixtures/broken:tp8-on-12-heads", "--",
         "--dry-run",
     )
     assert result.returncode != 0

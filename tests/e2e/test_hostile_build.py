@@ -75,7 +75,8 @@ def test_a_target_that_depends_on_itself_is_named(scratch: ScratchRepo) -> None:
 
 def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
     code, output = check_with(
-        scratch, ('    kind="tokenizer",\n', '    kind="tokenizer",\n    deps={"m": ":sft_model"},\n')
+        scratch,
+        ('    kind="tokenizer",\n', '    kind="tokenizer",\n    deps={"m": ":sft_model"},\n'),
     )
     assert code == 1
     # The cycle is named from the target whose deps were read first, so either rotation.

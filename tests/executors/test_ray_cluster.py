@@ -116,7 +116,8 @@ def test_a_job_whose_credentials_were_taken_stops_with_the_reason(cluster: str) 
     why instead of running without credentials."""
     key = new_kv_key()
     jobs_api.put_package(cluster, key, payload({"TOK": "abcdef"}), 10)
-    argv = wrapped_argv("ray-kv", key, [sys.executable, "-c", "import os; print(os.environ['TOK'])"])
+    argv = wrapped_argv("ray-kv", key,
+                        [sys.executable, "-c", "import os; print(os.environ['TOK'])"])
     outputs = []
     for run in ("first", "second"):
         job = f"rlaunch-credentials-{run}-{os.getpid()}"

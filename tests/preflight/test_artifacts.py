@@ -46,8 +46,8 @@ def test_art001_hf_revisions_are_commits(revision: str, problem: str) -> None:
     [finding] = findings(data, "ART001")
     assert finding.message == f"train_data.deps.source.revision {revision!r} {problem}"
     assert finding.fix == (
-        "Pin train_data.deps.source.revision to the 40-hex commit sha of openai/gsm8k you mean (the Hub"
-        " shows it under 'Files and versions' > 'History')."
+        "Pin train_data.deps.source.revision to the 40-hex commit sha of openai/gsm8k you mean "
+        "(the Hub shows it under 'Files and versions' > 'History')."
     )
 
 

@@ -157,8 +157,9 @@ def test_defect7_the_dataset_tail_warning_offers_usable_sizes() -> None:
     assert (tail.severity, tail.message) == (
         "warning",
         "train_data gsm8k-train-prompts@2026.11.30 has 7473 rows = 29 batches of"
-        " train_batch_size 256 + 49: each epoch trains on 7424 prompts and leaves out 49 (0.7%), a fresh random draw"
-        " every epoch (SkyRL's train dataloader shuffles and drops the last partial batch)",
+        " train_batch_size 256 + 49: each epoch trains on 7424 prompts and leaves out 49 (0.7%),"
+        " a fresh random draw every epoch (SkyRL's train dataloader shuffles and drops the last"
+        " partial batch)",
     )
     assert tail.fix == (
         "No row is lost for good, so this is usually fine. To leave out fewer, within the batch"

@@ -1,4 +1,5 @@
-"""`rlaunch ls` and `rlaunch show`: what a store's runs look like from the ledger and their files."""
+"""`rlaunch ls` and `rlaunch show`: what a store's runs look like from the ledger and their
+files."""
 
 from __future__ import annotations
 
@@ -35,8 +36,9 @@ def invoke(*args: str) -> str:
 
 def test_ls_lists_every_run_with_its_rewards(store: Path) -> None:
     lines = invoke("ls", "--store", str(store)).splitlines()
-    assert lines[0] == ("RUN                   STATUS     LAST ATTEMPT  STEPS  REWARD first -> last  "
-                        "EVAL   AGE  W&B")
+    assert lines[0] == (
+        "RUN                   STATUS     LAST ATTEMPT  STEPS  REWARD first -> last  "
+        "EVAL   AGE  W&B")
     first = lines[1].split()
     assert first[:9] == ["countdown-lr1e-3@dev", "SUCCEEDED", "a1", "3", "0.320", "->", "0.360",
                          "0.600", first[8]]
@@ -78,7 +80,8 @@ def test_show_prints_attempts_inputs_and_paths(store: Path) -> None:
     assert text.startswith("countdown-lr3e-3@dev: SUCCEEDED\n")
     assert "  fingerprint          sha256:" + "a" * 64 in text
     assert "  launcher commit      " + "c" * 40 in text
-    attempts = [line.split() for line in text.splitlines() if line.startswith("  a") and "/" not in line]
+    attempts = [line.split() for line in text.splitlines()
+                if line.startswith("  a") and "/" not in line]
     assert [row[:2] for row in attempts] == [["a1", "FAILED"], ["a2", "SUCCEEDED"]]
     assert "steps: 5, reward 0.640 -> 0.800, eval 1.200\n" in text
     assert "smoke results: none recorded" in text

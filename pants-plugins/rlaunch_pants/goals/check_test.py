@@ -79,7 +79,8 @@ def test_a_sound_run_passes(rule_runner: RuleRunner) -> None:
     assert result.partition_description == "experiments/x:run"
     heading, warning, *where, fix = result.stdout.splitlines()
     run_line, data_line, plan_line = (
-        _line_of(COLOCATED_BUILD, f'name="{name}"') for name in ("run", "gsm8k-train-prompts", "plan")
+        _line_of(COLOCATED_BUILD, f'name="{name}"')
+        for name in ("run", "gsm8k-train-prompts", "plan")
     )
     assert heading == (
         f"experiments/x:run (experiments/x/BUILD:{run_line}) (colocated-1x8@2026.11.29): ok, "

@@ -58,7 +58,8 @@ def package_refusal(stdout: bytes, stderr: bytes, source: str, address: str) -> 
     """The preflight report that refuses packaging, or None when the run has no error."""
     report = split_report(stdout, {source: address})
     if report is None:
-        said = "\n".join(part for part in (stderr.decode().strip(), stdout.decode().strip()) if part)
+        parts = (stderr.decode().strip(), stdout.decode().strip())
+        said = "\n".join(part for part in parts if part)
         return f"{address} is not packaged: its preflight did not run:\n{said}"
     code, text = report[source]
     if code == 0:

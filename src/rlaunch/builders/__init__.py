@@ -25,7 +25,8 @@ from rlaunch.builders.graph import (
 )
 
 __all__ = [
-    "AnyArtifact", "BuildError", "BuildResult", "Built", "BuildSession", "Builder", "Log", "NodeResult",
+    "AnyArtifact", "BuildError", "BuildResult", "Built", "BuildSession", "Builder", "Log",
+    "NodeResult",
     "build_artifact", "builder_name", "load_builder", "materialize", "materialize_artifacts",
     "plan",
 ]

@@ -7,7 +7,8 @@
                                                                   tokenizer.json, sft_metrics.json
 
 The data are runtime-format prompt rows (rlaunch.tasks.prompts), the files SkyRL's
-PromptDataset reads too, so both runtimes take one data handoff. The SFT builder lives in `countdown_sft` (it imports torch; the other two do not). All three
+PromptDataset reads too, so both runtimes take one data handoff. The SFT builder lives in
+`countdown_sft` (it imports torch; the other two do not). All three
 are deterministic: the same config and deps give the same bytes (the model on one
 CPU thread). The SFT run is short; it teaches the answer format and some arithmetic, so that RL
 starts from a policy that sometimes succeeds.
@@ -16,6 +17,7 @@ starts from a policy that sometimes succeeds.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 

@@ -65,7 +65,8 @@ def job_python(launch: LaunchDocument) -> str:
     pinned = runtime.package.partition("==")[2] if runtime.package else None
     if version is not None and (pinned is None or version == pinned):
         return python
-    wanted = runtime.package or f"{known.package} at git {runtime.git.commit if runtime.git else '?'}"
+    commit = runtime.git.commit if runtime.git else "?"
+    wanted = runtime.package or f"{known.package} at git {commit}"
     where = (f"{setting}={python}" if configured
              else f"this launcher's interpreter {python} ({setting} is not set)")
     has = (f"has no {known.package} installed" if version is None

@@ -1,7 +1,8 @@
 """Staging: every input of a job copied from the store to node-local disk before SkyRL starts.
 
 Each input (`inputs.<slot>` of the launch YAML: identity, fingerprint, store URI) lands in
-`{node cache}/{name}/{version}-{first 16 hex of the fingerprint}/`, verified file by file (size and sha256)
+`{node cache}/{name}/{version}-{first 16 hex of the fingerprint}/`, verified file by file (size
+and sha256)
 against its store record. A folder there is complete or absent: files are copied into a staging
 folder beside it (many at once, progress by bytes: `rlaunch.store.transfer`) and renamed into
 place after they verify, with the record written last. A warm cache (same record, files

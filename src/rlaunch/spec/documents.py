@@ -60,7 +60,8 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 # YAML 1.1 (PyYAML) reads `1e-6` as a string; YAML 1.2 and JSON read it as a number, and so does
 # every person who writes a learning rate. Types are strict, so the number must be a number.
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
-_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
+                                    list("-+0123456789"))
 
 
 class Dumper(yaml.SafeDumper):

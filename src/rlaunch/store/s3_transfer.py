@@ -130,8 +130,8 @@ def download_files(fs: Any, files: Sequence[tuple[str, str, int]], *, streams: i
                    progress: Progress) -> None:
     """Download each (`bucket/key` path on `fs`, local path, size), like `upload_files`; the
     local folders are made first, and an object missing from its folder's listing raises
-    FileNotFoundError before anything moves. s3transfer writes each file under a temporary name and renames
-    it into place when complete."""
+    FileNotFoundError before anything moves. s3transfer writes each file under a temporary name
+    and renames it into place when complete."""
     for _, target, _ in files:
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     # One listing of the files' common folder (a request per 1000 objects), not a HEAD per file.
