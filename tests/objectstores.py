@@ -84,11 +84,25 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+# Runs before the server's own code: asks Linux to SIGTERM it when the test process dies
+# (PR_SET_PDEATHSIG, kept across exec), then becomes the server. The server has a session of its
+# own, so a kill of the test run's process group does not reach it; without this, a test run
+# killed by a timeout or kill -9 left its servers running. If the test process is already gone,
+# the server is not started.
+_DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(1)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
 def _spawn(argv: list[str], log: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
         return subprocess.Popen(
-            argv,
+            [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *argv],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
