@@ -26,7 +26,9 @@ class MiniBatch(NamedTuple):
 
     def per_gpu(self, samples: int) -> int:
         """SkyRL's per-GPU mini batch: mini x n // DP, floored as validate_batch_sizes does."""
-        assert self.dp is not None
+        if self.dp is None:
+            raise ValueError(f"the {self.role} mini batch per GPU is asked for while the "
+                             f"{self.role} DP is undefined (rules filter with `sharded`)")
         return self.size * samples // self.dp
 
 

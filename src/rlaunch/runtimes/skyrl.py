@@ -124,8 +124,7 @@ def supervise(argv: list[str], env: dict[str, str],
     for sig in _FORWARDED:
         signal.signal(sig, forward)
     try:
-        assert child.stdout is not None
-        for line in child.stdout:
+        for line in child.stdout or ():  # a pipe: Popen(stdout=PIPE) above
             sys.stdout.write(line)
             sys.stdout.flush()
             if on_line is not None:
