@@ -11,6 +11,8 @@ from conftest import BROKEN_FIXTURES
 
 PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
+BROKEN_BUILD = "tests/fixtures/broken/BUILD"
+
 # tests/fixtures/broken/BUILD: run -> the error codes preflight reports, each once per finding.
 EXPECTED = {
     "tests/fixtures/broken:tp8-on-12-heads": ["GEO016"],
@@ -69,10 +71,15 @@ TP8_WHERE = [
 ]
 
 
+def _line_of(repo_root: Path, build_file: str, text: str) -> int:
+    """The number of the first line of `build_file` that contains `text`."""
+    lines = (repo_root / build_file).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
 def _tp8_lines(repo_root: Path) -> tuple[str, list[str]]:
-    lines = (repo_root / "tests/fixtures/broken/BUILD").read_text().splitlines()
-    run = next(n for n, line in enumerate(lines, 1) if '"tp8-on-12-heads"' in line)
-    plan = next(n for n, line in enumerate(lines, 1) if 'name="engine-tp8"' in line)
+    run = _line_of(repo_root, BROKEN_BUILD, '"tp8-on-12-heads"')
+    plan = _line_of(repo_root, BROKEN_BUILD, 'name="engine-tp8"')
     return TP8_TITLE.format(run=run), [line.format(plan=plan) for line in TP8_WHERE]
 
 
@@ -114,8 +121,7 @@ def test_a_setting_finding_names_the_setting_as_the_build_file_writes_it(
 ) -> None:
     result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:profiler-on-swap-offload")
     assert result.returncode == 1, result.stderr
-    build = (repo_root / "tests/fixtures/broken/BUILD").read_text().splitlines()
-    line = next(n for n, text in enumerate(build, 1) if '_run("profiler-on-swap-offload"' in text)
+    line = _line_of(repo_root, BROKEN_BUILD, '_run("profiler-on-swap-offload"')
     assert _finding(result.stderr, "SET002") == [
         "    in tests/fixtures/broken/BUILD:"
         f"{line} (tests/fixtures/broken:profiler-on-swap-offload): "
@@ -129,9 +135,8 @@ def test_a_calendar_stage_on_a_dev_run_is_refused_with_pipe001(
 ) -> None:
     result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:calendar-on-dev-run")
     assert result.returncode == 1, result.stderr
-    build = (repo_root / "tests/fixtures/broken/BUILD").read_text().splitlines()
-    stage = next(n for n, text in enumerate(build, 1) if '_run("calendar-on-dev-run"' in text)
-    upstream = next(n for n, text in enumerate(build, 1) if '_run("smoke-other-geometry"' in text)
+    stage = _line_of(repo_root, BROKEN_BUILD, '_run("calendar-on-dev-run"')
+    upstream = _line_of(repo_root, BROKEN_BUILD, '_run("smoke-other-geometry"')
     lines = result.stderr.splitlines()
     # One error, PIPE001; the warnings are the fixture's data's (BATCH010), not this test's.
     title = (
@@ -152,18 +157,12 @@ def test_a_calendar_stage_on_a_dev_run_is_refused_with_pipe001(
     ]
 
 
-def _line_of(repo_root: Path, build_file: str, text: str) -> int:
-    """The number of the first line of `build_file` that contains `text`."""
-    lines = (repo_root / build_file).read_text().splitlines()
-    return next(n for n, line in enumerate(lines, 1) if text in line)
-
-
 def test_a_stage_on_an_eval_run_is_refused_with_pipe004(
     pants: PantsRunner, repo_root: Path
 ) -> None:
     check = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:stage-on-eval")
     assert check.returncode == 1, check.stderr
-    stage = _line_of(repo_root, "tests/fixtures/broken/BUILD", '_run("stage-on-eval"')
+    stage = _line_of(repo_root, BROKEN_BUILD, '_run("stage-on-eval"')
     evaluation = _line_of(repo_root, "experiments/qwen2.5-1.5b-gsm8k/BUILD", 'name="grpo-eval"')
     assert _finding(check.stderr, "PIPE004") == [
         f"    in tests/fixtures/broken/BUILD:{stage} (tests/fixtures/broken:stage-on-eval): model",
