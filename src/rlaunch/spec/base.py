@@ -34,5 +34,5 @@ class SpecModel(BaseModel):
     @classmethod
     def _integers_in_range(cls, value: Any) -> Any:
         if type(value) is int and not -MAX_INT <= value <= MAX_INT:
-            raise ValueError(f"integers are at most 2**53 in size (got {len(str(value))} digits)")
+            raise ValueError("integers must lie within +-2**53")
         return value
