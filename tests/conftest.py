@@ -7,11 +7,20 @@ process pointed at the server (environment and fsspec config), restored afterwar
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from objectstores import ObjectStoreServer, running
+
+# Hypothesis keeps its example database and caches in ./.hypothesis unless told otherwise; the
+# checkout holds no cache (scripts/test names a folder under the user's cache).
+set_hypothesis_home_dir(Path(os.environ.get(
+    "RLAUNCH_TEST_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    / "rlaunch" / "test")) / "hypothesis")
 
 
 @pytest.fixture(scope="session")
