@@ -13,9 +13,10 @@ from typing import Any
 
 from rlaunch.ledger.stages import stage_state
 from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
+from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
-from rlaunch.spec.artifacts import AnyArtifact, BuiltArtifact, RunExport, fingerprint, identity
+from rlaunch.preflight.tokenizer_gate import described_tokenizer, tokenizer_source
+from rlaunch.spec.artifacts import AnyArtifact, BuiltArtifact, RunExport, identity
 from rlaunch.spec.catalog import SKYRL_EVAL_ENTRYPOINT
 from rlaunch.spec.syntax import is_calendar, is_dev
 
@@ -76,35 +77,41 @@ def no_dev_run_under_calendar(check: Check) -> Iterator[Finding]:
             )
 
 
-def _tokenizer_of(artifact: Any) -> tuple[str, str]:
-    return identity(artifact), fingerprint(artifact)
-
-
 @rule(
     "PIPE002",
-    "A stage reads another run's export with the tokenizer that run trained with.",
+    "A stage reads another run's export with the tokenizer pin that run trained with (warning: "
+    "two pins may hold one tokenizer; the launch compares their files, LAUNCH002).",
     example=Example(base="grpo-stage2", edits=_edit(
         _other_tokenizer, "the first stage trained with another tokenizer")),
 )
 def export_tokenizer_matches(check: Check) -> Iterator[Finding]:
-    """Error: the export's weights learned the ids of the tokenizer its run trained with; read
-    with another, ids would mean other strings. Decided by identity and fingerprint, so a stage
-    and its upstream share one tokenizer pin. Two different pins (a reference model from
-    another repo) are compared by content at launch, on the materialized files (LAUNCH002)."""
-    mine = _tokenizer_of(check.spec.tokenizer)
+    """Warning, never an error: the export's weights learned the ids of the tokenizer its run
+    trained with, and read with another tokenizer ids would mean other strings; but whether two
+    pins hold one tokenizer is not in the spec. The same tokenizer is published under several
+    repos and revisions, a re-pinned revision can hold identical files, and a tokenizer of the
+    same identity with another fingerprint (another revision or builder config) may still write
+    the same files: no spec field states a tokenizer's contents, so no case is decidable here.
+    Pins that name the same files (one repo at one revision, one built identity and
+    fingerprint) pass silently. The launch compares the contents once the inputs are
+    materialized (LAUNCH002): the export's tokenizer files, or those of the upstream's
+    tokenizer in the store when the export has none (SkyRL's export keeps them under
+    `global_step_N/policy/`), and refuses an id that means another string; a pipeline does so
+    before it launches any stage."""
+    mine = tokenizer_source(check.spec.tokenizer)
     for path, export in check.spec.run_exports():
-        theirs = _tokenizer_of(export.run.tokenizer)
-        if theirs == mine:
+        theirs = export.run.tokenizer
+        if tokenizer_source(theirs) == mine:
             continue
-        same_name = theirs[0] == mine[0]
-        detail = (f"with fingerprint {theirs[1]}, this run's is {mine[1]}" if same_name else
-                  f"this run's tokenizer is {mine[0]}")
-        yield error(
+        yield warning(
             "PIPE002", ("tokenizer", f"{path}.run.tokenizer"),
-            f"{path} is the export of {identity(export)}, trained with tokenizer {theirs[0]}, "
-            f"but {detail}: token ids would mean other strings (vocabulary and special tokens "
-            f"must be the same)",
-            f"Set tokenizer to the tokenizer {export.name} trained with ({theirs[0]}).",
+            f"{path} is the export of {identity(export)}, trained with tokenizer "
+            f"{described_tokenizer(theirs)}, but this run's tokenizer is "
+            f"{described_tokenizer(check.spec.tokenizer)}: two pins, which may hold one "
+            f"tokenizer (the spec cannot tell). The launch compares their vocabularies and "
+            f"special tokens in the store (LAUNCH002) and refuses it if an id means another "
+            f"string",
+            f"To silence this, set tokenizer to the tokenizer {export.name} trained with "
+            f"({identity(theirs)}).",
         )
 
 

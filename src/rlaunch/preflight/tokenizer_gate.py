@@ -45,6 +45,13 @@ def tokenizer_source(artifact: AnyArtifact) -> str:
     return f"{identity(artifact)} ({fingerprint(artifact)[:19]})"
 
 
+def described_tokenizer(artifact: AnyArtifact) -> str:
+    """A tokenizer artifact for a message: its identity and where its files come from, e.g.
+    `tiny-chatml@2026.11.01 (org/chatml@<commit>)` or `char@dev (sha256:0123456789ab)`."""
+    source = tokenizer_source(artifact)
+    return source if source.startswith(identity(artifact)) else f"{identity(artifact)} ({source})"
+
+
 def _models(spec: RunSpec) -> list[tuple[str, AnyArtifact]]:
     slots = ((slot, getattr(spec, slot)) for slot in MODEL_SLOTS)
     return [(slot, artifact) for slot, artifact in slots if artifact is not None]
@@ -71,14 +78,28 @@ def _specials(difference: TokenizerDifference, slot: str) -> str:
                      for name, mine, mine_id, theirs, theirs_id in difference.specials)
 
 
+def _where(spec: RunSpec, slot: str, artifact: AnyArtifact) -> str:
+    """Which two tokenizers were compared: the slot's (for a run's export, the tokenizer its
+    run trained with) and the run's."""
+    mine = f"the run's tokenizer is {described_tokenizer(spec.tokenizer)}"
+    if isinstance(artifact, RunExport):
+        return (f"{slot} is the export of {identity(artifact)}, trained with tokenizer "
+                f"{described_tokenizer(artifact.run.tokenizer)}, {mine}")
+    return f"{slot} {identity(artifact)} comes with tokenizer {tokenizer_source(artifact)}, {mine}"
+
+
+def _fix(slot: str, artifact: AnyArtifact) -> str:
+    same = "a tokenizer with its vocabulary and special tokens (only the chat template may differ)"
+    if isinstance(artifact, RunExport):
+        return (f"Set tokenizer to the tokenizer {artifact.name} trained with "
+                f"({identity(artifact.run.tokenizer)}), or to {same}.")
+    return f"Use a {slot} trained with the run's tokenizer, or {same}."
+
+
 def _finding(spec: RunSpec, slot: str, artifact: AnyArtifact,
              difference: TokenizerDifference) -> Finding:
     paths = ("tokenizer", slot)
-    where = (f"{slot} {identity(artifact)} comes with tokenizer {tokenizer_source(artifact)}, "
-             f"the run's tokenizer is {identity(spec.tokenizer)} "
-             f"({tokenizer_source(spec.tokenizer)})")
-    fix = (f"Use a {slot} trained with the run's tokenizer, or a tokenizer with its "
-           f"vocabulary and special tokens (only the chat template may differ).")
+    where, fix = _where(spec, slot, artifact), _fix(slot, artifact)
     if difference.conflicts or difference.moved or difference.opaque:
         parts = [_conflicts(difference, slot)] if difference.conflicts else []
         if difference.moved:
@@ -131,20 +152,20 @@ def tokenizer_mismatches(spec: RunSpec,
                          contents: Mapping[str, TokenizerContents | None]) -> list[Finding]:
     """Each model slot whose tokenizer pin is not the run tokenizer's, against the run's
     tokenizer: `contents` maps `tokenizer` and the model slots to what their payloads hold
-    (None: no tokenizer files)."""
+    (None: no tokenizer files; a slot it does not name is not compared). A run's export is
+    compared by its own tokenizer files, or by those of the tokenizer its run trained with
+    when the export has none (`rlaunch.builders.upstream_tokenizer`)."""
     mine = contents.get("tokenizer")
     findings = []
     for slot, artifact in _models(spec):
-        if tokenizer_source(artifact) == tokenizer_source(spec.tokenizer):
+        if tokenizer_source(artifact) == tokenizer_source(spec.tokenizer) or slot not in contents:
             continue
-        theirs = contents.get(slot)
+        theirs = contents[slot]
         if mine is None or theirs is None:
             missing = "the run's tokenizer" if mine is None else slot
             findings.append(warning(
                 TOKENIZER_CONTENTS_CODE, ("tokenizer", slot),
-                f"{slot} {identity(artifact)} comes with tokenizer "
-                f"{tokenizer_source(artifact)}, the run's tokenizer is "
-                f"{tokenizer_source(spec.tokenizer)}, and {missing} has no tokenizer files in "
+                f"{_where(spec, slot, artifact)}, and {missing} has no tokenizer files in "
                 f"the store: their vocabularies were not compared",
                 f"Give {missing} its tokenizer files (tokenizer.json, or vocab.json), or use "
                 f"one tokenizer pin for both."))
