@@ -24,6 +24,7 @@ from typing import Any
 
 from rlaunch.builders import BuildError, materialize
 from rlaunch.builders.run_export import consumed_exports
+from rlaunch.builders.upstream_tokenizer import upstream_tokenizer_payloads
 from rlaunch.executors import (
     Executor,
     ExecutorError,
@@ -261,9 +262,11 @@ def attempt_copy(plan: Plan, rendered: Rendered, attempt_id: str) -> Path:
 def materialize_inputs(plan: Plan, say: Say, *, verify: bool = False) -> None:
     """Build or reuse every input artifact in the store before the job reads it (`verify`:
     hash every file of a reused input, not only those whose identity changed); then compare
-    the run's tokenizer with its models' as the store holds them (LAUNCH002, LAUNCH003)."""
+    the run's tokenizer with its models' as the store holds them (LAUNCH002, LAUNCH003): a
+    run's export by its tokenizer files, else by the tokenizer its run trained with."""
     try:
         payloads = materialize(plan.spec, plan.store_prefix, verify=verify, log=say)
+        payloads |= upstream_tokenizer_payloads(plan.spec, plan.store_prefix, payloads, say)
     except (BuildError, StoreError) as err:
         raise LaunchRefused(f"materializing the inputs of {plan.spec.identity} failed: {err}")
     findings = tokenizer_findings(plan.spec, payloads)
