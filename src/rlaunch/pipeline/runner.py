@@ -2,8 +2,9 @@
 
 Each stage is launched as `rlaunch launch` would launch it alone (its own preflight, ledger
 record, smoke gate and lock), by the sweep's point launcher, on one local Ray head kept between
-stages. A stage that does not succeed stops the chain and is named; running the pipeline again
-reuses what finished and resumes there.
+stages. Before the first launch, each stage's tokenizer is compared with the one its upstream
+runs trained with (`rlaunch.pipeline.tokenizers`). A stage that does not succeed stops the
+chain and is named; running the pipeline again reuses what finished and resumes there.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from rlaunch.executors import local_head
 from rlaunch.launch import EXIT_OK, EXIT_REFUSED, LaunchRefused, launch
 from rlaunch.pipeline.plan import Stage, describe, plan_pipeline
+from rlaunch.pipeline.tokenizers import refuse_tokenizer_mismatches
 from rlaunch.progress import progress
 from rlaunch.spec import RunSpec
 from rlaunch.sweep.runner import PointLauncher, SweepPoint
@@ -65,6 +67,11 @@ def run_pipeline(
         line(f"pipeline of {title}: refused\n{err}")
         return err.exit_code
     describe(title, stages, store, line)
+    try:
+        refuse_tokenizer_mismatches(stages, store, build=not dry_run, say=say)
+    except LaunchRefused as err:
+        line(f"pipeline of {title}: refused\n{err}")
+        return err.exit_code
     if dry_run:
         return _dry_run(stages, source=source, out_dir=out_dir, store=store, repo=repo,
                         line=line, say=say)
