@@ -30,7 +30,19 @@ EXPECTED = {
     "tests/fixtures/broken:profiler-on-swap-offload": ["SET002", "SET003"],
     "tests/fixtures/broken:calendar-on-dev-run": ["PIPE001"],
     "tests/fixtures/broken:stage-on-eval": ["PIPE004"],
+    # Not broken: two tokenizer pins may hold one tokenizer, which only the files tell (LAUNCH002).
+    "tests/fixtures/broken:tokenizer-pinned-apart": [],
 }
+PINNED_APART = (
+    "warning PIPE002 tokenizer, model.run.tokenizer: model is the export of "
+    "gsm8k-grpo-qwen2.5-1.5b@2026.11.29, trained with tokenizer qwen2.5-1.5b-instruct@2026.11.01 "
+    "(Qwen/Qwen2.5-1.5B-Instruct@989aa7980e4cf806f80c7fef2b1adb7bc71aa306), but this run's "
+    "tokenizer is qwen2.5-1.5b@2026.11.01 (Qwen/Qwen2.5-1.5B@"
+    "8faed761d45a263340a0528343f099c05c9a4323): two pins, which may hold one tokenizer (the spec "
+    "cannot tell). The launch compares their "
+    "vocabularies and special tokens in the store (LAUNCH002) and refuses it if an id means "
+    "another string"
+)
 
 
 def error_codes_by_run(output: str) -> dict[str, list[str]]:
@@ -49,6 +61,7 @@ def test_each_broken_recipe_fails_with_its_codes(pants: PantsRunner) -> None:
     assert result.returncode == 1, result.stderr
     assert "✕ rlaunch-preflight failed." in result.stderr
     assert error_codes_by_run(result.stderr) == EXPECTED
+    assert PINNED_APART in result.stderr.splitlines()
 
 
 def test_the_broken_recipes_are_out_of_a_whole_repo_check(pants: PantsRunner) -> None:
