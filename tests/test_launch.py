@@ -320,6 +320,22 @@ def test_logs_follow_shows_a_detached_jobs_steps_as_a_bar_on_a_terminal(world: W
     assert "training: step 1/2" in err and "training: step 2/2" in err and "\x1b[" in err
 
 
+def test_a_launch_shows_its_jobs_steps_as_a_bar_on_a_terminal(world: World) -> None:
+    """Issue 16: `rlaunch launch`, following its job, shows the job's step lines as a bar on
+    stderr when it is a terminal (rich forced to one here); its stdout, a pipe, gets the job's
+    lines as they are."""
+    spec_file = world.spec_file(name="echo-wait-bar")
+    launcher = cli(world, "launch", str(spec_file), "--out", str(world.out("echo-wait-bar")),
+                   "--repo", str(world.repo), TTY_COMPATIBLE="1", COLUMNS="120")
+    read_until(launcher, "echo-runtime: waiting for")
+    release(world.store, "echo-wait-bar")
+    out, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0, err
+    assert "step 2/2 | echo-runtime: released" in out and "\x1b" not in out
+    assert "training: step 1/2" in err and "training: step 2/2" in err and "\x1b[" in err, (
+        err[-2000:])
+
+
 def test_two_launches_of_one_identity_at_once_exactly_one_proceeds(world: World) -> None:
     spec_file = world.spec_file(name="echo-wait-race")
     args = ["launch", str(spec_file), "--out", str(world.out("echo-wait-race")),

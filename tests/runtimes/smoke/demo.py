@@ -84,8 +84,12 @@ def smoke_spec(
     train_rows: int = 4000,
     sft_steps: int = 600,
     logger: str = "console",
+    inputs_version: str = "dev",
 ) -> dict[str, Any]:
-    """A RunSpec dict (public spec format) for a countdown smoke run on simulated GPUs."""
+    """A RunSpec dict (public spec format) for a countdown smoke run on simulated GPUs.
+
+    `inputs_version`: the version of its data, tokenizer and SFT model. A dev input is rebuilt
+    by every launch; a calendar one is built once per store, then reused."""
     policy_nodes = nodes if policy_nodes is None else policy_nodes
     policy_gpus = gpus_per_node if policy_gpus_per_node is None else policy_gpus_per_node
     engines = (policy_nodes * policy_gpus) // engine_tp if num_engines is None else num_engines
@@ -95,12 +99,15 @@ def smoke_spec(
              "num_hidden_layers": MODEL_DIMS["n_layers"], "hidden_size": MODEL_DIMS["d_model"],
              "intermediate_size": 4 * MODEL_DIMS["d_model"], "vocab_size": VOCAB_SIZE,
              "head_dim": None, "torch_dtype": "float32", "num_parameters": MODEL_PARAMETERS}
-    tokenizer = _built(f"{name}-tokenizer", "tokenizer", "char_tokenizer", {})
+    tokenizer = _built(f"{name}-tokenizer", "tokenizer", "char_tokenizer", {},
+                       version=inputs_version)
     data = _built(f"{name}-data", "dataset", "countdown_data",
-                  {"seed": seed, "train_rows": train_rows, "eval_rows": 256}, rows=train_rows)
+                  {"seed": seed, "train_rows": train_rows, "eval_rows": 256}, rows=train_rows,
+                  version=inputs_version)
     # The builders of rlaunch.builders.countdown can make these too (`rlaunch launch` does).
     model = _built(f"{name}-sft", "model", "sft_model",
-                   {**MODEL_DIMS, "steps": sft_steps, "seed": seed}, facts=facts)
+                   {**MODEL_DIMS, "steps": sft_steps, "seed": seed}, facts=facts,
+                   version=inputs_version)
     model["deps"] = {"data": data, "tokenizer": tokenizer}
     policy = {"num_nodes": policy_nodes, "num_gpus_per_node": policy_gpus,
               "tensor_parallel_size": policy_tp if strategy == "megatron" else 1,
