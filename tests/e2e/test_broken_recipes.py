@@ -1,4 +1,8 @@
-"""Broken recipes fail `./pants check` with the rule codes they are built to hit."""
+"""Broken recipes fail `./pants check` with the rule codes they are built to hit.
+
+One `./pants check` of every broken recipe (without pantsd: a cold Pants each time) serves the
+tests that read what it says of one recipe: each reads that recipe's partition of the output.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import BROKEN_FIXTURES
 
 PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
@@ -45,23 +50,41 @@ PINNED_APART = (
 )
 
 
-def error_codes_by_run(output: str) -> dict[str, list[str]]:
-    """`Partition #N - <address>:` sections of the check output -> their error codes."""
+def partitions(output: str) -> dict[str, str]:
+    """`Partition #N - <address>:` sections of a check's output: address -> its text."""
     sections = re.split(r"^Partition #\d+ - (\S+):\n", output, flags=re.MULTILINE)
-    found = {}
-    for address, body in zip(sections[1::2], sections[2::2], strict=True):
-        found[address] = sorted(
-            line.split()[1] for line in body.splitlines() if line.startswith("error ")
-        )
-    return found
+    return dict(zip(sections[1::2], sections[2::2], strict=True))
 
 
-def test_each_broken_recipe_fails_with_its_codes(pants: PantsRunner) -> None:
-    result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:")
-    assert result.returncode == 1, result.stderr
-    assert "✕ rlaunch-preflight failed." in result.stderr
-    assert error_codes_by_run(result.stderr) == EXPECTED
-    assert PINNED_APART in result.stderr.splitlines()
+def error_codes_by_run(output: str) -> dict[str, list[str]]:
+    """The error codes of each partition of the check output."""
+    return {
+        address: sorted(line.split()[1] for line in body.splitlines() if line.startswith("error "))
+        for address, body in partitions(output).items()
+    }
+
+
+@pytest.fixture(scope="module")
+def checked(pants: PantsRunner) -> subprocess.CompletedProcess[str]:
+    """`./pants check` of every broken recipe."""
+    return pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:")
+
+
+def partition(output: str, address: str) -> str:
+    """The section of `address` in a check's output, its header line excluded."""
+    bodies = partitions(output)
+    assert address in bodies, f"no partition of {address}: {sorted(bodies)}"
+    return bodies[address]
+
+
+def test_each_broken_recipe_fails_with_its_codes(
+    checked: subprocess.CompletedProcess[str],
+) -> None:
+    assert checked.returncode == 1, checked.stderr
+    assert "✕ rlaunch-preflight failed." in checked.stderr
+    assert error_codes_by_run(checked.stderr) == EXPECTED
+    assert PINNED_APART in checked.stderr.splitlines()
+    assert "__rlaunch_specs" not in checked.stderr
 
 
 def test_the_broken_recipes_are_out_of_a_whole_repo_check(pants: PantsRunner) -> None:
@@ -103,14 +126,12 @@ def _finding(output: str, code: str) -> list[str]:
 
 
 def test_check_names_the_build_targets_and_fields_as_written(
-    pants: PantsRunner, repo_root: Path
+    checked: subprocess.CompletedProcess[str], repo_root: Path
 ) -> None:
-    result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:tp8-on-12-heads")
-    assert result.returncode == 1, result.stderr
+    output = partition(checked.stderr, "tests/fixtures/broken:tp8-on-12-heads")
     title, where = _tp8_lines(repo_root)
-    assert f"\n{title} (tp8-on-12-heads@2026.11.29): refused, " in result.stderr
-    assert _finding(result.stderr, "GEO016") == where
-    assert "__rlaunch_specs" not in result.stderr
+    assert output.startswith(f"{title} (tp8-on-12-heads@2026.11.29): refused, "), output
+    assert _finding(output, "GEO016") == where
 
 
 def test_run_names_the_build_targets_and_fields_as_written(
@@ -130,12 +151,11 @@ def test_run_names_the_build_targets_and_fields_as_written(
 
 
 def test_a_setting_finding_names_the_setting_as_the_build_file_writes_it(
-    pants: PantsRunner, repo_root: Path
+    checked: subprocess.CompletedProcess[str], repo_root: Path
 ) -> None:
-    result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:profiler-on-swap-offload")
-    assert result.returncode == 1, result.stderr
+    output = partition(checked.stderr, "tests/fixtures/broken:profiler-on-swap-offload")
     line = _line_of(repo_root, BROKEN_BUILD, '_run("profiler-on-swap-offload"')
-    assert _finding(result.stderr, "SET002") == [
+    assert _finding(output, "SET002") == [
         "    in tests/fixtures/broken/BUILD:"
         f"{line} (tests/fixtures/broken:profiler-on-swap-offload): "
         'settings["generator.inference_engine.gpu_memory_utilization"]',
@@ -144,13 +164,12 @@ def test_a_setting_finding_names_the_setting_as_the_build_file_writes_it(
 
 
 def test_a_calendar_stage_on_a_dev_run_is_refused_with_pipe001(
-    pants: PantsRunner, repo_root: Path
+    checked: subprocess.CompletedProcess[str], repo_root: Path
 ) -> None:
-    result = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:calendar-on-dev-run")
-    assert result.returncode == 1, result.stderr
+    output = partition(checked.stderr, "tests/fixtures/broken:calendar-on-dev-run")
     stage = _line_of(repo_root, BROKEN_BUILD, '_run("calendar-on-dev-run"')
     upstream = _line_of(repo_root, BROKEN_BUILD, '_run("smoke-other-geometry"')
-    lines = result.stderr.splitlines()
+    lines = output.splitlines()
     # One error, PIPE001; the warnings are the fixture's data's (BATCH010), not this test's.
     title = (
         f"tests/fixtures/broken:calendar-on-dev-run (tests/fixtures/broken/BUILD:{stage}) "
@@ -171,17 +190,16 @@ def test_a_calendar_stage_on_a_dev_run_is_refused_with_pipe001(
 
 
 def test_a_stage_on_an_eval_run_is_refused_with_pipe004(
-    pants: PantsRunner, repo_root: Path
+    checked: subprocess.CompletedProcess[str], repo_root: Path
 ) -> None:
-    check = pants(*BROKEN_FIXTURES, "check", "tests/fixtures/broken:stage-on-eval")
-    assert check.returncode == 1, check.stderr
+    output = partition(checked.stderr, "tests/fixtures/broken:stage-on-eval")
     stage = _line_of(repo_root, BROKEN_BUILD, '_run("stage-on-eval"')
     evaluation = _line_of(repo_root, "experiments/qwen2.5-1.5b-gsm8k/BUILD", 'name="grpo-eval"')
-    assert _finding(check.stderr, "PIPE004") == [
+    assert _finding(output, "PIPE004") == [
         f"    in tests/fixtures/broken/BUILD:{stage} (tests/fixtures/broken:stage-on-eval): model",
         f"    in experiments/qwen2.5-1.5b-gsm8k/BUILD:{evaluation} "
         "(experiments/qwen2.5-1.5b-gsm8k:grpo-eval): name",
     ]
     assert ("    fix: Set model to the training run the eval scores "
             "(gsm8k-grpo-qwen2.5-1.5b@2026.11.29, the eval's model) instead of the eval."
-            ) in check.stderr.splitlines()
+            ) in output.splitlines()
