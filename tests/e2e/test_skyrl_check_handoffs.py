@@ -27,8 +27,11 @@ from pants_scratch import ScratchRepo
 
 import gsm8kdata
 from contract.skyrl_env import contract_python
+from executors.support import HeadWatch
 from hubserver import hub_environment, serve_hub
 from objectstores import ObjectStoreServer
+from rlaunch.executors.local_head import ensure_head
+from rlaunch.spec.execution import Allocation
 
 CONTRACT = Path(__file__).resolve().parents[1] / "contract"
 MODEL_REPO = "rlaunch-tests/tiny-chat"
@@ -156,6 +159,11 @@ rl_run(name="too-short", run_name="tiny-gsm8k-too-short", train_data=":train-pro
 '''
 
 
+# :local-1x2's allocation, as BUILD declares it.
+ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=2,
+                        memory_gb_per_node=8, disk_gb_per_node=10)
+
+
 def safetensors(tensors: dict[str, dict[str, object]]) -> bytes:
     """The safetensors layout: 8-byte little-endian header length, JSON header, zeroed data."""
     header = json.dumps(tensors).encode()
@@ -182,7 +190,13 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
     repo = ScratchRepo(repo_root, root / "repo")
     repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
     repo.commit_all("a GSM8K-shaped SkyRL experiment")
+    # One local Ray head for the module, started as a launch starts it (for :local-1x2's
+    # allocation) and owned by this process: every check reuses it instead of starting and
+    # stopping one of its own; at the end it is stopped and none of its processes may be left.
+    heads = HeadWatch(root / "head")
     try:
+        ensure_head(ALLOCATION, heads.state_dir, lambda message: None)
+        heads.snapshot()
         with serve_hub(repos) as (url, _):
             repo.env.update(hub_environment(url))
             repo.env.update(s3_server.env())
@@ -191,11 +205,12 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
                 "RLAUNCH_SKYRL_PYTHON": python,
                 "RLAUNCH_SKYRL_HANDOFF_MODULE": str(CONTRACT / "handoff_runner.py"),
                 "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
-                "RLAUNCH_LOCAL_HEAD_DIR": str(root / "head"),
+                "RLAUNCH_LOCAL_HEAD_DIR": str(heads.state_dir),
             })
             yield repo
     finally:
         repo.close()
+        heads.finish()
 
 
 def check(scratch: ScratchRepo, target: str) -> subprocess.CompletedProcess[str]:
@@ -235,6 +250,7 @@ def test_skyrls_own_check_runs_in_skyrls_environment_on_inputs_staged_from_s3(
     assert "env: gsm8k made on the first rows; reward of the ground truth: 1, 1, 1, 1" in out
     assert "rlaunch: handoff check passed; --check-handoffs: SkyRL not started" in out
     assert "rlaunch: handoff check of tiny-gsm8k-grpo@dev: passed" in err
+    assert "rlaunch: reusing the local Ray head at " in err
     assert "smoke gate" not in err and "no curves" not in err
     # Nothing trains, nothing is recorded.
     assert not s3_server.filesystem().exists(f"{store}/_ledger/tiny-gsm8k-grpo")
