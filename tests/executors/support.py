@@ -35,6 +35,8 @@ ECHO_PROFILE = catalog.RuntimeProfile(
     strategies=frozenset({"fsdp", "megatron"}),
     rollout_backends=frozenset({"vllm"}),
     weight_sync_backends=frozenset({"nccl", "gloo"}),
+    environments=None,
+    estimators=None,
     simulated=True,
     adapter=None,
 )

@@ -98,12 +98,27 @@ def test_rt006_eval_entrypoint_has_eval() -> None:
 
 
 def test_rt004_profile_supports_strategy_and_backends() -> None:
-    data = example(edits={"runtime": SMOKE_RUNTIME, "role_plan.rollout.backend": "sglang"})
+    smoke = {"runtime": SMOKE_RUNTIME, "algorithm.environment": "countdown"}
+    data = example(edits=dict(smoke, **{"role_plan.rollout.backend": "sglang"}))
     assert messages(data, "RT004") == [
         "role_plan.rollout.backend 'sglang': runtime profile smoke has no rollout backend"
         " sglang (it has vllm)"
     ]
-    assert messages(example(edits={"runtime": SMOKE_RUNTIME}), "RT004") == []
+    assert messages(example(edits=smoke), "RT004") == []
+
+
+def test_rt004_smoke_runs_its_task_and_estimators_only() -> None:
+    """rlaunch.runtimes.smoke.config.load_config refuses another task or estimator, but only
+    in the launched job: preflight says so before anything starts."""
+    data = example(edits={"runtime": SMOKE_RUNTIME, "algorithm.environment": "2",
+                          "algorithm.advantage_estimator": "gae"})
+    assert messages(data, "RT004") == [
+        "algorithm.environment '2': runtime profile smoke has no task 2 (it has countdown)",
+        "algorithm.advantage_estimator 'gae': runtime profile smoke has no advantage estimator"
+        " gae (it has grpo, rloo)",
+    ]
+    # SkyRL's tasks are not catalogued: its handoff check reads skyrl-gym's registry.
+    assert messages(example(edits={"algorithm.environment": "2"}), "RT004") == []
     assert messages(example("megatron-moe-5x8"), "RT004") == []
 
 

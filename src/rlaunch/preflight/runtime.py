@@ -133,9 +133,11 @@ def entrypoint_exists(check: Check) -> Iterator[Finding]:
 
 @rule(
     "RT004",
-    "The runtime profile supports the strategy, the rollout backend and the weight sync.",
+    "The runtime profile supports the strategy, the rollout backend, the weight sync, the task"
+    " and the advantage estimator.",
     example=Example(
-        edits={"runtime": SMOKE_RUNTIME, "role_plan.rollout.backend": "sglang"}
+        edits={"runtime": SMOKE_RUNTIME, "algorithm.environment": "countdown",
+               "role_plan.rollout.backend": "sglang"}
     ),
 )
 def runtime_supports_plan(check: Check) -> Iterator[Finding]:
@@ -149,9 +151,14 @@ def runtime_supports_plan(check: Check) -> Iterator[Finding]:
          known.rollout_backends),
         ("role_plan.rollout.weight_sync_backend", "weight sync backend",
          plan.rollout.weight_sync_backend, known.weight_sync_backends),
+        ("algorithm.environment", "task", check.spec.algorithm.environment,
+         known.environments),
+        ("algorithm.advantage_estimator", "advantage estimator",
+         check.spec.algorithm.advantage_estimator, known.estimators),
     ]
     for path, what, value, supported in wanted:
-        if value not in supported:
+        # None: the catalog does not list them (the runtime's own check refuses one it lacks).
+        if supported is not None and value not in supported:
             yield error(
                 "RT004", (path, "runtime.profile"),
                 f"{path} {value!r}: runtime profile {known.name} has no {what} {value}"

@@ -71,6 +71,11 @@ class RuntimeProfile:
     strategies: frozenset[str]
     rollout_backends: frozenset[str]
     weight_sync_backends: frozenset[str]
+    environments: frozenset[str] | None
+    """The tasks (SkyRL `env_class`) the runtime has; None when the catalog does not list them
+    (SkyRL's registry is read by the handoff check, on the inputs, before the first GPU)."""
+    estimators: frozenset[str] | None
+    """The advantage estimators the runtime runs; None: every one the RunSpec allows."""
     simulated: bool
     """True for a runtime that simulates GPUs (strategies and backends are emulated on CPU)."""
     adapter: str | None
@@ -112,6 +117,10 @@ SMOKE_SETTINGS = (
     "trainer.algorithm.grpo_norm_by_std",
 )
 
+# What the smoke runtime can run (rlaunch.runtimes.smoke.config.load_config refuses the rest).
+SMOKE_ENVIRONMENTS = ("countdown",)
+SMOKE_ESTIMATORS = ("grpo", "rloo")
+
 _SMOKE_0_1_0 = RuntimeRelease(
     version="0.1.0",
     entrypoints=("rlaunch.runtimes.smoke",),
@@ -133,6 +142,8 @@ PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
             strategies=frozenset({"fsdp", "megatron"}),
             rollout_backends=frozenset({"vllm", "sglang"}),
             weight_sync_backends=frozenset({"nccl", "gloo"}),
+            environments=None,
+            estimators=None,
             simulated=False,
             adapter="rlaunch.runtimes.skyrl",
         ),
@@ -145,6 +156,8 @@ PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
             strategies=frozenset({"fsdp", "megatron"}),
             rollout_backends=frozenset({"vllm"}),
             weight_sync_backends=frozenset({"nccl", "gloo"}),
+            environments=frozenset(SMOKE_ENVIRONMENTS),
+            estimators=frozenset(SMOKE_ESTIMATORS),
             simulated=True,
             adapter=None,
         ),

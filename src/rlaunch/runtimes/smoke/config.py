@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlaunch.render import LaunchDocument
+from rlaunch.spec.catalog import SMOKE_ENVIRONMENTS, SMOKE_ESTIMATORS
 from rlaunch.spec.roleplan import dp_of, engine_gpus, replica_size
-
-ENVIRONMENTS = ("countdown",)
-ESTIMATORS = ("grpo", "rloo")
 
 class SmokeConfigError(ValueError):
     """The launch YAML asks for something the smoke runtime cannot run."""
@@ -208,15 +206,15 @@ def load_config(launch: LaunchDocument) -> SmokeConfig:
     optimizer = trainer.policy.optimizer_config
     generator = skyrl.generator
     env_class = skyrl.environment.env_class
-    if env_class not in ENVIRONMENTS:
+    if env_class not in SMOKE_ENVIRONMENTS:
         raise SmokeConfigError(
             f"skyrl.environment.env_class is {env_class!r}; the smoke runtime has the task(s) "
-            f"{', '.join(ENVIRONMENTS)}; set algorithm.environment in the spec"
+            f"{', '.join(SMOKE_ENVIRONMENTS)}; set algorithm.environment in the spec"
         )
-    if algorithm.advantage_estimator not in ESTIMATORS:
+    if algorithm.advantage_estimator not in SMOKE_ESTIMATORS:
         raise SmokeConfigError(
             f"skyrl.trainer.algorithm.advantage_estimator is {algorithm.advantage_estimator!r}; "
-            f"the smoke runtime runs {' and '.join(ESTIMATORS)}"
+            f"the smoke runtime runs {' and '.join(SMOKE_ESTIMATORS)}"
         )
     if generator.max_turns != 1:
         raise SmokeConfigError(
