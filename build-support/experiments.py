@@ -27,24 +27,33 @@ def grpo_algorithm(*, environment, learning_rate, kl_loss_coef, max_training_ste
     )
 
 
+def _check_smoke_arguments(macro, name, run_name, algorithm, smoke_steps):
+    """A wrong argument of a macro that makes a smoke would surface as a bare Python error
+    inside it (`run_name + "-smoke"`, `"%d steps" % smoke_steps`) or as a silently odd name
+    (`None-lr0.001`); say which macro call and which argument instead."""
+    if type(run_name) is not str or not run_name:
+        raise ValueError(
+            "%s(name=%r): run_name must be a non-empty string, got %r" % (macro, name, run_name)
+        )
+    if type(algorithm) is not dict:
+        raise ValueError(
+            "%s(name=%r): algorithm must be a dict such as grpo_algorithm(...), got %r"
+            % (macro, name, algorithm)
+        )
+    if type(smoke_steps) is not int or smoke_steps < 1:
+        raise ValueError(
+            "%s(name=%r): smoke_steps must be a whole number of training steps >= 1, got %r"
+            % (macro, name, smoke_steps)
+        )
+
+
 def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, smoke_name="smoke",
                       **fields):
     """`rl_run(name=...)` plus `rl_run(name=smoke_name, smoke_of=":<name>")`: the smoke is the
     same run with version `dev`, the name `<run_name>-smoke` and `smoke_steps` training steps;
     every other field (`version`, `description`, the artifacts, plan and execution) is the
     full run's. `smoke_name` tells apart the smokes of several runs in one BUILD file."""
-    # A wrong argument here would surface as a bare Python error inside the macro; say which
-    # run and which argument instead.
-    if type(algorithm) is not dict:
-        raise ValueError(
-            "rl_run_with_smoke(name=%r): algorithm must be a dict such as grpo_algorithm(...), "
-            "got %r" % (name, algorithm)
-        )
-    if type(smoke_steps) is not int or smoke_steps < 1:
-        raise ValueError(
-            "rl_run_with_smoke(name=%r): smoke_steps must be a whole number of training steps "
-            ">= 1, got %r" % (name, smoke_steps)
-        )
+    _check_smoke_arguments("rl_run_with_smoke", name, run_name, algorithm, smoke_steps)
     # The runs are made here: a change here changes them (`--changed-dependents`).
     fields = dict(fields, dependencies=list(fields.get("dependencies", [])) + [PRELUDE])
     rl_run(name=name, run_name=run_name, algorithm=algorithm, seed=seed, **fields)
@@ -129,6 +138,7 @@ def rl_sweep_runs(*, name, run_name, algorithm, smoke_steps, seed, grid=None, po
     or `points` (a list of dicts of field path -> value): one `rl_run` per point, named
     `<name>-<label>` with the run name `<run_name>-<label>`, one dev smoke per distinct role plan
     and runtime (`<name>-smoke`, with `smoke_steps` steps), every other field shared."""
+    _check_smoke_arguments("rl_sweep_runs", name, run_name, algorithm, smoke_steps)
     if (grid is None) == (points is None):
         _sweep_fail("rl_sweep_runs(name=%r): give exactly one of grid= and points=" % name)
     chosen = _grid_points(grid) if grid is not None else [dict(point) for point in points]

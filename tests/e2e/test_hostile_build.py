@@ -108,13 +108,21 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
          "model.facts.num_attention_heads: Value error, integers must lie within +-2**53 (got "
          "1000000000000000000000000000000) in experiments/countdown/BUILD:37 "
          "(experiments/countdown:sft_model): facts.num_attention_heads"),
+        # rl_sweep_runs checked none of its arguments: "%d steps" % '2' was a bare TypeError.
+        (('[0.001, 0.01]},\n    smoke_steps=2,', '[0.001, 0.01]},\n    smoke_steps="2",'),
+         "rl_sweep_runs(name='sweep'): smoke_steps must be a whole number of training steps "
+         ">= 1, got '2'"),
+        # None + "-smoke" was a bare TypeError; a sweep made runs named None-lr0.0003-...
+        (('run_name="countdown-grpo"', "run_name=None"),
+         "rl_run_with_smoke(name='launch'): run_name must be a non-empty string, got None"),
         # The smoke runtime refused another task only once launched (in its load_config).
         (('grpo_algorithm(environment="countdown"', 'grpo_algorithm(environment="2"'),
          "error RT004 algorithm.environment, runtime.profile: algorithm.environment '2': "
          "runtime profile smoke has no task 2 (it has countdown)"),
     ],
     ids=["runtime-empty", "eval_data-empty", "smoke_steps-str", "algorithm-none",
-         "facts-int-too-big", "environment-unknown-to-the-runtime"],
+         "facts-int-too-big", "sweep-smoke_steps-str", "run_name-none",
+         "environment-unknown-to-the-runtime"],
 )
 def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, message) -> None:
     code, output = check_with(scratch, edit)
