@@ -27,14 +27,18 @@ def grpo_algorithm(*, environment, learning_rate, kl_loss_coef, max_training_ste
     )
 
 
-def _check_smoke_arguments(macro, name, run_name, algorithm, smoke_steps):
-    """A wrong argument of a macro that makes a smoke would surface as a bare Python error
-    inside it (`run_name + "-smoke"`, `"%d steps" % smoke_steps`) or as a silently odd name
-    (`None-lr0.001`); say which macro call and which argument instead."""
+def _check_run_name(macro, name, run_name):
     if type(run_name) is not str or not run_name:
         raise ValueError(
             "%s(name=%r): run_name must be a non-empty string, got %r" % (macro, name, run_name)
         )
+
+
+def _check_smoke_arguments(macro, name, run_name, algorithm, smoke_steps):
+    """A wrong argument of a macro that makes a smoke would surface as a bare Python error
+    inside it (`run_name + "-smoke"`, `"%d steps" % smoke_steps`) or as a silently odd name
+    (`None-lr0.001`); say which macro call and which argument instead."""
+    _check_run_name(macro, name, run_name)
     if type(algorithm) is not dict:
         raise ValueError(
             "%s(name=%r): algorithm must be a dict such as grpo_algorithm(...), got %r"
@@ -228,6 +232,7 @@ def rl_eval_run(*, name, run_name, runtime, smoke_name, **fields):
     same eval at version `dev` (SkyRL 0.3.0's eval entrypoint reads no row or step limit, and a
     greedy eval of a test split takes minutes, so the smoke is the eval itself). Every other
     field is an rl_run's; the run's geometry, batch and algorithm are checked as any run's."""
+    _check_run_name("rl_eval_run", name, run_name)
     if type(runtime) is not str or not runtime:
         raise ValueError(
             "rl_eval_run(name=%r): runtime must be the address of an rl_runtime whose "

@@ -131,6 +131,21 @@ def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, messag
     assert "Traceback (most recent call last)" not in output
 
 
+def test_rl_eval_run_names_a_run_name_that_is_no_string(scratch: ScratchRepo) -> None:
+    build = "experiments/qwen2.5-1.5b-gsm8k/BUILD"
+    original = (scratch.root / build).read_text()
+    scratch.write(build, original.replace('run_name="gsm8k-grpo-eval-qwen2.5-1.5b"',
+                                          "run_name=None", 1))
+    try:
+        code, output = pants(scratch, "check", "experiments/qwen2.5-1.5b-gsm8k:grpo-eval")
+    finally:
+        scratch.write(build, original)
+    assert code == 1
+    # None + "-smoke" inside the macro was a bare TypeError naming no call.
+    assert ("rl_eval_run(name='grpo-eval'): run_name must be a non-empty string, got None"
+            in output), output[-1500:]
+
+
 def test_package_refuses_what_check_refuses(scratch: ScratchRepo) -> None:
     code, output = pants(scratch, "package", "broken:batch-100-by-64")
     assert code != 0
