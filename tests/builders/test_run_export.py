@@ -45,7 +45,8 @@ def finish(store: Path, export: RunExport, *, status: str = "SUCCEEDED",
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text('{"vocab_size": 50}')
     (folder / "model.safetensors").write_bytes(b"weights-" + attempt.encode())
-    Path(paths.terminal_manifest).write_text(json.dumps({"status": "succeeded"}))
+    Path(paths.terminal_manifest).write_text(json.dumps({"status": "succeeded",
+                                                          "export_path": paths.export_root}))
     return folder
 
 
@@ -140,7 +141,8 @@ def test_on_an_object_store_the_export_is_hashed_there_and_copied_once(
     fs, root = fsspec.core.url_to_fs(paths.export_root)
     fs.pipe_file(f"{root}/config.json", b'{"vocab_size": 50}')
     fs.pipe_file(f"{root}/model.safetensors", b"remote weights")
-    fs.pipe_file(fsspec.core.url_to_fs(paths.terminal_manifest)[1], b'{"status": "succeeded"}')
+    fs.pipe_file(fsspec.core.url_to_fs(paths.terminal_manifest)[1], json.dumps(
+        {"status": "succeeded", "export_path": paths.export_root}).encode())
     logs: list[str] = []
     folder = materialize_artifacts({"model": export}, s3_store, log=logs.append)["model"]
     assert (folder / "model.safetensors").read_bytes() == b"remote weights"
@@ -180,8 +182,8 @@ def test_a_dev_relaunch_that_wrote_files_of_the_same_sizes_is_recorded_again(
         ledger.update(export.name, export.version, started)
         fs.pipe_file(f"{root}/config.json", b'{"vocab_size": 50}')
         fs.pipe_file(f"{root}/model.safetensors", b"weights-" + attempt.encode())
-        fs.pipe_file(fsspec.core.url_to_fs(paths.terminal_manifest)[1],
-                     b'{"status": "succeeded"}')
+        fs.pipe_file(fsspec.core.url_to_fs(paths.terminal_manifest)[1], json.dumps(
+            {"status": "succeeded", "export_path": paths.export_root}).encode())
 
     finish_remote("a1")
     folder = materialize_artifacts({"model": export}, s3_store, log=lambda text: None)["model"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,23 @@ def export(store: Path, spec: RunSpec, weights: bytes) -> str:
     folder = Path(paths.export_root)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "model.safetensors").write_bytes(weights)
-    Path(paths.terminal_manifest).write_text('{"status": "succeeded"}')
+    Path(paths.terminal_manifest).write_text(
+        json.dumps({"status": "succeeded", "export_path": paths.export_root}))
+    line = f"{hashlib.sha256(weights).hexdigest()}  model.safetensors\n"
+    return "sha256:" + hashlib.sha256(line.encode()).hexdigest()
+
+
+def skyrl_export(store: Path, spec: RunSpec, steps: dict[int, bytes]) -> str:
+    """Write the run's export as SkyRL 0.3.0 does (weights per exported step in
+    `global_step_N/policy/`) and the terminal manifest naming the last step, as the SkyRL
+    adapter writes it; the content of the last step's folder."""
+    paths = run_paths(str(store), spec.name, spec.version)
+    for step, weights in steps.items():
+        policy = Path(paths.export_root) / f"global_step_{step}" / "policy"
+        policy.mkdir(parents=True, exist_ok=True)
+        (policy / "model.safetensors").write_bytes(weights)
+    Path(paths.terminal_manifest).write_text(json.dumps(
+        {"status": "succeeded", "export_path": str(policy)}))
     line = f"{hashlib.sha256(weights).hexdigest()}  model.safetensors\n"
     return "sha256:" + hashlib.sha256(line.encode()).hexdigest()
 
@@ -193,6 +210,29 @@ def test_a_finished_stage_trained_from_another_export_of_its_upstream_is_launche
         f"now {now[:19]}…), launched again since. Set resume.mode none on grpo-stage2 to start "
         f"over from the new export, or launch it under a new version"
     )
+
+
+def test_a_skyrl_export_is_compared_by_its_last_steps_model_only(tmp_path: Path) -> None:
+    """The content a stage read is the model the upstream's manifest names (SkyRL: the last
+    `global_step_N/policy`), so a relaunch that exported the same last step is the same export,
+    whatever its other steps hold."""
+    terminal = chain()
+    first, second, third = stage_specs(terminal)
+    before = skyrl_export(tmp_path, first, {4: b"step 4 of a1", 8: b"step 8"})
+    finish(tmp_path, first)
+    finish_reading(tmp_path, second)
+    assert Ledger(str(tmp_path)).read(second.name, "dev")["attempts"][0]["run_exports"] == {
+        "colocated-1x8@dev": {"content": before, "attempt_id": "a1"}}
+    finish(tmp_path, third)
+    finish(tmp_path, first, attempt="a2")
+    skyrl_export(tmp_path, first, {4: b"step 4 of a2", 8: b"step 8"})
+    assert [action for _, action, _ in actions(terminal, tmp_path)] == ["reuse"] * 3
+    finish(tmp_path, first, attempt="a3")
+    now = skyrl_export(tmp_path, first, {4: b"step 4 of a2", 8: b"step 8 of a3"})
+    assert actions(terminal, tmp_path)[1] == (
+        "grpo-stage2@dev", "launch",
+        (f"finished, but trained from another export of colocated-1x8@dev (content "
+         f"{before[:19]}…, now {now[:19]}…)"))
 
 
 def test_a_finished_calendar_stage_of_another_export_is_refused(tmp_path: Path) -> None:

@@ -46,10 +46,12 @@ def write_spec(folder: Path, data: dict[str, Any]) -> Path:
     return path
 
 
-def finish_with_skyrl_export(store: Path, upstream: RunSpec) -> Path:
+def finish_with_skyrl_export(store: Path, upstream: RunSpec, *,
+                             tokenizer_files: bool = True) -> Path:
     """Record `upstream` as SUCCEEDED and write its export as SkyRL 0.3.0 lays it out:
     `global_step_2/policy/` holds the weights and the tokenizer (`RayPPOTrainer.save_models`),
-    nothing at the export's root."""
+    nothing at the export's root; the terminal manifest names that folder, as the SkyRL
+    adapter writes it. Without `tokenizer_files`, an export with no tokenizer files at all."""
     def update(record: dict) -> None:
         start_attempt(record, attempt_id="a1", fingerprint=upstream.fingerprint,
                       runtime_fingerprint="sha256:r", geometry={}, launcher_commit=None,
@@ -64,8 +66,10 @@ def finish_with_skyrl_export(store: Path, upstream: RunSpec) -> Path:
     policy.mkdir(parents=True)
     (policy / "config.json").write_text('{"vocab_size": 50}')
     (policy / "model.safetensors").write_bytes(b"weights")
-    CharTokenizer().save(policy)
-    Path(paths.terminal_manifest).write_text(json.dumps({"status": "succeeded"}))
+    if tokenizer_files:
+        CharTokenizer().save(policy)
+    Path(paths.terminal_manifest).write_text(json.dumps({"status": "succeeded",
+                                                          "export_path": str(policy)}))
     return policy
 
 

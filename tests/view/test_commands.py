@@ -100,6 +100,16 @@ def test_show_json_is_the_record_and_where_its_files_are(store: Path) -> None:
     assert detail["terminal"] is None
 
 
+def test_show_names_the_model_a_runs_export_is(store: Path) -> None:
+    """The model a stage reading the run's export gets: the folder its terminal manifest names
+    (SkyRL's last `global_step_N/policy`)."""
+    export = f"{store}/countdown-lr1e-3/dev/export/global_step_8/policy"
+    (store / "countdown-lr1e-3" / "dev" / "terminal.json").write_text(
+        json.dumps({"status": "succeeded", "export_path": export}))
+    text = invoke("show", "countdown-lr1e-3@dev", "--store", str(store))
+    assert f"  exported_model     {export}\n" in text
+
+
 def test_show_without_the_launch_yaml_says_where_it_was(store: Path) -> None:
     yaml_path = store.parent / "dist" / "countdown-lr1e-3" / "dev" / "launch.yaml"
     yaml_path.unlink()

@@ -1,12 +1,20 @@
 """A run's export as an input: recorded in the store as an artifact, not built.
 
-The upstream run wrote `{store}/{run}/{version}/export/` when it finished. Before a consumer
-reads it, the launcher checks in the ledger that the run finished with the fingerprint the
-consumer's spec gives it, and writes the export's build record (`export/_record.json`: identity
-`run@version`, the export's fingerprint, every file with its sha256). From then on the export
-is read, verified and staged like any built artifact. A dev run that finished again since is
-recorded again; a calendar run runs once, so its record never changes. On an object store the
-export is hashed where it is, once, and copied into the local cache for local readers.
+The upstream run wrote its export under `{store}/{run}/{version}/export/` when it finished, and
+its terminal manifest names the model in it (`export_path`): that root for the smoke runtime,
+`global_step_N/policy/` of the last step for SkyRL 0.3.0, which exports every
+`hf_save_interval` steps into `{trainer.export_path}/global_step_N/policy`
+(`RayPPOTrainer.save_models`, skyrl/train/trainer.py). The input is exactly that folder. Before
+a consumer reads it, the launcher checks in the ledger that the run finished with the
+fingerprint the consumer's spec gives it, and writes the export's build record
+(`export/_record.json`: identity `run@version`, the export's fingerprint, `payload_folder` when
+the model is below the root, and every file of that folder with its sha256). The record stays
+at the root, where the launch YAML names the input (rendered, and packaged, before the run has
+finished and its last step is known); nothing is copied or moved in the store. From then on the
+export is read, verified and staged like any built artifact, from that folder only. A dev run
+that finished again since is recorded again; a calendar run runs once, so its record never
+changes. On an object store the export is hashed where it is, once, and copied into the local
+cache for local readers.
 """
 
 from __future__ import annotations
@@ -80,9 +88,18 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
         )
     uri = run_paths(store.prefix, export.name, export.version).export_root
     location = open_location(uri, "run export")
+    folder = exported_folder(store.prefix, export)
+    payload_uri = join(uri, folder) if folder else uri
+    payload = open_location(payload_uri, "run export")
     content_fp = fingerprint(export)
     attempt = _last_attempt_id(store.prefix, export)
     existing = _read_record(location)
+    previous = None
+    if existing is not None and (existing.payload_folder or "") != folder:
+        log(f"{ident}: {uri}/{RECORD_FILE} lists the files of {_folder_words(existing)}, the "
+            f"run's terminal manifest names {folder or 'the export root'} as its model; "
+            f"recording it again")
+        previous, existing = existing, None
     if existing is not None:
         try:
             if existing.fingerprint != content_fp:
@@ -94,8 +111,8 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
                 raise StoreError(f"{uri}/{RECORD_FILE} records the export of attempt "
                                  f"{existing.provenance.run_attempt}, the run's last attempt "
                                  f"is {attempt}")
-            _verify(location, uri, existing)
-            return existing, _local_copy(store, location, existing, log), False
+            _verify(payload, payload_uri, existing)
+            return existing, _local_copy(store, payload, existing, log), False
         except StoreError as err:
             if not is_dev(export.version):
                 raise BuildError(
@@ -106,10 +123,12 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
             log(f"{ident}: the dev run finished again since its export was recorded; "
                 f"recording it again")
     started = time.perf_counter()
-    files = _scan(location)
+    files = _scan(payload)
     if not files:
-        raise BuildError(f"run {ident} finished but wrote no export at {uri}; its checkpoint "
-                         f"policy must set export_final")
+        raise BuildError(f"run {ident} finished but wrote no export at {payload_uri}; its "
+                         f"checkpoint policy must set export_final")
+    if previous is not None and not is_dev(export.version):
+        _same_files(ident, previous, folder, files)
     record = ArtifactRecord(
         schema_version=1, identity=ident, name=export.name, version=export.version,
         fingerprint=content_fp, kind="model", type="run_export", deps={},
@@ -118,15 +137,65 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
             builder=RUN_EXPORT_BUILDER, builder_class=f"{__name__}:record_run_export",
             rlaunch_version=__version__, launcher_commit=None, built_at=utc_now(),
             build_seconds=round(time.perf_counter() - started, 3), run_attempt=attempt),
-        files=files,
+        files=files, payload_folder=folder or None,
     )
     if location.is_local:
         write_text_atomically(join(location.root, RECORD_FILE), record.to_json())
     else:
         location.fs.pipe_file(join(location.root, RECORD_FILE), record.to_json().encode())
     log(f"recorded the export of {ident} as an input ({len(files)} file(s), "
-        f"{record.total_bytes} bytes)")
-    return record, _local_copy(store, location, record, log), True
+        f"{record.total_bytes} bytes{f' in {folder}' if folder else ''})")
+    return record, _local_copy(store, payload, record, log), True
+
+
+def exported_folder(prefix: str, export: RunExport) -> str:
+    """The folder of the model the run's terminal manifest names (`export_path`), relative to
+    the run's export root: "" for the root itself (the smoke runtime's export, an eval's
+    report), `global_step_N/policy` for SkyRL 0.3.0. A manifest that names no folder, or one
+    outside the export root, is refused: it was not written by an rlaunch runtime."""
+    paths = run_paths(prefix, export.name, export.version)
+    manifest = read_terminal_manifest(prefix, export.name, export.version) or {}
+    named = manifest.get("export_path")
+    fix = (f"it was not written by an rlaunch runtime of this run: launch "
+           f"{identity(export)} again")
+    if not isinstance(named, str) or not named:
+        raise BuildError(f"the terminal manifest {paths.terminal_manifest} of "
+                         f"{identity(export)} names no export_path (the folder of the model "
+                         f"it exported); {fix}")
+    root = open_location(paths.export_root, "run export").prefix.rstrip("/")
+    found = open_location(named, "terminal manifest export_path").prefix.rstrip("/")
+    relative = found[len(root) + 1:] if found.startswith(root + "/") else None
+    if found == root:
+        return ""
+    if relative is None or any(part in ("", ".", "..") for part in relative.split("/")):
+        raise BuildError(f"the terminal manifest {paths.terminal_manifest} of "
+                         f"{identity(export)} names export_path {named}, which is not in the "
+                         f"run's export folder {paths.export_root}; {fix}")
+    return relative
+
+
+def _folder_words(record: ArtifactRecord) -> str:
+    return record.payload_folder or "the whole export root"
+
+
+def _same_files(ident: str, previous: ArtifactRecord, folder: str,
+                files: list[FileEntry]) -> None:
+    """A calendar export recorded before as another folder (a record of the whole root, from
+    before rlaunch recorded the manifest's folder) is recorded again only if that record
+    listed the same files there: a calendar run's export is immutable."""
+    before = previous.payload_folder
+    prefix = "" if before is None else before + "/"
+    inner = f"{folder}/" if folder else ""
+    listed = [FileEntry(path=f"{prefix}{entry.path}"[len(inner):], size=entry.size,
+                        sha256=entry.sha256) for entry in previous.files
+              if f"{prefix}{entry.path}".startswith(inner)]
+    if listed != files:
+        raise BuildError(
+            f"the export of {ident} changed after it was recorded: its record lists other "
+            f"files in {folder or 'the export root'} than the store holds now. A calendar run "
+            f"runs once and its export is immutable: restore it, or relaunch the run under a "
+            f"new version"
+        )
 
 
 def _last_attempt_id(prefix: str, export: RunExport) -> str | None:
@@ -159,8 +228,11 @@ def export_content_now(prefix: str, export: RunExport, consumed: Mapping[str, An
     files are hashed (through the digest cache on a local store); None when there are none."""
     if consumed.get("attempt_id") and _last_attempt_id(prefix, export) == consumed["attempt_id"]:
         return str(consumed.get("content"))
+    if read_terminal_manifest(prefix, export.name, export.version) is None:
+        return None
     uri = run_paths(prefix, export.name, export.version).export_root
-    files = _scan(open_location(uri, "run export"))
+    folder = exported_folder(prefix, export)
+    files = _scan(open_location(join(uri, folder) if folder else uri, "run export"))
     return files_content(files) if files else None
 
 
@@ -210,8 +282,9 @@ def _verify(location: StoreLocation, uri: str, record: ArtifactRecord) -> None:
 
 def _local_copy(store: ArtifactStore, location: StoreLocation, record: ArtifactRecord,
                 log: Log) -> Path:
-    """The export itself on a local store; else a copy in the local cache, checked against the
-    record's sha256 (downloaded again when it does not match)."""
+    """The export's model folder (`location`) itself on a local store; else a copy of its
+    files in the local cache, checked against the record's sha256 (downloaded again when it
+    does not match)."""
     if location.is_local:
         return Path(location.root)
     folder = local_cache_dir(store.prefix) / record.name / record.version / "export"

@@ -1,16 +1,17 @@
 """The tokenizer an upstream run trained with, as the store holds it (for LAUNCH002).
 
 A stage that reads another run's export as a model is compared with the tokenizer that run
-trained with. The smoke runtime's export carries it: `tokenizer.json` beside the weights
-(`rlaunch.models.tiny.save_pretrained`). SkyRL 0.3.0's does not where rlaunch reads a payload's
-tokenizer (its root, or `tokenizer/`: `rlaunch.store.tokenizers.tokenizer_folder`):
-`RayPPOTrainer.save_models` (skyrl/train/trainer.py) saves the tokenizer with the weights into
-`global_step_N/policy/` (the FSDP strategy's `save_hf_model`). For an export without tokenizer
-files, the comparison reads the upstream run's own tokenizer artifact (`export.run.tokenizer`,
-its identity and fingerprint), which the upstream's launch materialized: from the store when
-it holds that identity with that fingerprint, else built (or downloaded) again like any input,
-unless the launch reads another artifact of that identity (the export then counts as one
-without tokenizer files: LAUNCH002 warns that nothing was compared).
+trained with. An export usually carries it where rlaunch reads a payload's tokenizer (its root,
+or `tokenizer/`: `rlaunch.store.tokenizers.tokenizer_folder`): the smoke runtime writes
+`tokenizer.json` beside the weights (`rlaunch.models.tiny.save_pretrained`), and SkyRL 0.3.0
+saves the tokenizer with the weights into `global_step_N/policy/` (`RayPPOTrainer.save_models`,
+skyrl/train/trainer.py), the folder the export is recorded as (`rlaunch.builders.run_export`),
+so those files are compared directly. For an export without tokenizer files, the comparison
+reads the upstream run's own tokenizer artifact (`export.run.tokenizer`, its identity and
+fingerprint), which the upstream's launch materialized: from the store when it holds that
+identity with that fingerprint, else built (or downloaded) again like any input, unless the
+launch reads another artifact of that identity (the export then counts as one without
+tokenizer files: LAUNCH002 warns that nothing was compared).
 """
 
 from __future__ import annotations

@@ -93,10 +93,10 @@ def export_tokenizer_matches(check: Check) -> Iterator[Finding]:
     the same files: no spec field states a tokenizer's contents, so no case is decidable here.
     Pins that name the same files (one repo at one revision, one built identity and
     fingerprint) pass silently. The launch compares the contents once the inputs are
-    materialized (LAUNCH002): the export's tokenizer files, or those of the upstream's
-    tokenizer in the store when the export has none (SkyRL's export keeps them under
-    `global_step_N/policy/`), and refuses an id that means another string; a pipeline does so
-    before it launches any stage."""
+    materialized (LAUNCH002): the export's tokenizer files (SkyRL saves them with the weights
+    in the `global_step_N/policy/` folder the stage reads), or those of the upstream's
+    tokenizer in the store when the export has none, and refuses an id that means another
+    string; a pipeline does so before it launches any stage."""
     mine = tokenizer_source(check.spec.tokenizer)
     for path, export in check.spec.run_exports():
         theirs = export.run.tokenizer

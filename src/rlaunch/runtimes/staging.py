@@ -154,8 +154,11 @@ def _check_space(cache: Path, item: StageInput, record: ArtifactRecord) -> None:
 
 
 def _copy(item: StageInput, record: ArtifactRecord, staging: Path, say: Say) -> None:
-    """Every file of the record into `staging`, many at once (`rlaunch.store.transfer`)."""
-    location = open_location(item.uri, what=f"inputs.{item.slot} store URI")
+    """Every file of the record into `staging`, many at once (`rlaunch.store.transfer`): for a
+    run's export whose model is below the record (`payload_folder`, SkyRL's
+    `global_step_N/policy`), that folder's files, at the staged folder's root."""
+    source = record.payload_uri(item.uri)
+    location = open_location(source, what=f"inputs.{item.slot} store URI")
     copies = [
         FileCopy(join(location.root, entry.path), str(staging / entry.path), entry.size)
         for entry in record.files
@@ -169,7 +172,7 @@ def _copy(item: StageInput, record: ArtifactRecord, staging: Path, say: Say) -> 
             "a file",
         )
         raise StagingError(
-            f"inputs.{item.slot} ({item.identity}): {join(item.uri, missing)} is listed "
+            f"inputs.{item.slot} ({item.identity}): {join(source, missing)} is listed "
             "in its record but missing from the store; rebuild the artifact "
             "(`rlaunch build FILE --force`)"
         ) from None

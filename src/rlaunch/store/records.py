@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rlaunch.fingerprints import fingerprint_of
+from rlaunch.paths import join
 from rlaunch.store.digests import DigestCache, sha256_of
 from rlaunch.store.fs import StoreError
 
@@ -72,9 +73,21 @@ class ArtifactRecord(_RecordModel):
     files: list[FileEntry]
     rows: int | None = None
     """Rows of a dataset as its builder counted them in the payload; null when not counted."""
+    payload_folder: str | None = None
+    """A run export's record only: the folder, under the record's own, that holds `files` in
+    the store (the model the run's terminal manifest names: `global_step_8/policy` for SkyRL
+    0.3.0); absent when the files are beside the record. Copies of the payload (the local
+    cache, a node cache) hold the files at their root."""
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        document = self.model_dump(mode="json")
+        if document["payload_folder"] is None:  # every other record reads as it always did
+            del document["payload_folder"]
+        return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+    def payload_uri(self, root: str) -> str:
+        """Where the files are in the store, for the record written at `root`."""
+        return root if self.payload_folder is None else join(root, self.payload_folder)
 
     @property
     def total_bytes(self) -> int:

@@ -122,6 +122,7 @@ def show_command(identity: str, store: str | None, as_json: bool) -> None:
         raise click.ClickException(str(err)) from None
     document = runs.launch_document(record)
     paths = run_paths(runs.prefix, name, version)
+    terminal = runs.terminal(name, version)
     detail = {
         "record": record,
         "summary": summary.to_dict(),
@@ -129,13 +130,16 @@ def show_command(identity: str, store: str | None, as_json: bool) -> None:
         "inputs": None if document is None else {
             slot: entry.model_dump(mode="json") for slot, entry in document.inputs.items()
         },
-        "terminal": runs.terminal(name, version),
+        "terminal": terminal,
         "paths": {
             "run_root": paths.run_root, "checkpoints": paths.checkpoint_root,
             "export": paths.export_root, "attempts": paths.attempts_root,
             "terminal_manifest": paths.terminal_manifest, "ledger_record": paths.ledger_record,
         },
     }
+    if terminal is not None and isinstance(terminal.get("export_path"), str):
+        # What a stage reading this run's export gets (SkyRL: the last global_step_N/policy).
+        detail["paths"]["exported_model"] = terminal["export_path"]
     if as_json:
         click.echo(json.dumps(detail, indent=2, sort_keys=True))
         return

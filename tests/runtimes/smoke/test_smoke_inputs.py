@@ -122,6 +122,22 @@ def test_records_are_rewritten_to_the_files_as_they_are(launched) -> None:
     verify_inputs(config)
 
 
+def test_a_skyrl_export_below_the_record_is_refused(launched) -> None:
+    """A run export recorded with its model in `global_step_N/policy` (SkyRL's layout): the
+    smoke runtime reads an input at its root, so it says where the model is and what reads it."""
+    document, config = launched
+    model = Path(document["inputs"]["model"]["uri"])
+    record = json.loads((model / RECORD_FILE).read_text())
+    (model / RECORD_FILE).write_text(json.dumps(dict(record,
+                                                     payload_folder="global_step_8/policy")))
+    assert _refused(config) == (
+        f"inputs.model: countdown-smoke-sft@dev is a run's export whose model is in "
+        f"{model}/global_step_8/policy (SkyRL's layout, global_step_8/policy), not at {model}, "
+        "where the smoke runtime reads its inputs: a smoke stage reads the export of a smoke "
+        "run; run this stage on the skyrl runtime, which stages that folder"
+    )
+
+
 def _with_manifest(tiny_model_dir: Path, tmp_path: Path, version: str):
     path, document = write_launch(tmp_path, tiny_model_dir, version=version)
     manifest = Path(document["artifacts"]["terminal_manifest"])

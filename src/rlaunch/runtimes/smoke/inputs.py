@@ -44,6 +44,14 @@ def verify_input(ref: InputRef) -> None:
                 f"{ref.fingerprint}; the store changed since the YAML was rendered: launch again "
                 "(a dev input is rebuilt), or bump the input's version if its content changed"
             )
+        if record.payload_folder is not None:
+            raise SmokeConfigError(
+                f"{where}: {ref.identity} is a run's export whose model is in "
+                f"{ref.directory / record.payload_folder} (SkyRL's layout, "
+                f"{record.payload_folder}), not at {ref.directory}, where the smoke runtime "
+                "reads its inputs: a smoke stage reads the export of a smoke run; run this "
+                "stage on the skyrl runtime, which stages that folder"
+            )
         verify_local(ref.directory, record)
     except StoreError as err:
         raise SmokeConfigError(f"{where}: {err}") from None
