@@ -9,8 +9,12 @@ name overrides a built-in.
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
+
+EXECUTOR_GROUP = "rlaunch.executors"
+BUILDER_GROUP = "rlaunch.builders"
 
 BUILTIN: dict[str, dict[str, str]] = {
     "rlaunch.executors": {
@@ -41,6 +45,13 @@ def registered(group: str) -> dict[str, str]:
     for entry in entry_points(group=group):
         found[entry.name] = entry.value
     return found
+
+
+@lru_cache(maxsize=None)
+def registered_names(group: str) -> tuple[str, ...]:
+    """The sorted plugin names of a group, looked up once per process (entry-point discovery
+    scans installed metadata)."""
+    return tuple(sorted(registered(group)))
 
 
 def load(group: str, name: str) -> Any:

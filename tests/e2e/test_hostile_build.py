@@ -115,6 +115,10 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
         # None + "-smoke" was a bare TypeError; a sweep made runs named None-lr0.0003-...
         (('run_name="countdown-grpo"', "run_name=None"),
          "rl_run_with_smoke(name='launch'): run_name must be a non-empty string, got None"),
+        # An unknown builder passed check; the launch stopped at building the artifact.
+        (('builder="countdown_data"', 'builder="2"'),
+         "'2' of countdown_data@2026.11.30 is not a registered builder (adopt, char_tokenizer, "
+         "countdown_data, greedy_eval, hf_snapshot, prompt_parquet, sft_model)"),
         # The smoke runtime refused another task only once launched (in its load_config).
         (('grpo_algorithm(environment="countdown"', 'grpo_algorithm(environment="2"'),
          "error RT004 algorithm.environment, runtime.profile: algorithm.environment '2': "
@@ -122,7 +126,7 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
     ],
     ids=["runtime-empty", "eval_data-empty", "smoke_steps-str", "algorithm-none",
          "facts-int-too-big", "sweep-smoke_steps-str", "run_name-none",
-         "environment-unknown-to-the-runtime"],
+         "builder-unregistered", "environment-unknown-to-the-runtime"],
 )
 def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, message) -> None:
     code, output = check_with(scratch, edit)

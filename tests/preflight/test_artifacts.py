@@ -186,3 +186,20 @@ def test_art007_local_paths_inside_a_local_store_are_fine() -> None:
     ]
     for name in ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8"):
         assert messages(example(name), "ART007") == []
+
+
+def test_art009_a_built_artifact_names_a_registered_builder() -> None:
+    [finding] = findings(example(edits={"train_data.builder": "2"}), "ART009")
+    assert finding.paths == ("train_data.builder",)
+    assert finding.message == (
+        "train_data.builder '2' of gsm8k-train-prompts@2026.11.30 is not a registered builder"
+        " (adopt, char_tokenizer, countdown_data, greedy_eval, hf_snapshot, prompt_parquet,"
+        " sft_model)"
+    )
+    assert finding.fix == (
+        "Use a registered builder, install the plugin that provides it (entry point group"
+        " rlaunch.builders), or give a module:Class."
+    )
+    # A module:Class builder is imported where it builds, not by preflight.
+    assert messages(example(edits={"train_data.builder": "mine.builders:Rows"}), "ART009") == []
+    assert messages(example(), "ART009") == []

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rlaunch.plugins import PluginError, load
+from rlaunch.plugins import BUILDER_GROUP, PluginError, load
 from rlaunch.spec.artifacts import (
     AdoptedArtifact,
     AnyArtifact,
@@ -24,8 +24,6 @@ from rlaunch.spec.artifacts import (
     HFModel,
     RunExport,
 )
-
-BUILDER_GROUP = "rlaunch.builders"
 
 Log = Callable[[str], None]
 

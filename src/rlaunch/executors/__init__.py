@@ -14,9 +14,8 @@ from rlaunch.executors.base import (
     JobStatus,
     Submission,
 )
+from rlaunch.plugins import EXECUTOR_GROUP as GROUP
 from rlaunch.plugins import PluginError, load
-
-GROUP = "rlaunch.executors"
 
 
 def load_executor(name: str, options: ExecutorOptions | None = None) -> Executor:

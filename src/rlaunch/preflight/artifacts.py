@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from rlaunch.plugins import BUILDER_GROUP, registered_names
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error
 from rlaunch.preflight.registry import Example, rule
@@ -207,3 +208,27 @@ def no_dev_under_calendar(check: Check) -> Iterator[Finding]:
                     f"Pin {path}.deps.{dep_slot} to a calendar version, or make {path} dev.",
                 )
 
+
+@rule(
+    "ART009",
+    "Every built artifact names a registered builder plugin (or a module:Class).",
+    example=Example(edits={"train_data.builder": "prompt_parqet"}),
+)
+def builders_registered(check: Check) -> Iterator[Finding]:
+    """Otherwise the launch stops at building the artifact (rlaunch.builders.base.load_builder),
+    after preflight passed. A `module:Class` builder is imported only where it builds."""
+    known = registered_names(BUILDER_GROUP)
+    seen: set[tuple[str, str]] = set()
+    for path, artifact in check.artifacts:
+        if not isinstance(artifact, BuiltArtifact) or ":" in artifact.builder:
+            continue
+        if artifact.builder in known or (artifact.name, artifact.version) in seen:
+            continue
+        seen.add((artifact.name, artifact.version))
+        yield error(
+            "ART009", (f"{path}.builder",),
+            f"{path}.builder {artifact.builder!r} of {artifact.name}@{artifact.version} is not a"
+            f" registered builder ({', '.join(known)})",
+            "Use a registered builder, install the plugin that provides it (entry point group"
+            f" {BUILDER_GROUP}), or give a module:Class.",
+        )

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 
-from rlaunch.plugins import registered
+from rlaunch.plugins import EXECUTOR_GROUP, registered_names
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
 from rlaunch.spec.syntax import ENV_NAME
-
-
-@lru_cache(maxsize=1)
-def registered_executors() -> tuple[str, ...]:
-    # Entry-point discovery scans installed metadata; once per process is enough.
-    return tuple(sorted(registered("rlaunch.executors")))
 
 
 @rule(
@@ -25,7 +18,7 @@ def registered_executors() -> tuple[str, ...]:
 )
 def executor_registered(check: Check) -> Iterator[Finding]:
     executor = check.spec.execution.executor
-    known = registered_executors()
+    known = registered_names(EXECUTOR_GROUP)
     if executor not in known:
         yield error(
             "EXEC001", ("execution.executor",),
