@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from executors.support import HeadWatch
+from rlaunch.executors.local_head import ensure_head
+from rlaunch.spec.execution import Allocation
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BROKEN_FIXTURES = ("--no-pantsd", '--pants-ignore=-["/tests/fixtures/broken/"]')
 """Options that make Pants see tests/fixtures/broken/ (pants.toml ignores it, so that `::` is
@@ -117,3 +121,45 @@ def distdir() -> Iterator[str]:
     relpath = f"dist/e2e-{uuid.uuid4().hex[:8]}"
     yield relpath
     shutil.rmtree(REPO_ROOT / relpath, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def countdown_inputs(
+    pants: PantsRunner, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The countdown experiments' inputs (data, tokenizer, the SFT model: ~30 s of training),
+    built once for the session by `./pants run experiments/countdown:sft_model` into an empty
+    store: (that store, the command's result)."""
+    store = tmp_path_factory.mktemp("countdown-inputs") / "store"
+    result = pants("run", "experiments/countdown:sft_model", env={"RLAUNCH_STORE": str(store)})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return store, result
+
+
+@pytest.fixture
+def countdown_store(
+    countdown_inputs: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> Path:
+    """A store of the test's own holding a copy of the countdown inputs: a launch reuses them
+    (same identity, same fingerprint, files verified) instead of building them again."""
+    return Path(shutil.copytree(countdown_inputs[0], tmp_path / "store"))
+
+
+# experiments/countdown:local-sim-1x2's allocation, as its BUILD declares it.
+COUNTDOWN_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim",
+                                  cpus_per_node=2, memory_gb_per_node=8, disk_gb_per_node=10)
+
+
+@pytest.fixture(scope="session")
+def countdown_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The state dir (`RLAUNCH_LOCAL_HEAD_DIR`) of one local Ray head for the countdown launches
+    of the session, started as a launch starts it and owned by this process: each launch reuses
+    it instead of starting and stopping one of its own (a launch that starts its own head is
+    test_sweep's). At the end it is stopped and none of its processes may be left."""
+    heads = HeadWatch(tmp_path_factory.mktemp("countdown-head"))
+    try:
+        ensure_head(COUNTDOWN_ALLOCATION, heads.state_dir, lambda message: None)
+        heads.snapshot()
+        yield heads.state_dir
+    finally:
+        heads.finish()

@@ -1,6 +1,10 @@
 """The README's main job, for real: `./pants run experiments/countdown:launch` builds the
 countdown artifacts, submits to a local Ray head, trains with GRPO, exports, and says where
-everything is; its smoke run, launched first, records the success its full run relies on."""
+everything is; its smoke run, launched first, records the success its full run relies on.
+
+The artifacts are built once for the session from an empty store (`countdown_inputs`, the same
+builders through `./pants run` of the SFT model); the smoke run finds them in its store and
+reuses them. Both runs are submitted to the session's countdown head (`countdown_head`)."""
 
 from __future__ import annotations
 
@@ -13,21 +17,27 @@ PantsRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def test_smoke_then_main_command_train_export_and_record(
-    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+    pants: PantsRunner, repo_root: Path, distdir: str,
+    countdown_inputs: tuple[Path, subprocess.CompletedProcess[str]], countdown_store: Path,
+    countdown_head: Path,
 ) -> None:
-    store = tmp_path / "store"
-    env = {"RLAUNCH_STORE": str(store)}
+    store = countdown_store
+    env = {"RLAUNCH_STORE": str(store), "RLAUNCH_LOCAL_HEAD_DIR": str(countdown_head)}
+    built = countdown_inputs[1]
+    assert "built sft_model@2026.11.30.1" in built.stdout + built.stderr
 
     smoke = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:smoke", env=env)
     assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-3000:]
-    assert "built sft_model@2026.11.30.1" in smoke.stdout + smoke.stderr
+    assert "sft_model@2026.11.30.1 up to date" in smoke.stdout + smoke.stderr
+    assert "built sft_model" not in smoke.stdout + smoke.stderr
     assert "countdown-grpo-smoke@dev attempt" in smoke.stderr
+    assert "rlaunch: reusing the local Ray head at " in smoke.stderr
     assert ": SUCCEEDED" in smoke.stderr
 
     launch = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:launch", env=env)
     output = launch.stdout + launch.stderr
     assert launch.returncode == 0, output[-6000:]
-    # Built once by the smoke run, reused by the full run.
+    # Built once, reused by both runs.
     assert "built sft_model" not in output
     assert "step 60/60 | reward " in launch.stdout
     assert ": SUCCEEDED" in launch.stderr

@@ -1,8 +1,8 @@
-"""A pipeline for real: `./pants run experiments/countdown/chain:chain-eval` from an empty
-store builds the SFT model, launches GRPO stage 1, records its export, launches stage 2 from it,
-then builds the eval report of the SFT model and both exports; run again, it launches nothing and
-says so. The BUILD graph follows the handoffs: every stage is a (transitive) dependent of the
-SFT model."""
+"""A pipeline for real: `./pants run experiments/countdown/chain:chain-eval` from a store that
+holds only the countdown inputs (built once for the session) reuses the SFT model, launches GRPO
+stage 1, records its export, launches stage 2 from it, then builds the eval report of the SFT
+model and both exports; run again, it launches nothing and says so. The BUILD graph follows
+the handoffs: every stage is a (transitive) dependent of the SFT model."""
 
 from __future__ import annotations
 
@@ -26,19 +26,20 @@ RESULT = r"SUCCEEDED in \d+ s \| 8 steps, reward (\d\.\d{3}) -> \d\.\d{3}, eval 
 
 
 def test_the_countdown_chain_runs_once_then_is_reused(
-    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+    pants: PantsRunner, repo_root: Path, distdir: str, countdown_store: Path,
+    countdown_head: Path,
 ) -> None:
-    store = tmp_path / "store"
-    env = {"RLAUNCH_STORE": str(store), "RLAUNCH_LOCAL_HEAD_DIR": str(tmp_path / "head")}
+    store = countdown_store  # the countdown inputs, built once for the session
+    env = {"RLAUNCH_STORE": str(store), "RLAUNCH_LOCAL_HEAD_DIR": str(countdown_head)}
     first = pants(f"--pants-distdir={distdir}", "run", f"{CHAIN}:chain-eval",
                   env=env)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     lines = first.stdout.splitlines()
     assert lines[:6] == [
         f"pipeline of {EVAL}: 2 run(s), upstream first; 2 to launch, 0 reused",
-        "  build   countdown_data@2026.11.30: not in the store",
-        "  build   char_tokenizer@2026.11.29.1: not in the store",
-        "  build   sft_model@2026.11.30.1: not in the store",
+        "  reuse   countdown_data@2026.11.30: built, same fingerprint",
+        "  reuse   char_tokenizer@2026.11.29.1: built, same fingerprint",
+        "  reuse   sft_model@2026.11.30.1: built, same fingerprint",
         f"  launch  [1/2] {STAGE1}: never launched",
         f"  launch  [2/2] {STAGE2}: never launched",
     ]

@@ -45,9 +45,9 @@ def steps_on_disk(store: Path, identity: str) -> dict[int, dict]:
 
 
 def test_a_sweep_runs_through_pants_then_ls_and_plot_show_it(
-    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
+    pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path, countdown_store: Path
 ) -> None:
-    store = tmp_path / "store"
+    store = countdown_store  # the countdown inputs, built once for the session
     # A head state dir of its own: the default one is shared with every other launch on the
     # machine, whose head may be stopped under this sweep.
     swept = pants(f"--pants-distdir={distdir}", "run", "experiments/countdown:sweep",
