@@ -119,6 +119,10 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
         (('builder="countdown_data"', 'builder="2"'),
          "'2' of countdown_data@2026.11.30 is not a registered builder (adopt, char_tokenizer, "
          "countdown_data, greedy_eval, hf_snapshot, prompt_parquet, sft_model)"),
+        # A name longer than a path segment passed check; the launch could not make its root.
+        (('run_name="countdown-grpo"', 'run_name="x" * 5000'),
+         f"error PATH001 name: name {'x' * 60!r}... is not a safe path segment: it is 5000 "
+         "characters long; a path segment holds at most 255"),
         # The smoke runtime refused another task only once launched (in its load_config).
         (('grpo_algorithm(environment="countdown"', 'grpo_algorithm(environment="2"'),
          "error RT004 algorithm.environment, runtime.profile: algorithm.environment '2': "
@@ -126,7 +130,7 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
     ],
     ids=["runtime-empty", "eval_data-empty", "smoke_steps-str", "algorithm-none",
          "facts-int-too-big", "sweep-smoke_steps-str", "run_name-none",
-         "builder-unregistered", "environment-unknown-to-the-runtime"],
+         "builder-unregistered", "run_name-too-long", "environment-unknown-to-the-runtime"],
 )
 def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, message) -> None:
     code, output = check_with(scratch, edit)

@@ -25,6 +25,18 @@ def test_path001_names_are_safe_segments(name: str, problem: str, suggestion: st
     assert finding.fix == f"Rename it, e.g. name {suggestion!r}."
 
 
+def test_path001_a_name_longer_than_a_path_segment() -> None:
+    """A 5000-character run name passed check; the launch then failed making its checkpoint
+    root (OSError: File name too long)."""
+    [finding] = findings(example(edits={"name": "x" * 5000}), "PATH001")
+    assert finding.message == (
+        f"name {'x' * 60!r}... is not a safe path segment: it is 5000 characters long; a path"
+        " segment holds at most 255"
+    )
+    assert finding.fix == "Shorten name to at most 255 characters."
+    assert messages(example(edits={"name": "x" * 255}), "PATH001") == []
+
+
 def test_path001_checks_artifact_names_too() -> None:
     assert messages(example(edits={"train_data.name": "GSM8K/train"}), "PATH001") == [
         "train_data.name 'GSM8K/train' is not a safe path segment: it contains '/'"

@@ -14,10 +14,16 @@ from rlaunch.preflight.registry import Example, rule
 from rlaunch.spec.syntax import SAFE_NAME
 
 STORE_SCHEMES = ("gs://", "s3://", "file://")
+NAME_MAX = 255
+"""Linux's limit on one path segment, in bytes; a name is one segment of every root."""
+SHOWN = 60
+"""How much of a longer name a message shows."""
 
 
 def _name_problem(name: str) -> str | None:
     if SAFE_NAME.fullmatch(name) and ".." not in name:
+        if len(name) > NAME_MAX:
+            return f"is {len(name)} characters long; a path segment holds at most {NAME_MAX}"
         return None
     if "/" in name:
         return "contains '/'"
@@ -33,7 +39,8 @@ def _name_problem(name: str) -> str | None:
 
 @rule(
     "PATH001",
-    "Names are safe path segments: [a-z0-9][a-z0-9._-]*, no '..', '/', '~'.",
+    "Names are safe path segments: [a-z0-9][a-z0-9._-]*, no '..', '/', '~', at most 255"
+    " characters.",
     example=Example(edits={"name": "../escape"}),
 )
 def safe_names(check: Check) -> Iterator[Finding]:
@@ -44,7 +51,15 @@ def safe_names(check: Check) -> Iterator[Finding]:
         names.append(("smoke_of.name", spec.smoke_of.name))
     for path, name in names:
         problem = _name_problem(name)
-        if problem is not None:
+        if problem is None:
+            continue
+        if len(name) > NAME_MAX:
+            yield error(
+                "PATH001", (path,),
+                f"{path} {name[:SHOWN]!r}... is not a safe path segment: it {problem}",
+                f"Shorten {path} to at most {NAME_MAX} characters.",
+            )
+        else:
             yield error(
                 "PATH001", (path,),
                 f"{path} {name!r} is not a safe path segment: it {problem}",
