@@ -88,15 +88,15 @@ def record_run_export(store: ArtifactStore, export: RunExport, log: Log) -> tupl
         )
     uri = run_paths(store.prefix, export.name, export.version).export_root
     location = open_location(uri, "run export")
-    folder = exported_folder(store.prefix, export)
-    payload_uri = join(uri, folder) if folder else uri
+    folder, payload_uri = _model_location(store.prefix, export)
     payload = open_location(payload_uri, "run export")
     content_fp = fingerprint(export)
     attempt = _last_attempt_id(store.prefix, export)
     existing = _read_record(location)
     previous = None
     if existing is not None and (existing.payload_folder or "") != folder:
-        log(f"{ident}: {uri}/{RECORD_FILE} lists the files of {_folder_words(existing)}, the "
+        log(f"{ident}: {uri}/{RECORD_FILE} lists the files of "
+            f"{existing.payload_folder or 'the whole export root'}, the "
             f"run's terminal manifest names {folder or 'the export root'} as its model; "
             f"recording it again")
         previous, existing = existing, None
@@ -174,8 +174,11 @@ def exported_folder(prefix: str, export: RunExport) -> str:
     return relative
 
 
-def _folder_words(record: ArtifactRecord) -> str:
-    return record.payload_folder or "the whole export root"
+def _model_location(prefix: str, export: RunExport) -> tuple[str, str]:
+    """The exported model's folder (`exported_folder`) and its URI in the store."""
+    folder = exported_folder(prefix, export)
+    root = run_paths(prefix, export.name, export.version).export_root
+    return folder, join(root, folder) if folder else root
 
 
 def _same_files(ident: str, previous: ArtifactRecord, folder: str,
@@ -230,9 +233,7 @@ def export_content_now(prefix: str, export: RunExport, consumed: Mapping[str, An
         return str(consumed.get("content"))
     if read_terminal_manifest(prefix, export.name, export.version) is None:
         return None
-    uri = run_paths(prefix, export.name, export.version).export_root
-    folder = exported_folder(prefix, export)
-    files = _scan(open_location(join(uri, folder) if folder else uri, "run export"))
+    files = _scan(open_location(_model_location(prefix, export)[1], "run export"))
     return files_content(files) if files else None
 
 

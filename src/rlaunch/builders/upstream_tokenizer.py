@@ -59,19 +59,24 @@ def tokenizer_payload(store: ArtifactStore, artifact: AnyArtifact, log: Log,
     return materialize_artifacts({"tokenizer": artifact}, store, log=log)["tokenizer"]
 
 
+def upstream_slots(spec: RunSpec) -> list[tuple[str, RunExport]]:
+    """The model slots of `spec` that read a run's export trained with another tokenizer pin
+    than the run's, whose tokenizer is an input rather than another run's output."""
+    mine = tokenizer_source(spec.tokenizer)
+    exports = ((slot, getattr(spec, slot)) for slot in MODEL_SLOTS)
+    return [(slot, export) for slot, export in exports
+            if isinstance(export, RunExport) and tokenizer_source(export) != mine
+            and not reads_a_run(export.run.tokenizer)]
+
+
 def upstream_tokenizer_payloads(spec: RunSpec, store: ArtifactStore | str,
                                 payloads: Mapping[str, Path], log: Log) -> dict[str, Path]:
-    """`slot -> folder` for each model slot of `spec` that reads a run's export with no
-    tokenizer files (in `payloads`, the materialized inputs) and another tokenizer pin than
-    the run's: the folder of the tokenizer that run trained with."""
+    """`slot -> folder` for each of `upstream_slots` whose export has no tokenizer files (in
+    `payloads`, the materialized inputs): the folder of the tokenizer that run trained with."""
     opened = store if isinstance(store, ArtifactStore) else ArtifactStore(store)
-    mine = tokenizer_source(spec.tokenizer)
     found = {}
-    for slot in MODEL_SLOTS:
-        export = getattr(spec, slot)
-        if (not isinstance(export, RunExport) or tokenizer_source(export) == mine
-                or contents_key(payloads[slot]) is not None
-                or reads_a_run(export.run.tokenizer)):
+    for slot, export in upstream_slots(spec):
+        if contents_key(payloads[slot]) is not None:
             continue
         payload = tokenizer_payload(opened, export.run.tokenizer, log, spec)
         if payload is not None:

@@ -15,25 +15,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rlaunch.builders import BuildError
-from rlaunch.builders.upstream_tokenizer import reads_a_run, stored_payload, tokenizer_payload
+from rlaunch.builders.upstream_tokenizer import (
+    reads_a_run,
+    stored_payload,
+    tokenizer_payload,
+    upstream_slots,
+)
 from rlaunch.launch import LaunchRefused, resolve_store
 from rlaunch.pipeline.plan import Stage
 from rlaunch.preflight import format_text
-from rlaunch.preflight.tokenizer_gate import MODEL_SLOTS, tokenizer_mismatches, tokenizer_source
+from rlaunch.preflight.tokenizer_gate import tokenizer_mismatches
 from rlaunch.spec import RunExport, RunSpec, identity
 from rlaunch.store import ArtifactStore, StoreError
 from rlaunch.store.tokenizers import TokenizerFileError, read_payload_tokenizers
 
 Say = Callable[[str], None]
-
-
-def _upstream_slots(spec: RunSpec) -> list[tuple[str, RunExport]]:
-    """The model slots that read a run's export trained with another tokenizer pin."""
-    mine = tokenizer_source(spec.tokenizer)
-    exports = ((slot, getattr(spec, slot)) for slot in MODEL_SLOTS)
-    return [(slot, export) for slot, export in exports
-            if isinstance(export, RunExport) and tokenizer_source(export) != mine
-            and not reads_a_run(export.run.tokenizer) and not reads_a_run(spec.tokenizer)]
 
 
 def _payloads(spec: RunSpec, slots: list[tuple[str, RunExport]], store: str | None,
@@ -62,7 +58,9 @@ def refuse_tokenizer_mismatches(stages: Sequence[Stage], store: str | None, *, b
     with a tokenizer whose ids mean other strings (LAUNCH002's error). Warnings are left to
     the stage's own launch, which reports them."""
     for index, stage in enumerate(stages, start=1):
-        slots = _upstream_slots(stage.spec) if stage.action == "launch" else []
+        # A stage's own tokenizer read from another run's output exists only once that ran.
+        slots = (upstream_slots(stage.spec) if stage.action == "launch"
+                 and not reads_a_run(stage.spec.tokenizer) else [])
         if not slots:
             continue
         spec, tag = stage.spec, f"[{index}/{len(stages)}] {stage.spec.identity}"

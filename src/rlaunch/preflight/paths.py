@@ -53,18 +53,14 @@ def safe_names(check: Check) -> Iterator[Finding]:
         problem = _name_problem(name)
         if problem is None:
             continue
-        if len(name) > NAME_MAX:
-            yield error(
-                "PATH001", (path,),
-                f"{path} {name[:SHOWN]!r}... is not a safe path segment: it {problem}",
-                f"Shorten {path} to at most {NAME_MAX} characters.",
-            )
-        else:
-            yield error(
-                "PATH001", (path,),
-                f"{path} {name!r} is not a safe path segment: it {problem}",
-                f"Rename it, e.g. {path} {_suggest(name)!r}.",
-            )
+        long = len(name) > NAME_MAX
+        yield error(
+            "PATH001", (path,),
+            f"{path} {f'{name[:SHOWN]!r}...' if long else repr(name)} is not a safe path "
+            f"segment: it {problem}",
+            f"Shorten {path} to at most {NAME_MAX} characters." if long else
+            f"Rename it, e.g. {path} {_suggest(name)!r}.",
+        )
 
 
 def _suggest(name: str) -> str:
