@@ -8,11 +8,44 @@
 # This file's own target (build-support/BUILD).
 PRELUDE = "build-support:prelude"
 
+# The default of a macro's required argument: Python's own "missing 1 required keyword-only
+# argument" would stop Pants with a TypeError naming neither the target nor the fix, so a
+# missing one is said by _require instead. (A tuple: prelude globals must be hashable.)
+_MISSING = ("<missing>",)
 
-def grpo_algorithm(*, environment, learning_rate, kl_loss_coef, max_training_steps):
+
+def _require(macro, name, **arguments):
+    """Refuse a macro call that leaves out a required argument, naming the call and each one."""
+    missing = sorted(key for key, value in arguments.items() if value is _MISSING)
+    if name is _MISSING:
+        missing.insert(0, "name")
+    if missing:
+        call = "%s(name=%r)" % (macro, name) if name not in (None, _MISSING) else macro + "()"
+        raise ValueError(
+            "%s: missing argument%s %s: give %s"
+            % (call, "s" if len(missing) > 1 else "", ", ".join(missing),
+               ", ".join("%s=..." % key for key in missing))
+        )
+
+
+def _refuse_set_by_macro(macro, name, fields, keys, why):
+    """Refuse fields the macro sets itself (given twice, rl_run raised a bare TypeError)."""
+    given = sorted(key for key in keys if key in fields)
+    if given:
+        raise ValueError(
+            "%s(name=%r): %s %s set by the macro (%s); remove %s"
+            % (macro, name, ", ".join(given), "is" if len(given) == 1 else "are", why,
+               ", ".join("%s=%r" % (key, fields[key]) for key in given))
+        )
+
+
+def grpo_algorithm(*, environment=_MISSING, learning_rate=_MISSING, kl_loss_coef=_MISSING,
+                   max_training_steps=_MISSING):
     """GRPO with a k3 KL loss to the reference (SkyRL's usual recipe): one epoch, temperature
     1.0, clip ratio 0.2, synchronous. Every number that differs between experiments is an
     argument, so nothing about them is implicit."""
+    _require("grpo_algorithm", None, environment=environment, learning_rate=learning_rate,
+             kl_loss_coef=kl_loss_coef, max_training_steps=max_training_steps)
     return dict(
         advantage_estimator="grpo",
         kl=dict(use_kl_loss=True, use_kl_in_reward=False, kl_loss_coef=kl_loss_coef,
@@ -51,12 +84,16 @@ def _check_smoke_arguments(macro, name, run_name, algorithm, smoke_steps):
         )
 
 
-def rl_run_with_smoke(*, name, run_name, algorithm, smoke_steps, seed, smoke_name="smoke",
-                      **fields):
+def rl_run_with_smoke(*, name=_MISSING, run_name=_MISSING, algorithm=_MISSING,
+                      smoke_steps=_MISSING, seed=_MISSING, smoke_name="smoke", **fields):
     """`rl_run(name=...)` plus `rl_run(name=smoke_name, smoke_of=":<name>")`: the smoke is the
     same run with version `dev`, the name `<run_name>-smoke` and `smoke_steps` training steps;
     every other field (`version`, `description`, the artifacts, plan and execution) is the
     full run's. `smoke_name` tells apart the smokes of several runs in one BUILD file."""
+    _require("rl_run_with_smoke", name, run_name=run_name, algorithm=algorithm,
+             smoke_steps=smoke_steps, seed=seed)
+    _refuse_set_by_macro("rl_run_with_smoke", name, fields, ("smoke_of",),
+                         "the smoke :%s is the smoke of :%s" % (smoke_name, name))
     _check_smoke_arguments("rl_run_with_smoke", name, run_name, algorithm, smoke_steps)
     # The runs are made here: a change here changes them (`--changed-dependents`).
     fields = dict(fields, dependencies=list(fields.get("dependencies", [])) + [PRELUDE])
@@ -136,12 +173,17 @@ def _sweep_fail(message):
     raise ValueError(message)
 
 
-def rl_sweep_runs(*, name, run_name, algorithm, smoke_steps, seed, grid=None, points=None,
-                  max_parallel=4, **fields):
+def rl_sweep_runs(*, name=_MISSING, run_name=_MISSING, algorithm=_MISSING,
+                  smoke_steps=_MISSING, seed=_MISSING, grid=None, points=None, max_parallel=4,
+                  **fields):
     """An `rl_sweep` named `name` over `grid` (a dict of field path -> list of values, crossed)
     or `points` (a list of dicts of field path -> value): one `rl_run` per point, named
     `<name>-<label>` with the run name `<run_name>-<label>`, one dev smoke per distinct role plan
     and runtime (`<name>-smoke`, with `smoke_steps` steps), every other field shared."""
+    _require("rl_sweep_runs", name, run_name=run_name, algorithm=algorithm,
+             smoke_steps=smoke_steps, seed=seed)
+    _refuse_set_by_macro("rl_sweep_runs", name, fields, ("smoke_of",),
+                         "one smoke per geometry, :%s-smoke, stands for every point" % name)
     _check_smoke_arguments("rl_sweep_runs", name, run_name, algorithm, smoke_steps)
     if (grid is None) == (points is None):
         _sweep_fail("rl_sweep_runs(name=%r): give exactly one of grid= and points=" % name)
@@ -198,13 +240,15 @@ def rl_sweep_runs(*, name, run_name, algorithm, smoke_steps, seed, grid=None, po
 
 # Eval stages: a report artifact scoring models (model artifacts or runs' exports) on an eval
 # dataset with the task's reward (builder greedy_eval, rlaunch.builders.countdown_eval).
-def rl_eval(*, name, models, data, environment, rows, max_new_tokens, version,
-            description=None):
+def rl_eval(*, name=_MISSING, models=_MISSING, data=_MISSING, environment=_MISSING,
+            rows=_MISSING, max_new_tokens=_MISSING, version=_MISSING, description=None):
     """A `built_artifact` of kind `report` named `name`: each entry of `models` (slot ->
     address of a model target or of an rl_run, whose export is scored) answers the first `rows`
     problems of `data`'s eval split greedily, scored by `environment`'s reward.
     `./pants run` of it launches the runs it reads first (unless they finished), then builds
     the report; it is cached by fingerprint like any artifact."""
+    _require("rl_eval", name, models=models, data=data, environment=environment, rows=rows,
+             max_new_tokens=max_new_tokens, version=version)
     if type(models) is not dict or not models or "data" in models:
         raise ValueError(
             "rl_eval(name=%r): models must be a non-empty dict of slot -> model or rl_run "
@@ -227,11 +271,15 @@ def rl_eval(*, name, models, data, environment, rows, max_new_tokens, version,
 # skyrl.train.entrypoints.main_generate) scores its `model` (a model, or a run's export) on its
 # `eval_data` and trains nothing; the SkyRL adapter turns SkyRL's dump into report.json and
 # samples.jsonl in the run's export folder (docs/pipelines.md, "Eval stages on GPUs").
-def rl_eval_run(*, name, run_name, runtime, smoke_name, **fields):
+def rl_eval_run(*, name=_MISSING, run_name=_MISSING, runtime=_MISSING, smoke_name=_MISSING,
+                **fields):
     """An `rl_run` named `name` on the eval-only `runtime`, and its smoke `smoke_name`: the
     same eval at version `dev` (SkyRL 0.3.0's eval entrypoint reads no row or step limit, and a
     greedy eval of a test split takes minutes, so the smoke is the eval itself). Every other
     field is an rl_run's; the run's geometry, batch and algorithm are checked as any run's."""
+    _require("rl_eval_run", name, run_name=run_name, runtime=runtime, smoke_name=smoke_name)
+    _refuse_set_by_macro("rl_eval_run", name, fields, ("smoke_of",),
+                         "the smoke :%s is the smoke of :%s" % (smoke_name, name))
     _check_run_name("rl_eval_run", name, run_name)
     if type(runtime) is not str or not runtime:
         raise ValueError(

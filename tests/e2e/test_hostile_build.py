@@ -127,10 +127,26 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
         (('grpo_algorithm(environment="countdown"', 'grpo_algorithm(environment="2"'),
          "error RT004 algorithm.environment, runtime.profile: algorithm.environment '2': "
          "runtime profile smoke has no task 2 (it has countdown)"),
+        # Python's own "missing 1 required keyword-only argument" named no target.
+        (("    smoke_steps=2,\n    **_COUNTDOWN,\n)\n\n\n# A sweep",
+          "    **_COUNTDOWN,\n)\n\n\n# A sweep"),
+         "rl_run_with_smoke(name='launch'): missing argument smoke_steps: give smoke_steps=..."),
+        # rl_run got smoke_of twice: "got multiple values for keyword argument 'smoke_of'".
+        (("    smoke_steps=2,\n    **_COUNTDOWN,\n)\n\n\n# A sweep",
+          "    smoke_steps=2,\n    smoke_of=':x',\n    **_COUNTDOWN,\n)\n\n\n# A sweep"),
+         "rl_run_with_smoke(name='launch'): smoke_of is set by the macro (the smoke :smoke is "
+         "the smoke of :launch); remove smoke_of=':x'"),
+        (("    algorithm=grpo_algorithm(", "    algorithm='dict', _unused=grpo_algorithm("),
+         "rl_run_with_smoke(name='launch'): algorithm must be a dict such as "
+         "grpo_algorithm(...), got 'dict'"),
+        (("kl_loss_coef=0.001,\n                             max_training_steps=60",
+          "\n                             max_training_steps=60"),
+         "grpo_algorithm(): missing argument kl_loss_coef: give kl_loss_coef=..."),
     ],
     ids=["runtime-empty", "eval_data-empty", "smoke_steps-str", "algorithm-none",
          "facts-int-too-big", "sweep-smoke_steps-str", "run_name-none",
-         "builder-unregistered", "run_name-too-long", "environment-unknown-to-the-runtime"],
+         "builder-unregistered", "run_name-too-long", "environment-unknown-to-the-runtime",
+         "smoke_steps-missing", "smoke_of-given", "algorithm-str", "grpo-kl-missing"],
 )
 def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, message) -> None:
     code, output = check_with(scratch, edit)
