@@ -143,3 +143,14 @@ def test_a_directory_given_as_the_spec_is_named(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_spec(tmp_path)
     assert caught.value.problems == ["it is a directory, not a file."]
+
+
+def test_a_spec_path_longer_than_the_file_system_allows_is_named(tmp_path):
+    # is_dir() itself raised OSError [Errno 36], a traceback from preflight, render and build.
+    path = tmp_path / ("a" * 300 + ".yaml")
+    for command in (["preflight", str(path)], ["render", str(path), "-o", "-"],
+                    ["build", "--list", str(path)]):
+        result = CliRunner().invoke(main, command)
+        assert isinstance(result.exception, SystemExit), result.output
+        assert result.exit_code == 2, result.output
+        assert "  - cannot read the file: File name too long\n" in result.output

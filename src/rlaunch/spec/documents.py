@@ -173,9 +173,10 @@ def _lone_surrogate(document: Any) -> str | None:
 def read_document(path: str | os.PathLike) -> Any:
     """Plain data of the YAML/JSON file at `path` (JSON when it ends in `.json`)."""
     path = Path(path)
-    if path.is_dir():
-        raise DocumentError("it is a directory, not a file.")
     try:
+        # Inside the try: is_dir() itself raises for a name the file system refuses (ENAMETOOLONG).
+        if path.is_dir():
+            raise DocumentError("it is a directory, not a file.")
         data = path.read_bytes()
     except OSError as err:
         raise DocumentError(f"cannot read the file: {err.strerror}") from None
