@@ -100,17 +100,32 @@ def test_exec006_limits() -> None:
 def test_exec007_export_policy() -> None:
     [none] = findings(example(edits={"checkpoint.export_final": False}), "EXEC007")
     assert (none.severity, none.message) == (
-        "warning",
-        "checkpoint.export_final is false and hf_save_interval is -1: the run produces no export",
+        "error",
+        "checkpoint.export_final is false and hf_save_interval is -1: SkyRL 0.3.0 exports"
+        " nothing (RayPPOTrainer.train exports only while hf_save_interval > 0), so the run ends"
+        " without the export its terminal manifest names and fails",
     )
     assert messages(example(edits={"checkpoint.hf_save_interval": 0}), "EXEC007") == [
-        "checkpoint.hf_save_interval is 0; it is -1 (final export only) or the number of steps"
-        " between exports"
+        "checkpoint.hf_save_interval is 0; it is -1 (export the last step only, with"
+        " export_final) or the number of steps between exports"
     ]
     periodic = example(edits={"checkpoint.export_final": False,
                               "checkpoint.hf_save_interval": 50})
-    assert messages(periodic, "EXEC007") == []
+    [ignored] = findings(periodic, "EXEC007")
+    assert (ignored.severity, ignored.message, ignored.fix) == (
+        "warning",
+        "checkpoint.export_final is false, but SkyRL 0.3.0 exports the last step whenever"
+        " hf_save_interval > 0 (RayPPOTrainer.train's final save): the run ends with an export"
+        " all the same",
+        "Set checkpoint.export_final to true, which is what the run does.",
+    )
+    smoke = example(edits={"checkpoint.export_final": False, "runtime.profile": "smoke"})
+    assert messages(smoke, "EXEC007") == [
+        "checkpoint.export_final is false, but the smoke runtime always exports the last step:"
+        " the run ends with an export all the same"
+    ]
     assert messages(example(), "EXEC007") == []
+    assert messages(example(edits={"checkpoint.hf_save_interval": 50}), "EXEC007") == []
 
 
 def test_exec008_host_resources() -> None:

@@ -55,7 +55,7 @@ def test_every_problem_is_reported_at_once_errors_first() -> None:
     found = run_preflight(parse_spec(data, "many"))
     assert [(f.severity, f.code) for f in found] == [
         ("error", "GEO005"), ("error", "ART001"), ("error", "ART001"), ("error", "VER001"),
-        ("error", "EXEC001"), ("warning", "BATCH010"), ("warning", "EXEC007"),
+        ("error", "EXEC001"), ("error", "EXEC007"), ("warning", "BATCH010"),
     ]
 
 

@@ -194,7 +194,8 @@ def test_colocated_1x8_skyrl_subtree_field_by_field():
             "ckpt_path": f"{run_root}/checkpoints",
             "max_ckpts_to_keep": 2,
             "ckpt_interval": 10,
-            "hf_save_interval": -1,
+            # -1 with export_final: an interval no run reaches (SkyRL exports only while > 0)
+            "hf_save_interval": 1_000_000_000,
             "export_path": f"{run_root}/export",
             "epochs": 1,
             "max_training_steps": None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlaunch.plugins import EXECUTOR_GROUP, registered_names
+from rlaunch.preflight.artifacts_format import SKYRL_PROFILE
 from rlaunch.preflight.check import Check
 from rlaunch.preflight.finding import Finding, error, warning
 from rlaunch.preflight.registry import Example, rule
@@ -162,25 +163,44 @@ def limits(check: Check) -> Iterator[Finding]:
 
 @rule(
     "EXEC007",
-    "The export policy is explicit: hf_save_interval -1 or >= 1; no export at all warns.",
+    "The export policy is one SkyRL 0.3.0 carries out: hf_save_interval -1 (with export_final)"
+    " or >= 1; a SkyRL run that exports nothing fails; export_final false is not honoured.",
     example=Example(edits={"checkpoint.export_final": False}),
 )
 def export_policy(check: Check) -> Iterator[Finding]:
+    # SkyRL 0.3.0 exports only while trainer.hf_save_interval > 0 (RayPPOTrainer.train,
+    # skyrl/train/trainer.py: the loop's `hf_model_save` condition and the "Safety net" after
+    # the loop, which exports the last step unless the loop just did). rlaunch.render.skyrl
+    # renders -1 with export_final as an interval no run reaches, so only that final save and
+    # the epoch ends export.
     checkpoint = check.spec.checkpoint
     interval = checkpoint.hf_save_interval
     if interval == 0 or interval < -1:
         yield error(
             "EXEC007", ("checkpoint.hf_save_interval",),
-            f"checkpoint.hf_save_interval is {interval}; it is -1 (final export only) or the"
-            " number of steps between exports",
+            f"checkpoint.hf_save_interval is {interval}; it is -1 (export the last step only,"
+            " with export_final) or the number of steps between exports",
             "Set checkpoint.hf_save_interval to -1 or a positive step count.",
         )
-    elif interval == -1 and not checkpoint.export_final:
+    elif checkpoint.export_final:
+        return
+    elif interval == -1 and check.spec.runtime.profile == SKYRL_PROFILE:
+        yield error(
+            "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
+            "checkpoint.export_final is false and hf_save_interval is -1: SkyRL 0.3.0 exports"
+            " nothing (RayPPOTrainer.train exports only while hf_save_interval > 0), so the"
+            " run ends without the export its terminal manifest names and fails",
+            "Set checkpoint.export_final to true, or hf_save_interval to a step count.",
+        )
+    else:
+        last = ("SkyRL 0.3.0 exports the last step whenever hf_save_interval > 0"
+                " (RayPPOTrainer.train's final save)" if interval > 0
+                else "the smoke runtime always exports the last step")
         yield warning(
             "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
-            "checkpoint.export_final is false and hf_save_interval is -1: the run produces no"
-            " export",
-            "Set checkpoint.export_final to true, or hf_save_interval to a step count.",
+            f"checkpoint.export_final is false, but {last}: the run ends with an export"
+            " all the same",
+            "Set checkpoint.export_final to true, which is what the run does.",
         )
 
 

@@ -22,8 +22,23 @@ from typing import Any
 
 import yaml
 
-from rlaunch.spec import AuxRole, PolicyRole, ReferenceRole, RunSpec
+from rlaunch.spec import AuxRole, CheckpointPolicy, PolicyRole, ReferenceRole, RunSpec
 from rlaunch.tasks.prompts import data_file
+
+FINAL_EXPORT_INTERVAL = 1_000_000_000
+"""`trainer.hf_save_interval` for `hf_save_interval: -1` with `export_final: true`. SkyRL 0.3.0
+exports only while `hf_save_interval > 0` (`RayPPOTrainer.train`, skyrl/train/trainer.py: the
+`hf_model_save` condition in the loop, `is_epoch_end or global_step % hf_save_interval == 0`, and
+the "Safety net" after it, which exports the last step unless the loop just did); -1 exports
+nothing. An interval no run reaches leaves only the epoch ends and that final save."""
+
+
+def hf_save_interval(checkpoint: CheckpointPolicy) -> int:
+    """The export policy as SkyRL 0.3.0 reads it: the spec's interval, or FINAL_EXPORT_INTERVAL
+    when the spec asks for the final export only."""
+    if checkpoint.hf_save_interval == -1 and checkpoint.export_final:
+        return FINAL_EXPORT_INTERVAL
+    return checkpoint.hf_save_interval
 
 
 def _footprint(role: AuxRole | None, policy: PolicyRole) -> tuple[int, int]:
@@ -105,7 +120,7 @@ def _trainer(spec: RunSpec, inputs: dict[str, Any], artifacts: dict[str, Any]) -
         "ckpt_path": artifacts["checkpoint_root"],
         "max_ckpts_to_keep": spec.checkpoint.max_ckpts_to_keep,
         "ckpt_interval": spec.checkpoint.ckpt_interval,
-        "hf_save_interval": spec.checkpoint.hf_save_interval,
+        "hf_save_interval": hf_save_interval(spec.checkpoint),
         "export_path": artifacts["export_root"],
         "epochs": spec.algorithm.epochs,
         "max_training_steps": spec.algorithm.max_training_steps,

@@ -77,9 +77,9 @@ class CheckpointPolicy(SpecModel):
     max_ckpts_to_keep: int
     """-1 keeps all; 0 is rejected (it would keep none)."""
     hf_save_interval: int
-    """Steps between HF exports; -1: only the final export."""
+    """Steps between HF exports; -1: none in the loop (the final one per `export_final`)."""
     export_final: bool
-    """Write the HF-style export and the terminal manifest when training ends."""
+    """Export the last step; SkyRL does whenever it exports at all (EXEC007)."""
 
 
 class ResumePolicy(SpecModel):
