@@ -32,7 +32,12 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "runtimes",  # read a launch YAML
         "ledger",
         "view",  # runs as the ledger and their files record them (ls, show, plot)
-        "preflight",
+        # preflight's folders are rooms of their own: the engine knows no rule, the estimates no
+        # finding; the package itself imports (so registers) every rule and launch check
+        "preflight.engine",  # Check, World, Finding, the registry, the runner, the report
+        "preflight.estimates",  # GPU memory and placement models
+        "preflight.rules preflight.launch_checks",  # rules by family; checks only a launch makes
+        "preflight",  # the package, `rlaunch rules` and `rlaunch preflight`
         "builders",
         "executors",
         "launch",
@@ -52,9 +57,16 @@ def modules() -> Iterator[tuple[str, Path]]:
         yield ".".join(parts), path
 
 
+FOLDERED = frozenset({"preflight"})
+"""Subpackages whose folders are rooms of their own (`preflight.engine`, `preflight.rules`...)."""
+
+
 def room(module: str) -> str:
-    """`rlaunch.preflight.batch` -> `preflight`; `rlaunch` -> `__init__`."""
+    """`rlaunch.spec.run` -> `spec`; `rlaunch.preflight.rules.batch` -> `preflight.rules`;
+    `rlaunch.preflight.commands` -> `preflight`; `rlaunch` -> `__init__`."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] in FOLDERED and (PACKAGE / parts[1] / parts[2]).is_dir():
+        return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -154,5 +166,8 @@ def test_the_function_import_check_fires(source: str, expected: list[str]) -> No
 
 def test_the_layer_order_puts_the_named_back_arrows_above() -> None:
     # The arrows the layering exists to forbid point upwards in LAYERS.
-    for low, high in (("ledger", "executors"), ("runtimes", "preflight"), ("executors", "launch")):
+    for low, high in (
+        ("ledger", "executors"), ("runtimes", "preflight"), ("executors", "launch"),
+        ("preflight.engine", "preflight.rules"), ("preflight.estimates", "preflight.rules"),
+    ):
         assert layer_of(f"rlaunch.{low}") < layer_of(f"rlaunch.{high}")

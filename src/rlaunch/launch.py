@@ -50,10 +50,10 @@ from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
 from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
-from rlaunch.preflight.pipeline import UPSTREAM_FINISHED_CODE
-from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
-from rlaunch.preflight.tokenizer_gate import tokenizer_findings
-from rlaunch.preflight.world import World, current_world
+from rlaunch.preflight.engine.world import World, current_world
+from rlaunch.preflight.launch_checks.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
+from rlaunch.preflight.launch_checks.tokenizer_gate import tokenizer_findings
+from rlaunch.preflight.rules.pipeline import UPSTREAM_FINISHED_CODE
 from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
 from rlaunch.runtimes.skyrl import CHECK_FLAG

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rlaunch.preflight import Finding, World, run_preflight
-from rlaunch.preflight.registry import set_path
+from rlaunch.preflight.engine.registry import set_path
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
 

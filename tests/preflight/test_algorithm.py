@@ -1,4 +1,4 @@
-"""Algorithm rules (rlaunch/preflight/algorithm.py)."""
+"""Algorithm rules (rlaunch/preflight/rules/algorithm.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Allocation rules (rlaunch/preflight/allocation.py)."""
+"""Allocation rules (rlaunch/preflight/rules/allocation.py)."""
 
 from __future__ import annotations
 
 from preflight.helpers import example, findings, messages
-from rlaunch.preflight.allocation import unpackable_plan, accelerator_limit
+from rlaunch.preflight.rules.allocation import accelerator_limit, unpackable_plan
 
 
 def test_alloc001_idle_gpus_are_a_warning_with_their_count() -> None:

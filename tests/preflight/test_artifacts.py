@@ -1,4 +1,4 @@
-"""Artifact rules (rlaunch/preflight/artifacts.py, artifacts_ambient.py)."""
+"""Artifact rules (rlaunch/preflight/rules/artifacts.py, artifacts_ambient.py)."""
 
 from __future__ import annotations
 

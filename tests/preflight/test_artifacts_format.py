@@ -1,5 +1,5 @@
 """ART008: a SkyRL run's data is a file SkyRL 0.3.0's PromptDataset reads, not a folder it would
-take for a Hub dataset name (rlaunch/preflight/artifacts_format.py)."""
+take for a Hub dataset name (rlaunch/preflight/rules/artifacts_format.py)."""
 
 from __future__ import annotations
 

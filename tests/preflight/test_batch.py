@@ -1,4 +1,4 @@
-"""Batch rules (rlaunch/preflight/batch.py), as SkyRL 0.3.0 validates and shards batches."""
+"""Batch rules (rlaunch/preflight/rules/batch.py), as SkyRL 0.3.0 validates and shards batches."""
 
 from __future__ import annotations
 

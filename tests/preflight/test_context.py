@@ -1,4 +1,4 @@
-"""Context rules (rlaunch/preflight/context.py)."""
+"""Context rules (rlaunch/preflight/rules/context_window.py)."""
 
 from __future__ import annotations
 

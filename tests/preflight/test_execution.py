@@ -1,4 +1,4 @@
-"""Execution rules (rlaunch/preflight/execution.py)."""
+"""Execution rules (rlaunch/preflight/rules/execution.py)."""
 
 from __future__ import annotations
 

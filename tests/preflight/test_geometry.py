@@ -1,4 +1,5 @@
-"""Geometry rules (rlaunch/preflight/geometry*.py): one passing and one failing recipe each."""
+"""Geometry rules (rlaunch/preflight/rules/geometry.py, heads_and_experts.py,
+geometry_roles.py): one passing and one failing recipe each."""
 
 from __future__ import annotations
 

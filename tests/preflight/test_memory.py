@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.memory import memory_estimates, qwen14b_on_a100_40
-from rlaunch.preflight.memory_model import (
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.rules.memory import memory_estimates, qwen14b_on_a100_40
+from rlaunch.preflight.estimates.gpu_memory import (
     Activations,
     EngineShape,
     TrainerShape,

@@ -1,4 +1,4 @@
-"""Path rules (rlaunch/preflight/paths.py)."""
+"""Path rules (rlaunch/preflight/rules/paths.py)."""
 
 from __future__ import annotations
 

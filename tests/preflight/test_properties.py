@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from preflight.helpers import example
 from rlaunch.preflight import INTERNAL_CODE, World, format_text, run_preflight
-from rlaunch.preflight.registry import set_path
-from rlaunch.preflight.smoke import smoke_of
+from rlaunch.preflight.engine.registry import set_path
+from rlaunch.preflight.rules.smoke import smoke_of
 from rlaunch.spec import SpecError, parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES
 

@@ -6,8 +6,8 @@ import pytest
 
 from preflight.helpers import example
 from rlaunch.preflight import INTERNAL_CODE, World, all_rules, run_preflight
-from rlaunch.preflight.registry import Rule
-from rlaunch.preflight.runner import rules_for
+from rlaunch.preflight.engine.registry import Rule
+from rlaunch.preflight.engine.runner import rules_for
 from rlaunch.spec import parse_spec
 
 

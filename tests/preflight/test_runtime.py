@@ -1,9 +1,9 @@
-"""Runtime rules (rlaunch/preflight/runtime.py) against the runtime catalog."""
+"""Runtime rules (rlaunch/preflight/rules/runtime.py) against the runtime catalog."""
 
 from __future__ import annotations
 
 from preflight.helpers import example, findings, messages
-from rlaunch.preflight.runtime import SMOKE_RUNTIME
+from rlaunch.preflight.rules.runtime import SMOKE_RUNTIME
 
 GIT = {"repo": "NovaSky-AI/SkyRL", "commit": "c" * 40}
 

@@ -1,4 +1,4 @@
-"""Rules on a run's extra SkyRL settings (rlaunch/preflight/settings.py)."""
+"""Rules on a run's extra SkyRL settings (rlaunch/preflight/rules/settings.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import math
 
 from preflight.helpers import example, findings
 from rlaunch.preflight import run_preflight
-from rlaunch.preflight.batch_tail import prompt_stride
+from rlaunch.preflight.rules.batch_tail import prompt_stride
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import reference_role
 

@@ -1,9 +1,9 @@
-"""Smoke rules (rlaunch/preflight/smoke.py): what a smoke run shares with its full run."""
+"""Smoke rules (rlaunch/preflight/rules/smoke.py): what a smoke run shares with its full run."""
 
 from __future__ import annotations
 
 from preflight.helpers import example, findings, messages
-from rlaunch.preflight.smoke import smoke_of
+from rlaunch.preflight.rules.smoke import smoke_of
 from rlaunch.spec import parse_spec
 
 FULL = "the full run example-full@2026.11.29"

@@ -13,8 +13,8 @@ from rlaunch.ledger import Ledger, add_smoke_result, set_status, start_attempt
 from rlaunch.ledger.smoke import record_smoke_success, role_geometry
 from rlaunch.preflight.commands import rules
 from rlaunch.preflight.docs import rules_markdown
-from rlaunch.preflight.registry import launch_checks
-from rlaunch.preflight.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
+from rlaunch.preflight.engine.registry import launch_checks
+from rlaunch.preflight.launch_checks.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.spec import parse_spec
 
 FULL = "echo-full@2026.11.29"
@@ -118,7 +118,8 @@ def test_the_smoke_gate_is_listed_with_the_rules_and_documented_from_its_real_fi
     # The docs show the finding the gate itself returns for the example.
     [finding] = check.example()
     markdown = rules_markdown()
-    assert "implemented in `rlaunch.preflight.smoke_gate.smoke_gate_findings`" in markdown
+    implemented = "rlaunch.preflight.launch_checks.smoke_gate.smoke_gate_findings"
+    assert f"implemented in `{implemented}`" in markdown
     assert f"error LAUNCH001 version, smoke_of: {finding.message}\n    fix: {finding.fix}" in (
         markdown
     )

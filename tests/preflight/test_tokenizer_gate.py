@@ -17,8 +17,8 @@ from contract.skyrl_env import contract_python
 from hubserver import hub_environment, serve_hub
 from modelrepo import TINY_QWEN, model_files, parameter_count
 from rlaunch.launch import LaunchRefused, Plan, materialize_inputs
-from rlaunch.preflight.registry import launch_checks
-from rlaunch.preflight.tokenizer_gate import (
+from rlaunch.preflight.engine.registry import launch_checks
+from rlaunch.preflight.launch_checks.tokenizer_gate import (
     tokenizer_findings,
     tokenizer_mismatches,
     tokenizer_rows,

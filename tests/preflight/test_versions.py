@@ -1,4 +1,4 @@
-"""Version rules (rlaunch/preflight/versions.py), including the world-scope ledger rules."""
+"""Version rules (rlaunch/preflight/rules/versions.py), including the world-scope ledger rules."""
 
 from __future__ import annotations
 

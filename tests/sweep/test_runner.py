@@ -15,7 +15,7 @@ from rlaunch.launch import EXIT_REFUSED
 from rlaunch.ledger.ledger import Ledger
 from rlaunch.ledger.smoke import record_smoke_success, role_geometry
 from rlaunch.paths import run_paths
-from rlaunch.preflight.smoke_gate import smoke_gate_findings
+from rlaunch.preflight.launch_checks.smoke_gate import smoke_gate_findings
 from rlaunch.spec import catalog, parse_spec
 from rlaunch.sweep.runner import (
     PointOutcome,

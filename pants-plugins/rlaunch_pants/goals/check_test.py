@@ -181,8 +181,8 @@ def test_the_text_is_the_librarys_own_naming_the_build_targets(python: str) -> N
     # library, so the library is only named here, inside the program text.
     code = """
 import importlib, json
-finding = importlib.import_module("rlaunch.preflight.finding")
-report = importlib.import_module("rlaunch.preflight.report")
+finding = importlib.import_module("rlaunch.preflight.engine.finding")
+report = importlib.import_module("rlaunch.preflight.engine.report")
 sources = importlib.import_module("rlaunch.spec.sources")
 build_sources = sources.BuildSources.from_data({
     "": {"address": "x:run", "build_file": "x/BUILD", "line": 30, "fields": {}},
@@ -247,7 +247,7 @@ def test_the_help_names_every_rule_that_check_does_not_run(python: str) -> None:
     world = library_json(
         python,
         "import json, rlaunch.preflight; "
-        "from rlaunch.preflight.registry import registered_rules; "
+        "from rlaunch.preflight.engine.registry import registered_rules; "
         "print(json.dumps(sorted(r.code for r in registered_rules() if r.scope == 'world')))",
     )
     assert world == ["EXEC004", "PIPE003", "VER002", "VER003", "VER004", "VER005"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from rlaunch.builders.base import AnyArtifact
-from rlaunch.preflight.pipeline import eval_exports_read_as_models
+from rlaunch.preflight.rules.pipeline import eval_exports_read_as_models
 from rlaunch.spec import syntax
 from rlaunch.spec.artifacts import BuiltArtifact, fingerprint, identity
 

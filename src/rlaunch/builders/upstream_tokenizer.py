@@ -22,7 +22,7 @@ from pathlib import Path
 from rlaunch.builders.base import AnyArtifact, Log
 from rlaunch.builders.graph import materialize_artifacts
 from rlaunch.builders.rules import graph_order
-from rlaunch.preflight.tokenizer_gate import MODEL_SLOTS, tokenizer_source
+from rlaunch.preflight.launch_checks.tokenizer_gate import MODEL_SLOTS, tokenizer_source
 from rlaunch.spec import RunSpec
 from rlaunch.spec.artifacts import RunExport, fingerprint, identity
 from rlaunch.store import ArtifactStore

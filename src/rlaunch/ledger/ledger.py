@@ -94,7 +94,7 @@ class Ledger:
     def launch_lock(self, name: str, version: str) -> LaunchLock:
         return LaunchLock(self.prefix, name, version)
 
-    # -- lookups for rlaunch.preflight.world.World ------------------------------------------------
+    # -- lookups for rlaunch.preflight.engine.world.World ------------------------------------
 
     def launched_record(self, name: str, version: str) -> dict[str, Any] | None:
         """`World.ledger`: the record of a previous launch, None if never launched."""

@@ -2,7 +2,7 @@
 
 A smoke counts only when its executor reported SUCCEEDED *and* its terminal manifest exists (the
 runtime writes it last, so a job that exited 0 without finishing its work does not count). The
-smoke gate (LAUNCH001, `rlaunch.preflight.smoke_gate`) then finds it through
+smoke gate (LAUNCH001, `rlaunch.preflight.launch_checks.smoke_gate`) then finds it through
 `Ledger.smoke_result(full name, full version)`.
 """
 

@@ -24,7 +24,7 @@ from rlaunch.builders.upstream_tokenizer import (
 from rlaunch.launch import LaunchRefused, resolve_store
 from rlaunch.pipeline.plan import Stage
 from rlaunch.preflight import format_text
-from rlaunch.preflight.tokenizer_gate import tokenizer_mismatches
+from rlaunch.preflight.launch_checks.tokenizer_gate import tokenizer_mismatches
 from rlaunch.spec import RunExport, RunSpec, identity
 from rlaunch.store import ArtifactStore, StoreError
 from rlaunch.store.tokenizers import TokenizerFileError, read_payload_tokenizers

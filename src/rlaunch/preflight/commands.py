@@ -10,9 +10,9 @@ import click
 from rlaunch.ledger import Ledger, LedgerError
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
-from rlaunch.preflight.report import format_json, format_text, spec_report
-from rlaunch.preflight.runner import run_preflight
-from rlaunch.preflight.world import World, current_world
+from rlaunch.preflight.engine.report import format_json, format_text, spec_report
+from rlaunch.preflight.engine.runner import run_preflight
+from rlaunch.preflight.engine.world import World, current_world
 from rlaunch.spec.catalog import PROFILES, settings_catalog
 from rlaunch.spec.io import SpecError, load_spec
 from rlaunch.spec.run import RunSpec

@@ -8,9 +8,15 @@ from __future__ import annotations
 import inspect
 import json
 
-from rlaunch.preflight.allocation import ACCELERATOR_GPUS_PER_NODE
-from rlaunch.preflight.registry import FAMILIES, LAUNCH_FAMILY, LaunchCheck, Rule, launch_checks
-from rlaunch.preflight.runner import INTERNAL_CODE, all_rules, run_preflight
+from rlaunch.preflight.engine.registry import (
+    FAMILIES,
+    LAUNCH_FAMILY,
+    LaunchCheck,
+    Rule,
+    launch_checks,
+)
+from rlaunch.preflight.engine.runner import INTERNAL_CODE, all_rules, run_preflight
+from rlaunch.preflight.rules.allocation import ACCELERATOR_GPUS_PER_NODE
 from rlaunch.spec.catalog import FIXES, PROFILES
 from rlaunch.spec.io import parse_spec
 
@@ -185,7 +191,8 @@ def rules_markdown() -> str:
         for rule in (r for r in rules if r.family == family):
             why = " ".join((inspect.getdoc(rule.func) or "").split())
             lines += [
-                f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`.", "",
+                f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`; implemented in"
+                f" `{rule.implementation}`.", "",
                 *([why, ""] if why else []),
                 f"Example: {rule.example.describe()}.", "", "```", *example_findings(rule),
                 "```", "",

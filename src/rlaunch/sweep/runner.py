@@ -22,7 +22,7 @@ from rlaunch.executors import local_head
 from rlaunch.launch import EXIT_INTERRUPTED, LaunchRefused, launch, resolve_store
 from rlaunch.ledger.ledger import Ledger
 from rlaunch.ledger.smoke import recorded_smoke_success, share_smoke_result
-from rlaunch.preflight.smoke_gate import smoke_mismatch
+from rlaunch.preflight.launch_checks.smoke_gate import smoke_mismatch
 from rlaunch.progress import progress
 from rlaunch.spec import RunSpec
 from rlaunch.view import RunStore, ViewError, summarize

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import Example, rule
 
 # Checked by their own rules: the store prefix is where the store is (PATH003), the resume path
 # must lie in it (ALGO006), and the executor address is a network URL.

@@ -1,9 +1,11 @@
 """The rule registry: every rule with its stable code, family, scope, summary and an example.
 
-A rule is one small function `(check) -> Iterable[Finding]`, registered with `@rule(...)` in the
-module of its family. Its `example` is a recipe that breaks it (a worked example with edits, and
-for world rules a world); `rlaunch rules --format markdown` runs each example to show a real
-message in docs/rules.md, and the tests prove every example triggers its rule.
+A rule is one small function `(check) -> Iterable[Finding]`, registered with `@rule(...)` in a
+module of `rlaunch.preflight.rules`. `RULE_MODULES` declares which family each of those modules
+belongs to: a module's name decides nothing, and a module declared nowhere cannot register. Its
+`example` is a recipe that breaks it (a worked example with edits, and for world rules a world);
+`rlaunch rules --format markdown` runs each example to show a real message in docs/rules.md, and
+the tests prove every example triggers its rule.
 """
 
 from __future__ import annotations
@@ -15,17 +17,33 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding
-from rlaunch.preflight.world import World
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding
+from rlaunch.preflight.engine.world import World
 from rlaunch.spec.examples import worked_example
 
 Scope = Literal["spec", "world"]
 
-FAMILIES = (
-    "geometry", "allocation", "batch", "context", "algorithm", "artifacts", "versions", "paths",
-    "runtime", "execution", "smoke", "settings", "memory", "pipeline",
-)
+RULES_PACKAGE = "rlaunch.preflight.rules"
+RULE_MODULES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "geometry": ("geometry", "heads_and_experts", "geometry_roles"),
+    "allocation": ("allocation",),
+    "batch": ("batch", "batch_tail"),
+    "context": ("context_window",),
+    "algorithm": ("algorithm",),
+    "artifacts": ("artifacts", "artifacts_ambient", "artifacts_format"),
+    "versions": ("versions",),
+    "paths": ("paths",),
+    "runtime": ("runtime",),
+    "execution": ("execution",),
+    "smoke": ("smoke",),
+    "settings": ("settings",),
+    "memory": ("memory",),
+    "pipeline": ("pipeline",),
+})
+"""Every rule family, in the order `rlaunch rules` lists them, with its modules (under
+RULES_PACKAGE). A new rule module is added here, under its family."""
+FAMILIES = tuple(RULE_MODULES)
 
 RuleFunc = Callable[["Check"], Iterable[Finding]]
 Edits = Mapping[str, Any] | Callable[[dict[str, Any]], None]
@@ -92,6 +110,11 @@ class Example:
         )
 
 
+def implementation(func: Callable[..., Any]) -> str:
+    """Where a rule or launch check lives, as docs/rules.md names it: `module.function`."""
+    return f"{func.__module__}.{func.__qualname__}"
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str
@@ -101,20 +124,35 @@ class Rule:
     func: RuleFunc
     example: Example
 
+    @property
+    def implementation(self) -> str:
+        return implementation(self.func)
+
 
 _RULES: dict[str, Rule] = {}
+
+
+def family_of(module: str) -> str | None:
+    """The family RULE_MODULES declares for `module` (a dotted name), or None."""
+    for family, names in RULE_MODULES.items():
+        if module in (f"{RULES_PACKAGE}.{name}" for name in names):
+            return family
+    return None
 
 
 def rule(
     code: str, summary: str, *, example: Example, scope: Scope = "spec"
 ) -> Callable[[RuleFunc], RuleFunc]:
-    """Register the decorated function as the rule `code` of its module's family."""
+    """Register the decorated function as the rule `code` of the family RULE_MODULES declares for
+    its module."""
 
     def register(func: RuleFunc) -> RuleFunc:
-        # A family may span modules: `geometry_roles` belongs to `geometry`.
-        family = func.__module__.rsplit(".", 1)[-1].split("_", 1)[0]
-        if family not in FAMILIES:
-            raise ValueError(f"rule {code}: module {func.__module__} is not a rule family")
+        family = family_of(func.__module__)
+        if family is None:
+            raise ValueError(
+                f"rule {code}: module {func.__module__} is declared in no family; add it to"
+                f" RULE_MODULES in {__name__}"
+            )
         if code in _RULES:
             raise ValueError(f"rule code {code} is registered twice")
         _RULES[code] = Rule(code, family, scope, summary, func, example)
@@ -148,7 +186,7 @@ class LaunchCheck:
 
     @property
     def implementation(self) -> str:
-        return f"{self.func.__module__}.{self.func.__qualname__}"
+        return implementation(self.func)
 
     def describe_example(self) -> str:
         """The first paragraph of the example's docstring, as one line."""
@@ -174,5 +212,5 @@ def launch_check(
 
 
 def launch_checks() -> tuple[LaunchCheck, ...]:
-    """Every launch check, by code (registered by importing `rlaunch.preflight.runner`)."""
+    """Every launch check, by code (registered by importing `rlaunch.preflight`)."""
     return tuple(sorted(_LAUNCH_CHECKS.values(), key=lambda c: c.code))

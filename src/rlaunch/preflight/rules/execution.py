@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlaunch.plugins import EXECUTOR_GROUP, registered_names
-from rlaunch.preflight.artifacts_format import SKYRL_PROFILE
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.preflight.rules.artifacts_format import SKYRL_PROFILE
 from rlaunch.spec.syntax import ENV_NAME
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.run import RunSpec
 
 LORA_RANK = "trainer.policy.model.lora.rank"

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rlaunch.ledger.stages import stage_state
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.tokenizer_gate import described_tokenizer, tokenizer_source
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.preflight.launch_checks.tokenizer_gate import described_tokenizer, tokenizer_source
 from rlaunch.spec.artifacts import AnyArtifact, BuiltArtifact, RunExport, identity
 from rlaunch.spec.catalog import SKYRL_EVAL_ENTRYPOINT
 from rlaunch.spec.syntax import is_calendar, is_dev

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.artifacts import AdoptedArtifact, BuiltArtifact, HFDataset
 from rlaunch.spec.examples import GSM8K_TRAIN
 from rlaunch.tasks.prompts import DATA_FILES, data_file

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rlaunch.preflight.check import Check
+from rlaunch.preflight.engine.check import Check
 from rlaunch.spec.roleplan import AuxRole, PolicyRole
 
 

@@ -6,10 +6,14 @@ from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.placement import bundles_fit_nodes, first_unplaced, placement_groups
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.preflight.estimates.placement import (
+    bundles_fit_nodes,
+    first_unplaced,
+    placement_groups,
+)
 
 # GPUs in one node of each accelerator type as sold by the clouds (HGX/DGX boards); `sim` is the
 # local executor's simulated GPUs, bounded only by what a CPU host can run.
@@ -112,14 +116,14 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
     example=Example(base="disaggregated-8x8-tp1", edits=unpackable_plan),
 )
 def bundles_pack(check: Check) -> Iterator[Finding]:
-    """Error. Models the packing Ray does (rlaunch/preflight/placement.py): SkyRL's placement
-    groups in the order it creates them (engines' 1-GPU bundles; then the policy, reference and
-    critic, each num_nodes bundles of num_gpus_per_node GPUs from
-    skyrl/backends/skyrl_train/workers/worker.py `PPORayActorGroup._initiate_actors`, or one shared
-    group under colocate_policy_ref from skyrl/train/trainer.py `build_models`), each bundle on the
-    fullest node it fits (PACK). A bundle that fits no node leaves its group pending until
-    `get_ray_pg_ready_with_timeout` raises. Roles need not use whole nodes: a total that is whole
-    nodes is placed when the bundles pack."""
+    """Error. Models the packing Ray does (rlaunch/preflight/estimates/placement.py): SkyRL's
+    placement groups in the order it creates them (engines' 1-GPU bundles; then the policy,
+    reference and critic, each num_nodes bundles of num_gpus_per_node GPUs from
+    skyrl/backends/skyrl_train/workers/worker.py `PPORayActorGroup._initiate_actors`, or one
+    shared group under colocate_policy_ref from skyrl/train/trainer.py `build_models`), each
+    bundle on the fullest node it fits (PACK). A bundle that fits no node leaves its group
+    pending until `get_ray_pg_ready_with_timeout` raises. Roles need not use whole nodes: a
+    total that is whole nodes is placed when the bundles pack."""
     if not check.roles_ok or not bundles_fit_nodes(check):
         return
     allocation = check.spec.execution.allocation
@@ -195,7 +199,7 @@ def accelerator_has_gpus(check: Check) -> Iterator[Finding]:
             f"execution.allocation.accelerator {allocation.accelerator!r} is not in the"
             f" accelerator table ({known}); its GPUs per node cannot be checked",
             "Use a known accelerator name, or add it to the table in"
-            " rlaunch/preflight/allocation.py.",
+            " rlaunch/preflight/rules/allocation.py.",
         )
     elif allocation.gpus_per_node > limit:
         yield error(

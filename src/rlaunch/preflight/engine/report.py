@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rlaunch.preflight.finding import Finding
+from rlaunch.preflight.engine.finding import Finding
 from rlaunch.spec.sources import BuildSources
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rlaunch.paths import run_paths
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.syntax import CALENDAR, is_calendar, is_dev, next_calendar
 
 OLD_FINGERPRINT = "sha256:" + "0" * 64

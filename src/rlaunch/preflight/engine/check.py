@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from rlaunch.preflight.world import World
+from rlaunch.preflight.engine.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
 from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
 from rlaunch.spec.run import RunSpec

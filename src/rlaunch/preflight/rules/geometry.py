@@ -1,12 +1,15 @@
-"""Geometry: counts, parallelism divisibility, colocation and the model's head counts."""
+"""Geometry: counts, parallelism divisibility and colocation of the policy and the rollout.
+
+The family's other modules: heads_and_experts.py (tensor and expert parallelism against the
+model's heads and experts) and geometry_roles.py (the auxiliary roles and their placement)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.roleplan import PolicyRole, RolloutRole
 
 MEGATRON_ONLY = (

@@ -1,6 +1,7 @@
 """Memory: does each phase of the run fit in one GPU of the allocated accelerator?
 
-The estimates are rlaunch.preflight.memory_model's (formulas and sources in docs/memory.md).
+The estimates are rlaunch.preflight.estimates.gpu_memory's (formulas and sources in
+docs/memory.md).
 The phases are what SkyRL 0.3.0 holds on a GPU at one time:
 - trainers that share GPUs take turns: `WorkerDispatch._ensure_on_gpu`
   (skyrl/backends/skyrl_train/workers/worker_dispatch.py) offloads the other models of the
@@ -22,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.memory_model import (
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.preflight.estimates.gpu_memory import (
     ACCELERATOR_MEMORY_GIB,
     DTYPE_BYTES,
     GIB,
@@ -41,8 +43,7 @@ from rlaunch.preflight.memory_model import (
     policy_training,
     reference_forward,
 )
-from rlaunch.preflight.registry import Example, rule
-from rlaunch.preflight.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
+from rlaunch.preflight.rules.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
 
@@ -165,7 +166,7 @@ def accelerator_known(check: Check) -> Iterator[Finding]:
         f"{ACCELERATOR} {accelerator!r} is not in the accelerator memory table (GiB per GPU: "
         f"{table}; `sim` for simulated GPUs), so no memory rule can check the plan",
         "Name the accelerator as the table does (e.g. A100-80GB), or add it with its memory to "
-        "ACCELERATOR_MEMORY_GIB in rlaunch/preflight/memory_model.py.",
+        "ACCELERATOR_MEMORY_GIB in rlaunch/preflight/estimates/gpu_memory.py.",
     )
 
 

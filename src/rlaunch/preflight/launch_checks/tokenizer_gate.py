@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.registry import launch_check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import launch_check
 from rlaunch.spec import RunSpec
 from rlaunch.spec.artifacts import AnyArtifact, HFModel, RunExport, fingerprint, identity
 from rlaunch.spec.examples import worked_example

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlaunch.paths import artifact_root
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.syntax import SAFE_NAME
 
 STORE_SCHEMES = ("gs://", "s3://", "file://")

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlaunch.plugins import BUILDER_GROUP, registered_names
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.artifacts import (
     AdoptedArtifact,
     BuiltArtifact,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error, warning
-from rlaunch.preflight.geometry import divisors
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error, warning
+from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.preflight.rules.geometry import divisors
 from rlaunch.spec.examples import QWEN25_1_5B
 from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
 

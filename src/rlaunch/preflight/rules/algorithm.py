@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import Example, rule
 
 FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 

@@ -13,9 +13,9 @@ from typing import Any
 from rlaunch.ledger.ledger import Ledger
 from rlaunch.ledger.records import SUCCEEDED
 from rlaunch.ledger.smoke import role_geometry
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import launch_check
-from rlaunch.preflight.smoke import leaves
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import launch_check
+from rlaunch.preflight.rules.smoke import leaves
 from rlaunch.spec import RunSpec
 from rlaunch.spec.examples import worked_example
 from rlaunch.spec.io import parse_spec

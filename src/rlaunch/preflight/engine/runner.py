@@ -1,38 +1,18 @@
-"""Run every rule on a spec and collect every finding (never stop at the first)."""
+"""Run every rule on a spec and collect every finding (never stop at the first).
+
+The rules are registered when their modules are imported; `rlaunch.preflight` imports them all
+(`rlaunch.preflight.rules` and `rlaunch.preflight.launch_checks`), and Python runs it before any
+module of the package, this one included."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Literal
 
-# Importing the family modules registers their rules.
-from rlaunch.preflight import (  # noqa: F401
-    algorithm,
-    allocation,
-    artifacts,
-    artifacts_ambient,
-    artifacts_format,
-    batch,
-    batch_tail,
-    context,
-    execution,
-    geometry,
-    geometry_model,
-    geometry_roles,
-    memory,
-    paths,
-    pipeline,
-    runtime,
-    settings,
-    smoke,
-    smoke_gate,
-    tokenizer_gate,
-    versions,
-)
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding
-from rlaunch.preflight.registry import Rule, registered_rules
-from rlaunch.preflight.world import World
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding
+from rlaunch.preflight.engine.registry import Rule, registered_rules
+from rlaunch.preflight.engine.world import World
 from rlaunch.spec.run import RunSpec
 
 RunScope = Literal["spec", "all"]

@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from rlaunch.preflight.check import Check
-from rlaunch.preflight.finding import Finding, error
-from rlaunch.preflight.registry import Example, rule
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding, error
+from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
 
 
