@@ -11,6 +11,7 @@ from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
 from rlaunch.spec.settings import PLAN_OWNED
+from rlaunch.spec.skyrl_mapping import rows
 
 REFERENCE_NAME = "skyrl-0.3.0-config-fields.txt"
 
@@ -92,9 +93,11 @@ def test_a_value_without_a_command_line_form_is_an_error():
 
 
 @pytest.mark.parametrize("name", sorted(WORKED_EXAMPLES))
-def test_every_rendered_leaf_is_plan_owned_so_no_setting_can_repeat_it(name):
+def test_the_subtree_is_exactly_the_mapping_rows_with_a_value_in_their_order(name):
+    # Every rendered name is a row, so PLAN_OWNED has it and no setting can repeat it.
     subtree = launch_document(parse_spec(worked_example(name)), store_prefix="/s",
                               launcher_commit=None)["skyrl"]
+    assert leaf_paths(subtree) == [row.skyrl for row in rows() if row.value is not None]
     assert sorted(set(leaf_paths(subtree)) - set(PLAN_OWNED)) == []
 
 

@@ -18,103 +18,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-# Dotted SkyRL name -> the RunSpec field that decides it (what to change instead). Every key the
-# renderer writes into the `skyrl` subtree is here (tests/render/test_skyrl.py proves it), plus a
-# few the plan decides although the renderer leaves them to SkyRL's defaults.
-_ROLLOUT = "role_plan.rollout"
-PLAN_OWNED: Mapping[str, str] = MappingProxyType({
-    "data.train_data": "train_data",
-    "data.val_data": "eval_data",
-    "environment.env_class": "algorithm.environment",
-    "trainer.placement.colocate_all": "role_plan.placement.colocate_all",
-    "trainer.placement.colocate_policy_ref": "role_plan.placement.colocate_policy_ref",
-    "trainer.placement.policy_num_nodes": "role_plan.policy.num_nodes",
-    "trainer.placement.policy_num_gpus_per_node": "role_plan.policy.num_gpus_per_node",
-    "trainer.placement.critic_num_nodes": "role_plan.critic.num_nodes",
-    "trainer.placement.critic_num_gpus_per_node": "role_plan.critic.num_gpus_per_node",
-    "trainer.placement.ref_num_nodes": "role_plan.reference.num_nodes",
-    "trainer.placement.ref_num_gpus_per_node": "role_plan.reference.num_gpus_per_node",
-    "trainer.strategy": "role_plan.strategy",
-    "trainer.policy.model.path": "model",
-    "trainer.policy.optimizer_config.lr": "algorithm.learning_rate",
-    "trainer.policy.sequence_parallel_size": "role_plan.policy.sequence_parallel_size",
-    "trainer.policy.megatron_config.tensor_model_parallel_size":
-        "role_plan.policy.tensor_parallel_size",
-    "trainer.policy.megatron_config.pipeline_model_parallel_size":
-        "role_plan.policy.pipeline_parallel_size",
-    "trainer.policy.megatron_config.context_parallel_size":
-        "role_plan.policy.context_parallel_size",
-    "trainer.policy.megatron_config.expert_model_parallel_size":
-        "role_plan.policy.expert_parallel_size",
-    "trainer.policy.megatron_config.expert_tensor_parallel_size":
-        "role_plan.policy.expert_tensor_parallel_size",
-    "trainer.policy.fsdp_config.fsdp_size": "role_plan.policy (FSDP shards over the role's world)",
-    "trainer.ref.model.path": "reference_model",
-    "trainer.ref.sequence_parallel_size": "role_plan.reference.sequence_parallel_size",
-    "trainer.ref.megatron_config.tensor_model_parallel_size":
-        "role_plan.reference.tensor_parallel_size",
-    "trainer.ref.megatron_config.pipeline_model_parallel_size":
-        "role_plan.reference.pipeline_parallel_size",
-    "trainer.ref.megatron_config.context_parallel_size":
-        "role_plan.reference.context_parallel_size",
-    "trainer.ref.megatron_config.expert_model_parallel_size":
-        "role_plan.reference.expert_parallel_size",
-    "trainer.ref.megatron_config.expert_tensor_parallel_size":
-        "role_plan.reference.expert_tensor_parallel_size",
-    "trainer.ref.fsdp_config.fsdp_size": "role_plan.reference (FSDP shards over the role's world)",
-    "trainer.critic.model.path": "critic_model",
-    "trainer.critic.sequence_parallel_size":
-        "role_plan.policy.sequence_parallel_size (the critic runs the policy's)",
-    "trainer.critic.fsdp_config.fsdp_size": "role_plan.critic (FSDP shards over the role's world)",
-    "trainer.algorithm.advantage_estimator": "algorithm.advantage_estimator",
-    "trainer.algorithm.use_kl_loss": "algorithm.kl.use_kl_loss",
-    "trainer.algorithm.use_kl_in_reward": "algorithm.kl.use_kl_in_reward",
-    "trainer.algorithm.kl_loss_coef": "algorithm.kl.kl_loss_coef",
-    "trainer.algorithm.kl_estimator_type": "algorithm.kl.kl_estimator_type",
-    "trainer.algorithm.eps_clip_low": "algorithm.clip_ratio",
-    "trainer.algorithm.eps_clip_high": "algorithm.clip_ratio",
-    "trainer.algorithm.temperature": "algorithm.temperature",
-    "trainer.fully_async.enabled": "algorithm.fully_async",
-    "trainer.seed": "seed",
-    "trainer.resume_mode": "resume.mode",
-    "trainer.resume_path": "resume.path",
-    "trainer.ckpt_path": "name and version (the checkpoint root derives from the identity)",
-    "trainer.export_path": "name and version (the export root derives from the identity)",
-    "trainer.log_path": "name and version (the attempts root derives from the identity)",
-    "trainer.max_ckpts_to_keep": "checkpoint.max_ckpts_to_keep",
-    "trainer.ckpt_interval": "checkpoint.ckpt_interval",
-    "trainer.hf_save_interval": "checkpoint.hf_save_interval",
-    "trainer.epochs": "algorithm.epochs",
-    "trainer.max_training_steps": "algorithm.max_training_steps",
-    "trainer.train_batch_size": "role_plan.batch.train_batch_size",
-    "trainer.policy_mini_batch_size": "role_plan.batch.policy_mini_batch_size",
-    "trainer.critic_mini_batch_size": "role_plan.batch.critic_mini_batch_size",
-    "trainer.micro_train_batch_size_per_gpu": "role_plan.batch.micro_train_batch_size_per_gpu",
-    "trainer.micro_forward_batch_size_per_gpu":
-        "role_plan.batch.micro_forward_batch_size_per_gpu",
-    "trainer.eval_batch_size": "role_plan.batch.eval_batch_size",
-    "trainer.max_prompt_length": "lengths.max_prompt_length",
-    "trainer.project_name": "execution.wandb.project",
-    "trainer.run_name": "name and version (the run's identity)",
-    "trainer.tags": "name and version (the tags name the run, version and runtime)",
-    "trainer.logger": "logger",
-    "generator.inference_engine.num_engines": f"{_ROLLOUT}.num_engines",
-    "generator.inference_engine.backend": f"{_ROLLOUT}.backend",
-    "generator.inference_engine.weight_sync_backend": f"{_ROLLOUT}.weight_sync_backend",
-    "generator.inference_engine.tensor_parallel_size": f"{_ROLLOUT}.tensor_parallel_size",
-    "generator.inference_engine.pipeline_parallel_size": f"{_ROLLOUT}.pipeline_parallel_size",
-    "generator.inference_engine.data_parallel_size": f"{_ROLLOUT}.data_parallel_size",
-    "generator.inference_engine.expert_parallel_size": f"{_ROLLOUT}.expert_parallel_size",
-    "generator.inference_engine.run_engines_locally": f"{_ROLLOUT} (the plan places the engines)",
-    "generator.inference_engine.external_proxy_url": f"{_ROLLOUT} (the plan places the engines)",
-    "generator.inference_engine.external_server_urls":
-        f"{_ROLLOUT} (the plan places the engines)",
-    "generator.n_samples_per_prompt": "role_plan.batch.n_samples_per_prompt",
-    "generator.max_turns": "lengths.max_turns",
-    "generator.max_input_length": "lengths.max_input_length",
-    "generator.sampling_params.max_generate_length": "lengths.max_generate_length",
-    "generator.sampling_params.temperature": "algorithm.temperature",
-})
+from rlaunch.spec.skyrl_mapping import plan_owned
+
+PLAN_OWNED: Mapping[str, str] = plan_owned()
+"""Dotted SkyRL name -> the RunSpec field that decides it (what to change instead): every row of
+the SkyRL mapping table (rlaunch.spec.skyrl_mapping), the rendered ones and those the plan
+decides by leaving SkyRL's default."""
 
 # Catalog type -> (one value, several values) in words.
 _WORDS = {"bool": ("a boolean", "booleans"), "int": ("an integer", "integers"),

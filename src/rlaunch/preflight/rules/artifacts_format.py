@@ -9,11 +9,12 @@ from rlaunch.preflight.engine.finding import Finding, error
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.artifacts import AdoptedArtifact, BuiltArtifact, HFDataset
 from rlaunch.spec.examples import GSM8K_TRAIN
+from rlaunch.spec.skyrl_mapping import data_slots
 from rlaunch.tasks.prompts import DATA_FILES, data_file
 
 SKYRL_PROFILE = "skyrl"
-DATA_SLOTS = {"train_data": "data.train_data", "eval_data": "data.val_data"}
-"""The run's data slots and the SkyRL setting each renders into (rlaunch.render.skyrl)."""
+DATA_SLOTS = data_slots()
+"""The run's data slots and the SkyRL setting each renders into (the SkyRL mapping table)."""
 
 
 def _what(artifact: object) -> str:
