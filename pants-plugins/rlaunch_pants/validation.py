@@ -99,13 +99,3 @@ def check_choice(value: Any, choices: tuple[str, ...]) -> Optional[str]:
 def field_message(alias: str, address: object, requirement: str, value: Any) -> str:
     """The Pants form of a field error."""
     return f"The {alias!r} field in target {address} must be {requirement}, but was {value!r}."
-
-
-def check_positive_number(value: Any) -> Optional[str]:
-    ok = (is_int(value) or isinstance(value, float)) and value > 0
-    return None if ok else "a number > 0"
-
-
-def check_non_negative_number(value: Any) -> Optional[str]:
-    ok = (is_int(value) or isinstance(value, float)) and value >= 0
-    return None if ok else "a number >= 0"

@@ -37,10 +37,6 @@ Advance = Callable[..., None]
 """`advance(amount=1, description=None)`: move the bar, optionally renaming the step."""
 
 
-def shows_progress(stream: TextIO | None = None) -> bool:
-    return Console(file=stream or sys.stderr).is_terminal
-
-
 def _bars(stream: TextIO | None, *, counted: bool, share: bool = False) -> Progress:
     """`counted`: a bar and `done/total`; `share`: a bar and a percentage (the description
     says what is counted)."""

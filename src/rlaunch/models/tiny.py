@@ -15,7 +15,7 @@ import ctypes
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import safetensors
@@ -83,9 +83,6 @@ class TinyConfig:
             n_kv_heads=int(config["num_key_value_heads"]),
             max_position_embeddings=int(config["max_position_embeddings"]),
         )
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 class _Attention(nn.Module):

@@ -234,9 +234,6 @@ class SimGPUWorker:
         state = {name: tensor.detach().clone() for name, tensor in self.policy.state_dict().items()}
         return [ray.put(state), weights_sha256(state)]
 
-    def policy_weights_sha256(self) -> str:
-        return weights_sha256(self.policy.state_dict())
-
     def export(self, directory: str) -> str:
         save_pretrained(self.policy, self.tokenizer, directory)
         return weights_sha256(self.policy.state_dict())
