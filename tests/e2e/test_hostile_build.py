@@ -142,17 +142,69 @@ def test_a_two_target_cycle_is_named_a_b_a(scratch: ScratchRepo) -> None:
         (("kl_loss_coef=0.001,\n                             max_training_steps=60",
           "\n                             max_training_steps=60"),
          "grpo_algorithm(): missing argument kl_loss_coef: give kl_loss_coef=..."),
+        # Builder configs reached the builder unread: these passed check and failed the launch.
+        (('        "n_layers": 2,', '        "n_layers": 10**30,'),
+         "error ART010 model.config.n_layers: model.config.n_layers of sft_model@2026.11.30.1 "
+         "(builder sft_model): Value error, integers must lie within +-2**53 (got "
+         "1000000000000000000000000000000) in experiments/countdown/BUILD:37 "
+         "(experiments/countdown:sft_model): config.n_layers"),
+        (('        "d_model": 64,', '        "d_model": -1,'),
+         "error ART010 model.config.d_model: model.config.d_model of sft_model@2026.11.30.1 "
+         "(builder sft_model): Input should be greater than 0 (got -1) in "
+         "experiments/countdown/BUILD:37 (experiments/countdown:sft_model): config.d_model"),
+        (('        "seed": 7,', '        "seed": "1",'),
+         "error ART010 model.config.seed: model.config.seed of sft_model@2026.11.30.1 (builder "
+         "sft_model): Input should be a valid integer (got '1') in "
+         "experiments/countdown/BUILD:37 (experiments/countdown:sft_model): config.seed"),
     ],
     ids=["runtime-empty", "eval_data-empty", "smoke_steps-str", "algorithm-none",
          "facts-int-too-big", "sweep-smoke_steps-str", "run_name-none",
          "builder-unregistered", "run_name-too-long", "environment-unknown-to-the-runtime",
-         "smoke_steps-missing", "smoke_of-given", "algorithm-str", "grpo-kl-missing"],
+         "smoke_steps-missing", "smoke_of-given", "algorithm-str", "grpo-kl-missing",
+         "sft-n_layers-huge", "sft-d_model-negative", "sft-seed-str"],
 )
 def test_bad_build_values_get_a_message_not_a_python_error(scratch, edit, message) -> None:
     code, output = check_with(scratch, edit)
     assert code != 0
     assert message in output, output[-2000:]
     assert "Traceback (most recent call last)" not in output
+
+
+DATASETS = "experiments/datasets/BUILD"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('    "template": "{question}', '    "tmplate": "{question}'),
+         "error ART010 train_data.config.tmplate: train_data.config.tmplate of "
+         "gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): Extra inputs are not "
+         "permitted (got '{question} Let\\'s think step by step and output the final answer "
+         "after \"####\".'); did you mean 'template'? in experiments/datasets/BUILD:39 "
+         "(experiments/datasets:gsm8k-train-prompts): config.tmplate"),
+        (('{"column": "answer",', '{"column": ["answer"],'),
+         "error ART010 train_data.config.ground_truth.column: train_data.config.ground_truth."
+         "column of gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): Input should be a "
+         "valid string (got ['answer']) in experiments/datasets/BUILD:39 "
+         "(experiments/datasets:gsm8k-train-prompts): config.ground_truth.column"),
+        (('    "ground_truth": {"column": "answer", "extract": "final_answer"},\n', ''),
+         "error ART010 train_data.config.ground_truth: train_data.config.ground_truth of "
+         "gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): Field required in "
+         "experiments/datasets/BUILD:38 (experiments/datasets:gsm8k-train-prompts): "
+         "config.ground_truth"),
+    ],
+    ids=["key-typo", "column-list", "ground_truth-deleted"],
+)
+def test_a_prompt_builder_config_is_checked_by_check(scratch: ScratchRepo, edit, message) -> None:
+    original = (scratch.root / DATASETS).read_text()
+    assert edit[0] in original
+    scratch.write(DATASETS, original.replace(edit[0], edit[1], 1))
+    try:
+        code, output = pants(scratch, "check", "experiments/qwen2.5-1.5b-gsm8k:grpo")
+    finally:
+        scratch.write(DATASETS, original)
+    assert code == 1
+    assert message in output, output[-3000:]
 
 
 def test_rl_eval_run_names_a_run_name_that_is_no_string(scratch: ScratchRepo) -> None:

@@ -203,3 +203,69 @@ def test_art009_a_built_artifact_names_a_registered_builder() -> None:
     # A module:Class builder is imported where it builds, not by preflight.
     assert messages(example(edits={"train_data.builder": "mine.builders:Rows"}), "ART009") == []
     assert messages(example(), "ART009") == []
+
+
+FULL_SFT = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+            "max_position_embeddings": 64, "steps": 10, "seed": 0}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda config: config.__setitem__("tmplate", config.pop("template")),
+         "train_data.config.template of gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): "
+         "Field required"),
+        (lambda config: config.__setitem__("tmplate", config.pop("template")),
+         "train_data.config.tmplate of gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): "
+         "Extra inputs are not permitted (got '{question} Let\\'s think step by step and output "
+         "the final answer after \"####\".'); did you mean 'template'?"),
+        (lambda config: config["ground_truth"].__setitem__("column", ["answer"]),
+         "train_data.config.ground_truth.column of gsm8k-train-prompts@2026.11.30 (builder "
+         "prompt_parquet): Input should be a valid string (got ['answer'])"),
+        (lambda config: config.pop("ground_truth"),
+         "train_data.config.ground_truth of gsm8k-train-prompts@2026.11.30 (builder "
+         "prompt_parquet): Field required"),
+        (lambda config: config.__setitem__("task", "aime"),
+         "train_data.config.task of gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): "
+         "'aime' is not a task of rlaunch.tasks (it has gsm8k)"),
+        (lambda config: config["ground_truth"].__setitem__("extract", "last"),
+         "train_data.config.ground_truth.extract of gsm8k-train-prompts@2026.11.30 (builder "
+         "prompt_parquet): 'last' is not an extractor of task 'gsm8k' (it has verbatim, "
+         "final_answer)"),
+    ],
+    ids=["typo-missing", "typo-extra", "column-list", "ground_truth-deleted", "task-unknown",
+         "extract-unknown"],
+)
+def test_a_prompt_parquet_config_is_checked_before_it_builds(mutate, message) -> None:
+    data = example()
+    mutate(data["train_data"]["config"])
+    assert message in messages(data, "ART010")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"n_layers": 10**30}, "config.n_layers of qwen-sft@2026.11.02 (builder sft_model): "
+         "Value error, integers must lie within +-2**53 (got 10000000000000000000000000000"
+         "00)"),
+        ({"d_model": -1}, "config.d_model of qwen-sft@2026.11.02 (builder sft_model): Input "
+         "should be greater than 0 (got -1)"),
+        ({"seed": "1"}, "config.seed of qwen-sft@2026.11.02 (builder sft_model): Input should "
+         "be a valid integer (got '1')"),
+        ({"n_heads": 3}, "config of qwen-sft@2026.11.02 (builder sft_model): Value error, "
+         "n_heads 3 does not divide d_model 64 (64 % 3 = 1)"),
+    ],
+    ids=["n_layers-huge", "d_model-negative", "seed-str", "heads-do-not-divide"],
+)
+def test_an_sft_config_is_checked_before_it_builds(edit, message) -> None:
+    data = example()
+    data["model"] = built_model(data["model"], **{**FULL_SFT, **edit})
+    assert [f"model.{message}"] == messages(data, "ART010")
+
+
+def test_a_valid_builder_config_and_a_third_party_builder_pass() -> None:
+    data = example()
+    data["model"] = built_model(data["model"], **FULL_SFT)
+    data["train_data"]["builder"] = "mypackage.builders:MyBuilder"
+    data["train_data"]["config"] = {"anything": [1, 2]}
+    assert messages(data, "ART010") == []

@@ -1,20 +1,17 @@
-"""A builder's `config` (the BUILD field) read into a strict model, with errors that name it."""
+"""A builder's `config` (the BUILD field) read into its typed model, with errors that name it.
+
+The models of rlaunch's own builders live in rlaunch.spec.builder_configs, where preflight
+checks them too (ART010); a third-party builder parses its own model the same way."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rlaunch.builders.base import BuildError
 from rlaunch.spec.artifacts import BuiltArtifact, identity
-
-
-class BuilderConfig(BaseModel):
-    """Base of every builder's config: unknown keys and loose types are refused."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
+from rlaunch.spec.builder_configs import config_problems
 
 Config = TypeVar("Config", bound=BaseModel)
 
@@ -24,13 +21,9 @@ def parse_config(model: type[Config], artifact: BuiltArtifact) -> Config:
     try:
         return model.model_validate(artifact.config)
     except ValidationError as err:
-        problems = []
-        for error in err.errors():
-            field = ".".join(["config", *(str(part) for part in error["loc"])])
-            shown = "" if error["type"] == "missing" else f" (got {error.get('input')!r})"
-            problems.append(f"{field}: {error['msg']}{shown}")
         fields = ", ".join(model.model_fields)
         raise BuildError(
             f"{identity(artifact)}: invalid config for builder {artifact.builder!r}: "
-            f"{'; '.join(problems)}. Its fields: {fields}"
+            f"{'; '.join(f'{field}: {problem}' for field, problem in config_problems(model, err))}"
+            f". Its fields: {fields}"
         ) from None

@@ -19,26 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from rlaunch.builders.base import AnyArtifact, BuildError, Built, Log, expect_type
-from rlaunch.builders.config import BuilderConfig, parse_config
+from rlaunch.builders.config import parse_config
 from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact, identity
+from rlaunch.spec.builder_configs import CharTokenizerConfig, CountdownDataConfig
 from rlaunch.tasks.countdown import make_problems, prompt_rows
 from rlaunch.tasks.parquet import write_prompts
 from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
-
-
-class DataConfig(BuilderConfig):
-    seed: int
-    train_rows: int = Field(gt=0)
-    eval_rows: int = Field(ge=0)
-
-
-class TokenizerConfig(BuilderConfig):
-    characters: str | None = None
-    """The vocabulary after the specials; null: rlaunch.models.tokenizer.CHARACTERS."""
 
 
 class CountdownDataBuilder:
@@ -50,7 +38,7 @@ class CountdownDataBuilder:
         self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log
     ) -> Built:
         expect_type(self.name, artifact, BuiltArtifact)
-        config = parse_config(DataConfig, artifact)
+        config = parse_config(CountdownDataConfig, artifact)
         if artifact.rows is not None and artifact.rows != config.train_rows:
             raise BuildError(
                 f"{identity(artifact)}: rows declares {artifact.rows}, but config.train_rows is "
@@ -70,7 +58,7 @@ class CharTokenizerBuilder:
 
     def build(self, artifact: AnyArtifact, deps: dict[str, Path], out_dir: Path, log: Log) -> None:
         expect_type(self.name, artifact, BuiltArtifact)
-        config = parse_config(TokenizerConfig, artifact)
+        config = parse_config(CharTokenizerConfig, artifact)
         tokenizer = CharTokenizer() if config.characters is None else CharTokenizer(
             config.characters
         )

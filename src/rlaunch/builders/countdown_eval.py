@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 
 import torch
-from pydantic import Field
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Built, Log, expect_type
-from rlaunch.builders.config import BuilderConfig, parse_config
+from rlaunch.builders.config import parse_config
 from rlaunch.models.generate import sample
 from rlaunch.models.tiny import ModelFormatError, load_pretrained
 from rlaunch.spec.artifacts import BuiltArtifact, identity
+from rlaunch.spec.builder_configs import GreedyEvalConfig
 from rlaunch.tasks.countdown import CORRECT_REWARD, reward
 from rlaunch.tasks.parquet import read_countdown
 from rlaunch.tasks.prompts import EVAL_FILE
@@ -35,15 +35,6 @@ SAMPLES_FILE = "samples.jsonl"
 _BATCH = 256
 
 
-class EvalConfig(BuilderConfig):
-    environment: Literal["countdown"]
-    """The task whose reward scores the answers."""
-    rows: int = Field(gt=0)
-    """How many problems of eval.parquet to score (the first ones)."""
-    max_new_tokens: int = Field(gt=0)
-    """Generated tokens per answer."""
-
-
 class GreedyEvalBuilder:
     name = "greedy_eval"
 
@@ -51,7 +42,7 @@ class GreedyEvalBuilder:
               log: Log) -> Built:
         expect_type(self.name, artifact, BuiltArtifact)
         ident = identity(artifact)
-        config = parse_config(EvalConfig, artifact)
+        config = parse_config(GreedyEvalConfig, artifact)
         models = sorted(slot for slot in deps if slot != "data")
         if "data" not in deps or not models:
             raise BuildError(
@@ -81,7 +72,7 @@ class GreedyEvalBuilder:
         return Built(rows=len(problems))
 
 
-def _score(ident: str, slot: str, folder: Path, problems: list[dict], config: EvalConfig,
+def _score(ident: str, slot: str, folder: Path, problems: list[dict], config: GreedyEvalConfig,
            samples: TextIO) -> list[float]:
     """One greedy answer per problem from the model in `folder`, each scored by the reward;
     one line per problem into `samples`."""

@@ -12,34 +12,21 @@ import json
 from pathlib import Path
 
 import torch
-from pydantic import Field
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Log, expect_type
-from rlaunch.builders.config import BuilderConfig, parse_config
+from rlaunch.builders.config import parse_config
 from rlaunch.builders.facts import facts_problems, verify_model_facts
 from rlaunch.models.sft import mean_reward, sft_train
 from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
 from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.spec.artifacts import BuiltArtifact, identity
+from rlaunch.spec.builder_configs import SFTConfig
 from rlaunch.tasks.parquet import read_countdown
 from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
 
 METRICS_FILE = "sft_metrics.json"
 _EVAL_SAMPLE = 200
 """Eval rows the builder scores after SFT (greedy), for sft_metrics.json."""
-
-
-class SFTConfig(BuilderConfig):
-    d_model: int = Field(gt=0)
-    n_layers: int = Field(gt=0)
-    n_heads: int = Field(gt=0)
-    n_kv_heads: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0)
-    steps: int = Field(ge=0)
-    """SFT optimizer steps."""
-    seed: int
-    batch_size: int = Field(default=64, gt=0)
-    learning_rate: float = Field(default=3e-3, gt=0)
 
 
 

@@ -27,35 +27,22 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from pydantic import Field
 
 from rlaunch.builders.base import AnyArtifact, BuildError, Built, Log, expect_type
-from rlaunch.builders.config import BuilderConfig, parse_config
+from rlaunch.builders.config import parse_config
 from rlaunch.builders.hf_snapshot import card_split_patterns
 from rlaunch.spec.artifacts import BuiltArtifact, HFDataset, identity
+from rlaunch.spec.builder_configs import GroundTruthConfig, PromptConfig
 from rlaunch.tasks.parquet import write_prompts
-from rlaunch.tasks.prompts import GROUND_TRUTH, PROMPTS_FILE, prompt_row, template_fields
+from rlaunch.tasks.prompts import (
+    GROUND_TRUTH,
+    PROMPTS_FILE,
+    VERBATIM,
+    prompt_row,
+    template_fields,
+)
 
-VERBATIM = "verbatim"
 _SUFFIXES = (".parquet", ".jsonl", ".json")
-
-
-class GroundTruthConfig(BuilderConfig):
-    column: str
-    """The source column the ground truth is read from."""
-    extract: str
-    """`verbatim`, or a named extractor of the task (`final_answer` for gsm8k)."""
-
-
-class PromptConfig(BuilderConfig):
-    task: str
-    template: str = Field(min_length=1)
-    """The user message: a Python format string over the source row's columns."""
-    ground_truth: GroundTruthConfig | None
-    """Where `reward_spec.ground_truth` comes from; null writes none (an env that needs one
-    then fails the handoff check)."""
-    env_class: str = Field(min_length=1)
-    reward_method: str = Field(min_length=1)
 
 
 class PromptParquetBuilder:

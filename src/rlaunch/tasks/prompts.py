@@ -45,6 +45,8 @@ GROUND_TRUTH: dict[str, dict[str, Callable[[str], str | None]]] = {
     "gsm8k": gsm8k.GROUND_TRUTH,
 }
 """Per task, the named ways a ground truth is taken from a source column."""
+VERBATIM = "verbatim"
+"""The extractor every task has: the source column's value as it is."""
 
 REFERENCE_RESPONSES: dict[str, Callable[[str], str]] = {
     "gsm8k": gsm8k.reference_response,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import ValidationError
+
 from rlaunch.plugins import BUILDER_GROUP, registered_names
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error
@@ -17,7 +19,9 @@ from rlaunch.spec.artifacts import (
     RunExport,
     fingerprint,
 )
+from rlaunch.spec.builder_configs import BUILDER_CONFIGS, PromptConfig, config_problems
 from rlaunch.spec.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
+from rlaunch.tasks.prompts import GROUND_TRUTH, VERBATIM
 
 # What each slot of a run accepts: a tokenizer may come from a model repo.
 SLOT_KINDS = {
@@ -232,3 +236,51 @@ def builders_registered(check: Check) -> Iterator[Finding]:
             "Use a registered builder, install the plugin that provides it (entry point group"
             f" {BUILDER_GROUP}), or give a module:Class.",
         )
+
+
+def _prompt_config_problems(config: PromptConfig) -> list[tuple[str, str]]:
+    """What prompt_parquet refuses at build time that its config alone decides."""
+    if config.task not in GROUND_TRUTH:
+        return [("config.task", f"{config.task!r} is not a task of rlaunch.tasks (it has "
+                                f"{', '.join(sorted(GROUND_TRUTH))})")]
+    named = GROUND_TRUTH[config.task]
+    extract = config.ground_truth.extract if config.ground_truth is not None else VERBATIM
+    if extract != VERBATIM and extract not in named:
+        return [("config.ground_truth.extract",
+                 f"{extract!r} is not an extractor of task {config.task!r} (it has "
+                 f"{', '.join([VERBATIM, *sorted(named)])})")]
+    return []
+
+
+@rule(
+    "ART010",
+    "A built artifact's config has the keys, types and values its builder reads.",
+    example=Example(edits={"train_data.config.ground_truth.column": ["answer"]}),
+)
+def builder_configs_valid(check: Check) -> Iterator[Finding]:
+    """rlaunch's own builders read `config` into the typed models of
+    rlaunch.spec.builder_configs; without this rule a typo'd key or a wrong type passed check
+    and stopped the launch at building the artifact (or, for a value in range but wrong, built
+    something else). Third-party `module:Class` builders check their own config when they run."""
+    seen: set[tuple[str, str]] = set()
+    for path, artifact in check.artifacts:
+        if not isinstance(artifact, BuiltArtifact) or (artifact.name, artifact.version) in seen:
+            continue
+        model = BUILDER_CONFIGS.get(artifact.builder)
+        if model is None:
+            continue
+        seen.add((artifact.name, artifact.version))
+        try:
+            config = model.model_validate(artifact.config)
+        except ValidationError as err:
+            problems = config_problems(model, err)
+        else:
+            problems = _prompt_config_problems(config) if isinstance(config, PromptConfig) else []
+        for field, problem in problems:
+            yield error(
+                "ART010", (f"{path}.{field}",),
+                f"{path}.{field} of {artifact.name}@{artifact.version} (builder "
+                f"{artifact.builder}): {problem}",
+                f"Write {path}.config as builder {artifact.builder} reads it; its fields are "
+                f"{', '.join(model.model_fields)} (docs/artifacts.md).",
+            )
