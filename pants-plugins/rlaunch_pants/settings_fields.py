@@ -3,8 +3,9 @@ the `settings` field (on it, and on an `rl_run`, whose own settings override the
 
 Names and types come from the library's catalog through schema.json (`settings`): when a BUILD
 file is parsed the run's runtime is not known yet, so a name is checked against every catalogued
-release (today SkyRL 0.3.0 and the smoke runtime, which reads a few of the same names); the
-library checks the pinned release itself when the run is assembled. A name the plan decides is
+release (SkyRL 0.3.0 and 0.4.0, and the smoke runtime, which reads a few of the same names); the
+library checks the pinned release itself when the run is assembled (a 0.4.0 name on a 0.3.0 run
+is refused there, naming 0.4.0). A name the plan decides is
 refused here already, with the plan field to set instead.
 """
 
@@ -27,6 +28,7 @@ _SETTINGS: Mapping[str, Any] = schema.SCHEMA["settings"]
 FIELDS: Mapping[str, Mapping[str, Any]] = _SETTINGS["fields"]
 SECTIONS: Mapping[str, str] = _SETTINGS["sections"]
 PLAN_OWNED: Mapping[str, str] = _SETTINGS["plan_owned"]
+RELEASES: str = " and ".join(_SETTINGS["releases"])
 SETTABLE = tuple(name for name in FIELDS if name not in PLAN_OWNED)
 
 # Catalog type -> (one value, several values) in words.
@@ -100,12 +102,15 @@ class SkyrlSettingsField(Field):
     default: ClassVar[FrozenDict[str, Any]] = FrozenDict()
     help = help_text(
         """
-        Extra SkyRL settings by their dotted SkyRL 0.3.0 config names, e.g.
+        Extra SkyRL settings by their dotted SkyRL config names, e.g.
         `generator.inference_engine.gpu_memory_utilization`. Each name must be a field of
-        SkyRL's config (a typo is refused with the closest name), each value of the field's
-        type, and none may be one the plan decides (placement, parallel sizes, engine count,
-        batch sizes, lengths, paths, seed, resume, logger): set the plan field instead. On an
-        `rl_run`, these override the settings of its `skyrl_settings` target. Default: none.
+        the config of the release the run's runtime pins (catalogued: """ + RELEASES + """;
+        `bin/rlaunch settings --release 0.4.0` lists one release's names, types and
+        defaults); a typo is refused with the closest name, a name only another release has
+        with that release. Each value must have the field's type, and none may be one the
+        plan decides (placement, parallel sizes, engine count, batch sizes, lengths, paths,
+        seed, resume, logger): set the plan field instead. On an `rl_run`, these override the
+        settings of its `skyrl_settings` target. Default: none.
 
             settings={
                 "generator.inference_engine.gpu_memory_utilization": 0.85,
@@ -161,8 +166,8 @@ class SkyrlSettingsTarget(Target):
     help = help_text(
         """
         SkyRL settings shared by runs (an `rl_run` names it in `skyrl_settings`; its own
-        `settings` override these name by name). The names are SkyRL 0.3.0's dotted config
-        names; `./pants help rl_run` describes the checks.
+        `settings` override these name by name). The names are SkyRL's dotted config names
+        (catalogued: """ + RELEASES + """); `./pants help rl_run` describes the checks.
 
             skyrl_settings(
                 name="lora-r32",

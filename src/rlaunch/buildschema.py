@@ -86,15 +86,28 @@ def model_keys(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:
 def settings_schema() -> dict[str, Any]:
     """What the plugin checks a BUILD file's `settings` against before it knows the run's
     runtime: every name some catalogued release reads, with its type (the library checks the
-    pinned release itself), the sections, and the names the plan decides."""
+    pinned release itself), the sections, and the names the plan decides; `releases` lists the
+    catalogued releases whose full config is listed (the BUILD help names them), and a name not
+    all of them have says which do (`only`)."""
     fields: dict[str, Any] = {}
     sections: dict[str, str] = {}
+    full: list[str] = []
+    having: dict[str, list[str]] = {}
     for profile in PROFILES.values():
         for release in (*profile.releases.values(), *profile.commits.values()):
-            for name, field in release.settings.fields.items():
+            catalog = release.settings
+            if not catalog.reads_only:
+                full.append(catalog.label)
+            for name, field in catalog.fields.items():
                 fields.setdefault(name, {"type": field.type, "nullable": field.nullable})
-            sections.update(release.settings.sections)
-    return {"fields": fields, "sections": sections, "plan_owned": dict(PLAN_OWNED)}
+                if not catalog.reads_only:
+                    having.setdefault(name, []).append(catalog.label)
+            sections.update(catalog.sections)
+    for name, labels in having.items():
+        if len(labels) < len(full):
+            fields[name]["only"] = labels
+    return {"releases": full, "fields": fields, "sections": sections,
+            "plan_owned": dict(PLAN_OWNED)}
 
 
 def build_schema() -> dict[str, Any]:

@@ -164,9 +164,22 @@ def test_settings_lists_a_releases_settings_with_types_defaults_and_the_plans_na
     assert result.output.splitlines()[0] == (
         "trainer.policy.optimizer_config.weight_decay   float            default 0.01")
     assert len(result.output.splitlines()) == 4
-    result = runner.invoke(settings_command, ["x", "--runtime", "skyrl==0.4.0"])
+    result = runner.invoke(settings_command, ["x", "--runtime", "skyrl==0.5.0"])
     assert result.exit_code == 1
-    assert "skyrl==0.4.0 is not a release rlaunch's catalog lists settings for" in result.output
+    assert "skyrl==0.5.0 is not a release rlaunch's catalog lists settings for" in result.output
+    result = runner.invoke(settings_command, ["cispo", "--release", "0.4.0"])
+    assert result.output == (
+        "trainer.algorithm.cispo.cispo_eps_clip_low   float            default 1.0\n"
+        "trainer.algorithm.cispo.cispo_eps_clip_high  float            default 4.0\n"
+        'trainer.algorithm.cispo.cispo_anchor         str              default "old"\n')
+    result = runner.invoke(settings_command, ["cispo", "--release", "0.3.0"])
+    assert result.output == (
+        "trainer.algorithm.cispo.cispo_eps_clip_low   float            default 0.0\n"
+        "trainer.algorithm.cispo.cispo_eps_clip_high  float            default 5.0\n")
+    result = runner.invoke(settings_command, ["delta_weight_sync.sync", "--release", "0.4.0"])
+    assert result.output == (
+        "generator.inference_engine.delta_weight_sync.sync_dir  str              "
+        "(required: no default)\n")
     result = runner.invoke(settings_command, ["no_such_thing"])
     assert result.output == (
         "Error: SkyRL 0.3.0 has no setting whose name contains 'no_such_thing'\n")

@@ -40,8 +40,8 @@ def test_rt002_profile_and_release_known() -> None:
         "runtime.profile 'verl' is not in the runtime catalog (skyrl, smoke)"
     ]
     assert messages(example(edits={"runtime.package": "skyrl==0.2.9"}), "RT002") == [
-        "runtime.package 'skyrl==0.2.9': the catalog knows skyrl 0.3.0 only, so nothing about"
-        " this release can be proven"
+        "runtime.package 'skyrl==0.2.9': the catalog knows skyrl 0.3.0, 0.4.0 only, so nothing"
+        " about this release can be proven"
     ]
     [git] = findings(example(edits={"runtime.package": None, "runtime.git": GIT}), "RT002")
     assert (git.severity, git.message) == (

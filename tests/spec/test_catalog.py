@@ -28,6 +28,11 @@ def test_resolve_pins() -> None:
     release = resolve("skyrl", package="skyrl==0.3.0", commit=None)
     assert release is not None and release.version == "0.3.0"
     assert release.fixes == frozenset(FIXES)
+    upgraded = resolve("skyrl", package="skyrl==0.4.0", commit=None)
+    assert upgraded is not None and upgraded.settings.label == "SkyRL 0.4.0"
+    assert upgraded.fixes == frozenset(FIXES)
+    assert upgraded.settings.elsewhere == {}
+    assert release.settings.elsewhere["trainer.algorithm.cispo.cispo_anchor"] == "SkyRL 0.4.0"
     assert resolve("skyrl", package="skyrl==0.2.9", commit=None) is None
     assert resolve("skyrl", package="skyrl", commit=None) is None
     assert resolve("skyrl", package=None, commit="c" * 40) is None

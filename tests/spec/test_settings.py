@@ -115,12 +115,44 @@ def test_a_nullable_list_and_a_union_describe_every_member() -> None:
 
 def test_a_release_the_catalog_does_not_list_is_named_with_the_fix() -> None:
     data = _with({"trainer.eval_interval": 10})
-    data["runtime"] = {**data["runtime"], "package": "skyrl==0.4.0"}
+    data["runtime"] = {**data["runtime"], "package": "skyrl==0.5.0"}
     lines = _problems(data)
     assert lines[1] == (
-        "  - settings: skyrl==0.4.0 is not a release rlaunch's catalog lists settings for "
-        "(catalogued skyrl releases: 0.3.0); pin a catalogued release, or add this one to "
-        "src/rlaunch/spec/catalog.py with its field list (scripts/gen-skyrl-fields) (got {...})"
+        "  - settings: skyrl==0.5.0 is not a release rlaunch's catalog lists settings for "
+        "(catalogued skyrl releases: 0.3.0, 0.4.0); pin a catalogued release, or add this one "
+        "to src/rlaunch/spec/catalog.py with its field list (scripts/gen-skyrl-fields) "
+        "(got {...})"
+    )
+
+
+def _on(release: str, settings: dict) -> dict:
+    data = _with(settings)
+    data["runtime"] = {**data["runtime"], "package": f"skyrl=={release}"}
+    return data
+
+
+def test_a_setting_of_another_release_is_refused_naming_the_release_that_has_it() -> None:
+    kv_offload = {"generator.inference_engine.offload_kv_for_weight_sync": True}
+    lines = _problems(_on("0.3.0", kv_offload))
+    assert lines[1] == (
+        "  - settings.generator.inference_engine.offload_kv_for_weight_sync: SkyRL 0.3.0 has no "
+        "config field 'generator.inference_engine.offload_kv_for_weight_sync'; SkyRL 0.4.0 has "
+        "it: pin that release in the run's runtime (a runtime change: a fresh version, "
+        "docs/launching.md), or drop the setting (got true)"
+    )
+    spec = parse_spec(_on("0.4.0", kv_offload))
+    assert spec.skyrl_setting("generator.inference_engine.offload_kv_for_weight_sync") is True
+
+
+def test_each_release_has_its_own_defaults_and_literal_choices() -> None:
+    cispo_low = "trainer.algorithm.cispo.cispo_eps_clip_low"
+    assert parse_spec(_on("0.3.0", {})).skyrl_setting(cispo_low) == 0.0
+    assert parse_spec(_on("0.4.0", {})).skyrl_setting(cispo_low) == 1.0
+    load_format = "generator.inference_engine.delta_weight_sync.checkpoint_load_format"
+    lines = _problems(_on("0.4.0", {load_format: "safetensors"}))
+    assert lines[1] == (
+        f"  - settings.{load_format}: SkyRL 0.4.0 types '{load_format}' as str: write one of "
+        '"vllm_multi_thread_safetensors", "vllm_fastsafetensors" (got "safetensors")'
     )
 
 

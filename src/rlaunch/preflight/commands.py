@@ -64,10 +64,16 @@ def rules(output_format: str) -> None:
     help="The runtime pin whose settings to list, e.g. skyrl==0.3.0 or rlaunch==0.1.0 (the smoke"
     " runtime).",
 )
-def settings_command(pattern: str, pin: str) -> None:
+@click.option(
+    "--release", default=None, metavar="X.Y.Z",
+    help="A SkyRL release (0.3.0, 0.4.0): the same as --runtime skyrl==X.Y.Z.",
+)
+def settings_command(pattern: str, pin: str, release: str | None) -> None:
     """List the extra settings a runtime release takes (a run's `settings`): every config field
     whose dotted name contains PATTERN, with its type and the release's default, and the plan
     field to set instead for a name the plan decides."""
+    if release is not None:
+        pin = f"skyrl=={release}"
     package, _, _ = pin.partition("==")
     profile = next((p.name for p in PROFILES.values() if p.package == package), package)
     catalog = settings_catalog(profile, package=pin, commit=None)

@@ -14,10 +14,10 @@ nothing about it can be proven.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from rlaunch.spec import skyrl_fields_0_3_0
+from rlaunch.spec import skyrl_fields_0_3_0, skyrl_fields_0_4_0
 from rlaunch.spec.settings import SettingsCatalog
 
 FIXES: Mapping[str, str] = MappingProxyType(
@@ -90,15 +90,40 @@ class RuntimeProfile:
         return tuple(seen)
 
 
+def _beside(releases: Mapping[str, RuntimeRelease]) -> Mapping[str, RuntimeRelease]:
+    """The releases of one runtime, each settings catalog told which names a sibling has and it
+    lacks (the newest sibling that has a name is the one named)."""
+    out: dict[str, RuntimeRelease] = {}
+    for version, release in releases.items():
+        elsewhere: dict[str, str] = {}
+        for other in sorted(releases.values(), key=lambda r: _version_key(r.version)):
+            if other is release:
+                continue
+            for name in other.settings.fields:
+                if name not in release.settings.fields:
+                    elsewhere[name] = other.settings.label
+        settings = replace(release.settings, elsewhere=MappingProxyType(elsewhere))
+        out[version] = replace(release, settings=settings)
+    return MappingProxyType(out)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
 SKYRL_0_3_0_SETTINGS = SettingsCatalog.generated(
     "SkyRL 0.3.0", skyrl_fields_0_3_0.FIELDS, skyrl_fields_0_3_0.SECTIONS
 )
+SKYRL_0_4_0_SETTINGS = SettingsCatalog.generated(
+    "SkyRL 0.4.0", skyrl_fields_0_4_0.FIELDS, skyrl_fields_0_4_0.SECTIONS
+)
 
 SKYRL_EVAL_ENTRYPOINT = "skyrl.train.entrypoints.main_generate"
-"""SkyRL 0.3.0's eval-only entrypoint: `main` builds the config with `from_cli_overrides`, checks
-it with `validate_generator_cfg`, and `EvalOnlyEntrypoint.run` scores `trainer.policy.model.path`
-on `data.val_data` with `skyrl.train.evaluate.evaluate` (skyrl/train/entrypoints/
-main_generate.py)."""
+"""SkyRL's eval-only entrypoint (0.3.0 and 0.4.0): `main` builds the config with
+`from_cli_overrides`, checks it with `validate_generator_cfg`, and `EvalOnlyEntrypoint.run` scores
+`trainer.policy.model.path` on `data.val_data` with `skyrl.train.evaluate.evaluate`
+(skyrl/train/entrypoints/main_generate.py; 0.3.0 uses `evaluate_step_wise` instead when
+`generator.step_wise_trajectories` is set, 0.4.0 always `evaluate`)."""
 
 _SKYRL_0_3_0 = RuntimeRelease(
     version="0.3.0",
@@ -107,6 +132,11 @@ _SKYRL_0_3_0 = RuntimeRelease(
     settings=SKYRL_0_3_0_SETTINGS,
     eval_entrypoints=frozenset({SKYRL_EVAL_ENTRYPOINT}),
 )
+
+# The four fixes are in 0.4.0's skyrl/train/utils/utils.py (validate_batch_sizes' lcm,
+# validate_inference_engine_cfg's DP x TP == EP, validate_cfg's max_ckpts_to_keep == 0) and
+# skyrl/train/trainer.py (`train` saves a final checkpoint when ckpt_interval > 0), as in 0.3.0.
+_SKYRL_0_4_0 = replace(_SKYRL_0_3_0, version="0.4.0", settings=SKYRL_0_4_0_SETTINGS)
 
 # The SkyRL settings the smoke runtime reads (rlaunch.runtimes.smoke.config.load_config); every
 # other name would be silently ignored there, so it is refused.
@@ -137,7 +167,7 @@ PROFILES: Mapping[str, RuntimeProfile] = MappingProxyType(
             name="skyrl",
             summary="SkyRL (skyrl-train) on GPUs",
             package="skyrl",
-            releases=MappingProxyType({"0.3.0": _SKYRL_0_3_0}),
+            releases=_beside({"0.3.0": _SKYRL_0_3_0, "0.4.0": _SKYRL_0_4_0}),
             commits=MappingProxyType({}),
             strategies=frozenset({"fsdp", "megatron"}),
             rollout_backends=frozenset({"vllm", "sglang"}),

@@ -64,14 +64,28 @@ class SettingField:
     type: str
     nullable: bool
     default: Any = None
+    choices: tuple[Any, ...] | None = None
+    """The values a `Literal` field takes (SkyRL 0.4.0 types a few so); None: any of its type."""
+    required: bool = False
+    """The release's config class has no default: a section that is set must set it."""
 
     def describe(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(json.dumps(choice) for choice in self.choices)
         return _describe_type(self.type, self.nullable)
 
     def accepts(self, value: Any) -> bool:
         if value is None:
             return self.nullable
+        if self.choices is not None:
+            return any(type(value) is type(choice) and value == choice
+                       for choice in self.choices)
         return any(_is(value, member) for member in self.type.split("|"))
+
+
+def _field(entry: Mapping[str, Any]) -> SettingField:
+    choices = entry.get("choices")
+    return SettingField(**{**entry, "choices": tuple(choices) if choices is not None else None})
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,9 @@ class SettingsCatalog:
     """Dotted name -> config class of a section (a nested config, not a setting itself)."""
     reads_only: bool = False
     """True when the release reads only these few of SkyRL's names (the smoke runtime)."""
+    elsewhere: Mapping[str, str] = field(default_factory=dict)
+    """Names this release lacks -> the label of another catalogued release of the same runtime
+    that has them (a 0.4.0 setting on a 0.3.0 run is refused naming 0.4.0)."""
 
     @classmethod
     def generated(cls, label: str, fields: Mapping[str, Any], sections: Mapping[str, str],
@@ -93,7 +110,7 @@ class SettingsCatalog:
         names = tuple(fields) if only is None else only
         return cls(
             label=label,
-            fields=MappingProxyType({name: SettingField(**fields[name]) for name in names}),
+            fields=MappingProxyType({name: _field(fields[name]) for name in names}),
             sections=MappingProxyType(dict(sections) if only is None else {}),
             reads_only=only is not None,
         )
@@ -117,6 +134,10 @@ class SettingsCatalog:
         return None
 
     def _unknown(self, name: str) -> str:
+        if name in self.elsewhere:
+            return (f"{self.label} has no config field {name!r}; {self.elsewhere[name]} has it: "
+                    f"pin that release in the run's runtime (a runtime change: a fresh version, "
+                    f"docs/launching.md), or drop the setting")
         settable = [leaf for leaf in self.fields if leaf not in PLAN_OWNED]
         close = difflib.get_close_matches(name, settable, n=1, cutoff=0.75)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -141,7 +162,10 @@ class SettingsCatalog:
             if name in PLAN_OWNED:
                 lines.append(f"{name:<{width}}  (the plan's: {PLAN_OWNED[name]})")
                 continue
-            kind = found.type + (" | None" if found.nullable else "")
-            default = json.dumps(found.default) if found.default is not None else "null"
-            lines.append(f"{name:<{width}}  {kind:<16} default {default}")
+            kind = (" | ".join(json.dumps(choice) for choice in found.choices)
+                    if found.choices is not None else found.type)
+            kind += " | None" if found.nullable else ""
+            default = ("(required: no default)" if found.required else
+                       f"default {json.dumps(found.default)}")
+            lines.append(f"{name:<{width}}  {kind:<16} {default}")
         return lines

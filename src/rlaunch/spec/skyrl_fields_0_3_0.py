@@ -2,8 +2,9 @@
 installed package (`skyrl.train.config.SkyRLTrainConfig`); do not edit.
 
 FIELDS: dotted name -> type (`bool`, `int`, `float`, `str`, `dict`, `list[X]`, `A|B`),
-whether it may be null, and SkyRL's default (absent where the default depends on the
-machine). SECTIONS: dotted name -> the config class of a nested section.
+whether it may be null, SkyRL's default (absent where the default depends on the
+machine; `required` where the config class has none) and, for a `Literal` field, its
+choices. SECTIONS: dotted name -> the config class of a nested section.
 """
 
 VERSION = '0.3.0'
