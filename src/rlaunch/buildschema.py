@@ -3,11 +3,13 @@
 The plugin runs on CPython 3.9 and never imports the library, so the library writes what the
 plugin needs into `pants-plugins/rlaunch_pants/schema.json` (`scripts/gen-docs`, or
 `python -m rlaunch.buildschema --write`): every key of every section (and of an artifact's model
-facts) with its type, choices,
-whether it may be null and its meaning (the field's docstring); the artifact slots; the pin and
-version patterns; the SkyRL settings catalog; the world rules that `./pants check` does not run.
-A test fails when the
-checked-in file differs from what this module writes.
+facts, and of every artifact variant) with its type, choices, bounds, default, whether it may
+be null, its meaning (the field's docstring) and an example value; which section each BUILD
+target type holds; a worked example of every section; the artifact slots; the pin and version
+patterns; the SkyRL settings catalog; the world rules that `./pants check` does not run. The
+plugin makes its fields, their help and the spec it writes from this file, so a key added to a
+model needs no edit in the plugin. A test fails when the checked-in file differs from what this
+module writes.
 """
 
 from __future__ import annotations
@@ -19,16 +21,47 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
+import annotated_types
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import to_jsonable_python
 
 from rlaunch.preflight import all_rules
 from rlaunch.spec import syntax
-from rlaunch.spec.artifacts import RUN_EXPORT_SLOTS, Artifact, ModelFacts
+from rlaunch.spec.artifacts import (
+    RUN_EXPORT_SLOTS,
+    AdoptedArtifact,
+    Artifact,
+    BuiltArtifact,
+    HFDataset,
+    HFModel,
+    ModelFacts,
+)
+from rlaunch.spec.base import Bounds
 from rlaunch.spec.catalog import PROFILES
+from rlaunch.spec.examples import worked_example
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
 from rlaunch.spec.settings import PLAN_OWNED
 
 SCHEMA_PATH = Path("pants-plugins/rlaunch_pants/schema.json")
+
+# The BUILD target types and what each holds: a section of the RunSpec (by key path; "" is the
+# run itself) or an artifact variant (by its type tag). The plugin makes each target's fields
+# from the keys of what it holds.
+BUILD_TARGETS: dict[str, dict[str, str]] = {
+    "hf_model": {"artifact": "hf_model"},
+    "hf_dataset": {"artifact": "hf_dataset"},
+    "adopted_artifact": {"artifact": "adopted"},
+    "built_artifact": {"artifact": "built"},
+    "rl_runtime": {"section": "runtime"},
+    "role_plan": {"section": "role_plan"},
+    "rl_execution": {"section": "execution"},
+    "rl_run": {"section": ""},
+}
+# The artifact variants a BUILD target declares (a run's export is another rl_run).
+BUILD_ARTIFACTS = (HFModel, HFDataset, AdoptedArtifact, BuiltArtifact)
+# The worked example the help and the plugin's tests write as BUILD targets.
+EXAMPLE = "colocated-1x8"
 
 
 class SchemaGap(Exception):
@@ -49,8 +82,37 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
 _ARTIFACT_UNION = typing.get_args(Artifact)[0]
 
 
+def _annotated(annotation: Any) -> tuple[Any, list[Any]]:
+    """`Annotated[int, Field(ge=1)]` (inside an optional, pydantic keeps it) -> int, metadata."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extras = typing.get_args(annotation)
+        metadata: list[Any] = []
+        for extra in extras:
+            metadata += extra.metadata if isinstance(extra, FieldInfo) else [extra]
+        return base, metadata
+    return annotation, []
+
+
+_BOUNDS = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le",
+           annotated_types.Lt: "lt"}
+
+
+def _bounds(metadata: list[Any]) -> dict[str, Any]:
+    """`{ge|gt|le|lt: value}` of a field's `Field(ge=...)` constraints and its `Bounds`."""
+    found = {}
+    for item in metadata:
+        if isinstance(item, Bounds):
+            found.update({name: value for name, value in vars(item).items() if value is not None})
+        for kind, name in _BOUNDS.items():
+            if isinstance(item, kind):
+                found[name] = getattr(item, name)
+    return found
+
+
 def _describe_type(annotation: Any, path: str) -> dict[str, Any]:
     if annotation in (Artifact, _ARTIFACT_UNION):
+        return {"type": "artifact"}
+    if annotation == "Artifact":  # a built artifact's deps, a forward reference
         return {"type": "artifact"}
     origin = typing.get_origin(annotation)
     if origin is Literal:
@@ -60,6 +122,9 @@ def _describe_type(annotation: Any, path: str) -> dict[str, Any]:
     if origin is list and typing.get_args(annotation) == (str,):
         return {"type": "list"}
     if origin is dict and typing.get_args(annotation)[0] is str:
+        values = typing.get_args(annotation)[1]
+        if values in (Artifact, _ARTIFACT_UNION) or typing.get_origin(values) is typing.Annotated:
+            return {"type": "map", "values": "artifact"}
         return {"type": "map"}
     simple = {bool: "bool", int: "int", float: "number", str: "str"}
     if annotation in simple:
@@ -68,18 +133,29 @@ def _describe_type(annotation: Any, path: str) -> dict[str, Any]:
 
 
 def model_keys(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:
-    """`{key: {type, nullable, doc, [choices], [keys]}}` of a model, in declaration order."""
+    """`{key: {type, nullable, doc, [choices], [keys], [bounds], [default], [example]}}` of a
+    model, in declaration order. `default` is there only when the model declares one (a key
+    without it must be written); `bounds` are the field's `Field(ge=..., lt=...)`."""
     keys: dict[str, Any] = {}
     for name, info in model.model_fields.items():
         path = f"{prefix}.{name}" if prefix else name
         annotation, nullable = _unwrap_optional(info.annotation)
+        annotation, metadata = _annotated(annotation)
         if not info.description:
             raise SchemaGap(f"{path}: write a docstring under the field (it is the BUILD help)")
-        keys[name] = {
+        key = {
             **_describe_type(annotation, path),
             "nullable": nullable,
             "doc": " ".join(info.description.split()),
         }
+        bounds = _bounds([*info.metadata, *metadata])
+        if bounds:
+            key["bounds"] = bounds
+        if not info.is_required():
+            key["default"] = to_jsonable_python(info.get_default(call_default_factory=True))
+        if info.examples:
+            key["example"] = to_jsonable_python(info.examples[0])
+        keys[name] = key
     return keys
 
 
@@ -120,6 +196,16 @@ def build_schema() -> dict[str, Any]:
         "run_export_slots": list(RUN_EXPORT_SLOTS),
         # An artifact is a target of its own; of its keys, the model facts are a BUILD dict.
         "model_facts": model_keys(ModelFacts, "facts"),
+        # Every artifact variant a BUILD target declares, by its type tag.
+        "artifacts": {
+            variant.model_fields["type"].annotation.__args__[0]: {
+                "doc": " ".join((variant.__doc__ or "").split()),
+                "keys": model_keys(variant, variant.__name__),
+            }
+            for variant in BUILD_ARTIFACTS
+        },
+        "targets": BUILD_TARGETS,
+        "example": worked_example(EXAMPLE),
         "settings": settings_schema(),
         "patterns": {
             "commit": syntax.COMMIT.pattern,

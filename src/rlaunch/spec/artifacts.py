@@ -72,14 +72,21 @@ class HFModel(SpecModel):
     """A Hugging Face model repo pinned at a commit, with its tokenizer pin."""
 
     type: Literal["hf_model"]
+    """The variant's tag: `hf_model`."""
     name: str
+    """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
     version: str
+    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
     repo_id: str
+    """The Hugging Face repository, `owner/name`, e.g. `Qwen/Qwen2.5-1.5B-Instruct`."""
     revision: str
     """40-hex commit sha. Branches and tags (`main`, `v1`) move and are rejected."""
     tokenizer_repo_id: str
+    """The repository of the tokenizer (the model's `repo_id` when it ships its tokenizer)."""
     tokenizer_revision: str
+    """The 40-hex commit of the tokenizer repository."""
     facts: ModelFacts
+    """Facts about the model that preflight needs, as its `config.json` names them."""
 
     @property
     def kind(self) -> ArtifactKind:
@@ -90,15 +97,21 @@ class HFDataset(SpecModel):
     """A Hugging Face dataset repo pinned at a commit, one configuration and split."""
 
     type: Literal["hf_dataset"]
+    """The variant's tag: `hf_dataset`."""
     name: str
+    """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
     version: str
+    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
     repo_id: str
+    """The Hugging Face repository, `owner/name`, e.g. `openai/gsm8k`."""
     revision: str
+    """40-hex commit sha. Branches and tags (`main`, `v1`) move and are rejected."""
     config: str | None
     """Dataset configuration (subset) name as `datasets.load_dataset(repo, config)` takes it,
     e.g. `main` for openai/gsm8k; null for a dataset with a single default configuration."""
     split: str
-    rows: int | None
+    """The split this artifact stands for, e.g. `train` or `test`."""
+    rows: Annotated[int, Field(ge=1)] | None
     """Number of rows in the split when known (lets preflight check batch coverage)."""
 
     @property
@@ -110,30 +123,44 @@ class AdoptedArtifact(SpecModel):
     """An existing object (a URI in an object store) registered by content checksum."""
 
     type: Literal["adopted"]
+    """The variant's tag: `adopted`."""
     name: str
+    """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
     version: str
+    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
     kind: ArtifactKind
+    """`model`, `tokenizer`, `dataset` or `report`."""
     uri: str
+    """Where the object lives, in an object store (`gs://bucket/path`, `s3://bucket/path`)."""
     sha256: str
+    """The sha256 of the object's content (64 hex characters)."""
     facts: ModelFacts | None
     """Required when kind is `model`."""
-    rows: int | None
+    rows: Annotated[int, Field(ge=1)] | None
+    """Rows of a dataset when known; null for models and tokenizers."""
 
 
 class BuiltArtifact(SpecModel):
     """An artifact produced by a registered builder from a config and dependencies."""
 
     type: Literal["built"]
+    """The variant's tag: `built`."""
     name: str
+    """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
     version: str
+    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
     kind: ArtifactKind
+    """`model`, `tokenizer`, `dataset` or `report`."""
     builder: str
     """Builder plugin name (entry point group `rlaunch.builders`)."""
     config: dict[str, Any]
+    """The builder's configuration, a dict of JSON values; part of the fingerprint."""
     deps: dict[str, "Artifact"]
+    """The artifacts the builder consumes, by slot."""
     facts: ModelFacts | None
     """Required when kind is `model`."""
-    rows: int | None
+    rows: Annotated[int, Field(ge=1)] | None
+    """Rows of a dataset when known; null for models and tokenizers."""
 
 
 class RunExport(SpecModel):

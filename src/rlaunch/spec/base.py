@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from rlaunch.fingerprints import canonical_json, fingerprint_of
 
-__all__ = ["MAX_INT", "SpecModel", "canonical_json", "fingerprint_of"]
+__all__ = ["MAX_INT", "Bounds", "SpecModel", "canonical_json", "fingerprint_of"]
 
 # The largest integer any field takes: JSON's exact integer range. Beyond it a number has been
 # mistyped (or is an attack), and readers in other languages would round it.
 MAX_INT = 2**53
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The range of a number that a preflight rule checks, with its code, among every other
+    finding (so pydantic does not enforce it: `Field(ge=...)` would stop parsing first). Written
+    beside the field, as `Annotated[int, Bounds(ge=1)]`, so that the Pants plugin range-checks
+    the BUILD value too (schema.json carries it)."""
+
+    ge: int | float | None = None
+    gt: int | float | None = None
+    le: int | float | None = None
+    lt: int | float | None = None
 
 
 class SpecModel(BaseModel):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from rlaunch.spec.base import SpecModel
+from pydantic import Field
+
+from rlaunch.spec.base import Bounds, SpecModel
 
 
 class Allocation(SpecModel):
@@ -38,24 +40,34 @@ class WandbIdentity(SpecModel):
 
 
 class Execution(SpecModel):
+    """Where a run executes: executor, cluster, allocation, priority, retries, credentials by
+    name, W&B identity. Of all this only the allocation is part of the run's fingerprint."""
+
     executor: str
-    """Executor plugin: `local`, `ray`, `iris` or `dry-run`."""
-    address: str | None
-    """Ray Jobs API address for `ray` (http://host:8265); null otherwise."""
-    cluster: str | None
-    """Cluster name for `iris`; null otherwise."""
+    """The executor plugin that submits the launch YAML: `local` (a Ray head on this machine with
+    simulated GPUs), `ray` (an existing cluster at `address`), `iris` (`cluster`) or `dry-run`;
+    third-party ones register the entry point group `rlaunch.executors`."""
+    address: str | None = None
+    """The Ray Jobs API address for the `ray` executor, e.g. `http://10.0.0.5:8265`; null
+    otherwise."""
+    cluster: str | None = Field(default=None, examples=["h100-west"])
+    """The cluster name for the `iris` executor; null otherwise."""
     allocation: Allocation
-    """What the run is given; the roles must use exactly num_nodes x gpus_per_node GPUs, in whole
-    nodes."""
-    priority: Literal["low", "normal", "high"]
+    """What the run is given. The roles must use exactly num_nodes x gpus_per_node GPUs, in
+    whole nodes."""
+    priority: Literal["low", "normal", "high"] = "normal"
     """Scheduling priority: `low`, `normal` or `high`."""
-    max_retries: int
-    """How many times a failed job is resubmitted."""
-    timeout_minutes: int
-    """Wall-clock limit of the job, in minutes."""
-    credentials: list[str]
-    """Names (never values) of environment variables forwarded to the job."""
-    wandb: WandbIdentity | None
-    """The W&B entity and project to log to; null without W&B."""
-    store_prefix: str | None
-    """Artifact store prefix (`gs://bucket/rlaunch`, `/data/rlaunch`); null: the local default."""
+    max_retries: Annotated[int, Bounds(ge=0)] = Field(default=0, examples=[1])
+    """How many times a failed job is resubmitted (EXEC006)."""
+    timeout_minutes: Annotated[int, Bounds(ge=1)]
+    """Wall-clock limit of the job, in minutes (EXEC006)."""
+    credentials: list[str] = Field(default_factory=list)
+    """Names (never values) of environment variables forwarded to the job, e.g.
+    `["WANDB_API_KEY", "HF_TOKEN"]`. Their presence is checked at launch time."""
+    wandb: WandbIdentity | None = Field(
+        default=None, examples=[{"entity": "rl-posttraining", "project": "gsm8k-grpo"}])
+    """The W&B entity (team or user) and project to log to; null: no W&B."""
+    store_prefix: str | None = Field(default=None,
+                                     examples=["gs://rl-posttraining-store/rlaunch"])
+    """The artifact store the job reads inputs from and writes checkpoints to
+    (`gs://bucket/rlaunch`, `s3://...`); null: the local default store."""

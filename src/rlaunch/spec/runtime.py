@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from rlaunch.spec.base import SpecModel, fingerprint_of
 
 
@@ -13,21 +15,29 @@ class GitPin(SpecModel):
 
 
 class RuntimePin(SpecModel):
-    """Exactly one of `package` (`name==X.Y.Z`) or `git` pins the runtime's code."""
+    """Exactly one of `package` (`name==X.Y.Z`) or `git` pins the runtime's code (RT001)."""
 
     name: str
     """Identity of the runtime target, e.g. `skyrl-0.3.0`."""
     profile: str
-    """Runtime profile from the catalog (`rlaunch rules` lists them): `skyrl` or `smoke`.
-    The profile says which entrypoints, strategies and fixes the runtime has."""
-    package: str | None
-    """`name==X.Y.Z`; null when `git` pins the code."""
-    git: GitPin | None
-    """Repository and commit; null when `package` pins the code."""
+    """The runtime profile from the library's catalog (src/rlaunch/spec/catalog.py; `rlaunch
+    rules` lists them): `skyrl` (SkyRL 0.3.0) or `smoke` (rlaunch's CPU runtime). It says which
+    entrypoints, strategies and fixes the runtime has."""
+    package: str | None = Field(default=None, examples=["skyrl==0.3.0"])
+    """The pinned package, `name==X.Y.Z`, e.g. `skyrl==0.3.0`; null when `git` pins the code.
+    Set exactly one of `package` or `git`."""
+    git: GitPin | None = Field(
+        default=None, examples=[{"repo": "NovaSky-AI/SkyRL", "commit": "<the 40-hex commit>"}])
+    """The runtime's code pinned at a git commit; null when `package` pins the code."""
     entrypoint: str
-    """Python module the job runs with the launch YAML, e.g. `skyrl.train.entrypoints.main_base`."""
-    required_fixes: list[str]
-    """Fix ids the run needs; preflight proves the pinned runtime contains each."""
+    """The Python module the job runs with the launch YAML, e.g.
+    `skyrl.train.entrypoints.main_base` or `rlaunch.runtimes.smoke`. A run on SkyRL's eval-only
+    `skyrl.train.entrypoints.main_generate` is an eval stage: it scores its model on its eval
+    data and writes a report (docs/pipelines.md)."""
+    required_fixes: list[str] = Field(
+        default_factory=list, examples=[["batch-lcm-dp-validation", "max-ckpts-zero-rejected"]])
+    """Ids of fixes the run needs from the runtime; preflight proves the pinned runtime contains
+    each (the catalog lists them per profile)."""
 
 
 def runtime_fingerprint(runtime: RuntimePin) -> str:
