@@ -19,8 +19,7 @@ from rlaunch_pants.fields import (
     dict_help,
     schema_keys,
 )
-
-ARTIFACT_KINDS = ("model", "tokenizer", "dataset", "report")
+from rlaunch_pants.schema import ARTIFACT_KINDS
 
 # ---------------------------------------------------------------------------------------------
 # Fields shared by the artifact targets.

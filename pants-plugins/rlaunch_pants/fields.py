@@ -39,7 +39,7 @@ class CheckedStringField(StringField):
 
     @classmethod
     def compute_value(cls, raw_value: Optional[str], address: Address) -> Optional[str]:
-        if raw_value is not None and not isinstance(raw_value, str):
+        if raw_value not in (None, NO_VALUE) and not isinstance(raw_value, str):
             raise InvalidFieldException(
                 validation.field_message(cls.alias, address, "a string", raw_value)
             )
@@ -98,13 +98,16 @@ class ChoiceField(CheckedStringField):
 @dataclass(frozen=True)
 class Key:
     """One key of a schema dict: its check (or the keys of a nested dict), a one-line meaning,
-    whether None is allowed."""
+    whether None is allowed, and the default the model declares (`has_default`; a key without
+    one must be written)."""
 
     name: str
     check: Optional[Check]
     doc: str
     nullable: bool = False
     nested: Optional[tuple[Key, ...]] = None
+    has_default: bool = False
+    default: Any = None
 
 
 def choice(*choices: str) -> Check:
@@ -122,13 +125,41 @@ _CHECKS: dict[str, Check] = {
 }
 
 
-def check_of(item: dict[str, Any]) -> Optional[Check]:
-    """The check of a schema entry's type (None for a dict: its keys are checked instead)."""
+_BOUND_WORDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+def _bounded(kind: str, bounds: dict[str, Any]) -> Check:
+    """The check of a number in the model's `Field(ge=...)`/`Bounds(...)` range."""
+    is_kind = validation.is_int if kind == "int" else validation.is_number
+    noun = "integer" if kind == "int" else "number"
+    if bounds == {"ge": 1} and kind == "int":
+        requirement = "a positive integer"
+    else:
+        words = " and ".join(f"{_BOUND_WORDS[name]} {value}" for name, value in bounds.items())
+        requirement = f"{'an' if kind == 'int' else 'a'} {noun} {words}"
+    tests = {"ge": lambda x, b: x >= b, "gt": lambda x, b: x > b, "le": lambda x, b: x <= b,
+             "lt": lambda x, b: x < b}
+
+    def check(value: Any) -> Optional[str]:
+        if is_kind(value) and all(tests[name](value, b) for name, b in bounds.items()):
+            return None
+        return requirement
+
+    return check
+
+
+def key_check(item: dict[str, Any]) -> Optional[Check]:
+    """The check of a schema entry: its type, choices and bounds (None for a dict: its keys are
+    checked instead)."""
     if item["type"] == "dict":
         return None
     if item["type"] == "choice":
         return choice(*item["choices"])
+    if item.get("bounds") and item["type"] in ("int", "number"):
+        return _bounded(item["type"], item["bounds"])
     return _CHECKS[item["type"]]
+
+
 
 
 def schema_keys(path: str) -> tuple[Key, ...]:
@@ -143,7 +174,8 @@ def _schema_key(name: str, item: dict[str, Any]) -> Key:
         nested = tuple(_schema_key(sub, subitem) for sub, subitem in item["keys"].items())
     # A docstring's final period would end the parenthesis it is quoted in.
     doc = item["doc"].rstrip(".")
-    return Key(name, check_of(item), doc, nullable=item["nullable"], nested=nested)
+    return Key(name, key_check(item), doc, nullable=item["nullable"], nested=nested,
+               has_default="default" in item, default=item.get("default"))
 
 
 def _validate_dict(value: Any, schema: tuple[Key, ...], prefix: str) -> list[str]:
@@ -160,6 +192,8 @@ def _validate_dict(value: Any, schema: tuple[Key, ...], prefix: str) -> list[str
     for key in schema:
         path = prefix + key.name
         if key.name not in value:
+            if key.has_default:
+                continue
             problems.append(
                 f"is missing the key {path!r} ({key.doc}); every key must be set: "
                 f"there are no silent defaults"
@@ -187,6 +221,18 @@ def _requirement(key: Key) -> str:
         return "a dict"
     # A check's requirement is what it returns for a value that no check accepts.
     return key.check(object()) or "a value"
+
+
+def with_defaults(value: Any, keys: tuple[Key, ...]) -> dict[str, Any]:
+    """A checked dict with every key the model gives a default filled in (the spec the plugin
+    writes says every value, as the library will read it)."""
+    filled = dict(value)
+    for key in keys:
+        if key.name not in filled and key.has_default:
+            filled[key.name] = key.default
+        elif key.nested is not None and isinstance(filled.get(key.name), (dict, FrozenDict)):
+            filled[key.name] = with_defaults(filled[key.name], key.nested)
+    return filled
 
 
 def freeze(value: Any) -> Any:
@@ -233,7 +279,7 @@ class SchemaDictField(Field):
                 f"The {cls.alias!r} field in target {address} has {len(problems)} problems:\n"
                 f"{listed}"
             )
-        return freeze(value)
+        return freeze(with_defaults(value, cls.schema))
 
     @classmethod
     def example(cls) -> str:
@@ -242,6 +288,8 @@ class SchemaDictField(Field):
 
 def _key_lines(key: Key, indent: str) -> list[str]:
     text = f"{key.name}: {key.doc}" + (" (may be None)" if key.nullable else "")
+    if key.has_default:
+        text += f" (default: {key.default!r})"
     return textwrap.wrap(text, 88, initial_indent=indent, subsequent_indent=indent + "    ")
 
 

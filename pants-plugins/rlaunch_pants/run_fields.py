@@ -1,9 +1,7 @@
 """Fields of `rl_run`: the run's identity, its references to the other targets (all of them
-dependencies), and the algorithm, lengths, checkpoint and resume policy.
-
-The names and keys of `lengths`, `algorithm`, `checkpoint` and `resume` are the RunSpec's own,
-read from the library's schema (schema.json), and every key must be written: nothing defaults
-silently.
+dependencies), and one field per other key of the RunSpec (seed, lengths, algorithm, logger,
+checkpoint, resume, and whatever the library's model adds), made from the library's schema
+(schema.json): every key without a default in the model must be written.
 """
 
 from __future__ import annotations
@@ -13,25 +11,25 @@ from pants.util.strutil import help_text
 
 from rlaunch_pants import schema
 from rlaunch_pants.settings_fields import RlRunSkyrlSettingsField, SkyrlSettingsField
-from rlaunch_pants.fields import (
-    CheckedStringField,
-    ChoiceField,
-    NonNegativeIntField,
-    SchemaDictField,
-    TargetReferenceField,
-    VersionField,
-    dict_help,
-    schema_keys,
-)
+from rlaunch_pants.fields import CheckedStringField, TargetReferenceField, VersionField
+from rlaunch_pants.schema_fields import section_fields
 
 ARTIFACT_TYPES = ("hf_model", "hf_dataset", "adopted_artifact", "built_artifact")
 # A model slot may also name another run: its export is the input (a pipeline stage).
 MODEL_TYPES = (*ARTIFACT_TYPES, "rl_run")
 
-LENGTHS_KEYS = schema_keys("lengths")
-ALGORITHM_KEYS = schema_keys("algorithm")
-CHECKPOINT_KEYS = schema_keys("checkpoint")
-RESUME_KEYS = schema_keys("resume")
+# Keys of the run written by hand below: its identity (the target's name by default; a pinned
+# version pattern) and its settings (checked against SkyRL's catalog).
+RUN_OWN_KEYS = ("name", "version", "settings")
+# Keys the plugin resolves: the format version, the artifacts and sections held by other targets
+# (by address), and a smoke run's full run.
+RUN_RESOLVED_KEYS = (
+    "schema_version",
+    *schema.ARTIFACT_SLOTS,
+    *(section for section in schema.TARGETS.values() if section and "." not in section),
+    "smoke_of",
+)
+RUN_KEY_FIELD = section_fields("", skip=(*RUN_OWN_KEYS, *RUN_RESOLVED_KEYS), prefix="RlRun")
 
 
 class RlRunNameField(CheckedStringField):
@@ -56,18 +54,6 @@ class RlRunVersionField(VersionField):
         (mutable).
 
             version="2026.11.29"  # or "dev", "sweep-dev"
-        """
-    )
-
-
-class RlRunSeedField(NonNegativeIntField):
-    alias = "seed"
-    required = True
-    help = help_text(
-        """
-        The run's random seed.
-
-            seed=42
         """
     )
 
@@ -210,93 +196,6 @@ class RlRunSmokeOfField(TargetReferenceField):
     )
 
 
-class RlRunLengthsField(SchemaDictField):
-    alias = "lengths"
-    required = True
-    schema = LENGTHS_KEYS
-    help = dict_help(
-        """
-        Prompt and generation lengths in tokens (they must fit in the model's context). Keys:
-        """,
-        LENGTHS_KEYS,
-        """
-            lengths=dict(max_prompt_length=512, max_generate_length=1024,
-                         max_input_length=512, max_turns=1)
-        """,
-    )
-
-
-class RlRunAlgorithmField(SchemaDictField):
-    alias = "algorithm"
-    required = True
-    schema = ALGORITHM_KEYS
-    help = dict_help(
-        """
-        The RL algorithm. Keys (all required; `kl` is a dict of its own):
-        """,
-        ALGORITHM_KEYS,
-        """
-            algorithm=dict(
-                advantage_estimator="grpo",
-                kl=dict(use_kl_loss=True, use_kl_in_reward=False, kl_loss_coef=0.001,
-                        kl_estimator_type="k3"),
-                learning_rate=1e-6, epochs=1, max_training_steps=None, temperature=1.0,
-                clip_ratio=0.2, fully_async=False, environment="gsm8k",
-            )
-        """,
-    )
-
-
-class RlRunLoggerField(ChoiceField):
-    alias = "logger"
-    required = True
-    choices = schema.choices("logger")
-    help = help_text(
-        """
-        Where metrics go: `console` or `wandb` (needs `wandb_entity`/`wandb_project`).
-
-            logger="wandb"
-        """
-    )
-
-
-class RlRunCheckpointField(SchemaDictField):
-    alias = "checkpoint"
-    required = True
-    schema = CHECKPOINT_KEYS
-    help = dict_help(
-        """
-        Checkpoint and export policy, explicit. Checkpoints go under the derived root, never a
-        hand-set path. Keys:
-        """,
-        CHECKPOINT_KEYS,
-        """
-            checkpoint=dict(ckpt_interval=10, max_ckpts_to_keep=2, hf_save_interval=-1,
-                            export_final=True)
-        """,
-    )
-
-
-class RlRunResumeField(SchemaDictField):
-    alias = "resume"
-    required = True
-    schema = RESUME_KEYS
-    help = dict_help(
-        """
-        What the run resumes from. Keys (all required):
-        """,
-        RESUME_KEYS,
-        """
-            resume=dict(mode="latest", path=None, compatible_runtimes=[])
-            resume=dict(
-                mode="from_path",
-                path="gs://my-store/rlaunch/gsm8k-grpo/2026.11.01/checkpoints/global_step_40",
-                compatible_runtimes=[],
-            )
-        """,
-    )
-
-
 class RlRunDependenciesField(Dependencies):
     help = help_text(
         """
@@ -325,13 +224,8 @@ RUN_REFERENCE_FIELDS = (
 RUN_FIELDS = (
     RlRunNameField,
     RlRunVersionField,
-    RlRunSeedField,
     *RUN_REFERENCE_FIELDS,
-    RlRunLengthsField,
-    RlRunAlgorithmField,
-    RlRunLoggerField,
-    RlRunCheckpointField,
-    RlRunResumeField,
+    *RUN_KEY_FIELD.values(),
     SkyrlSettingsField,
     RlRunDependenciesField,
 )

@@ -23,7 +23,6 @@ from pants.engine.target import (
 from pants.util.frozendict import FrozenDict
 
 from rlaunch_pants import artifact_fields as af
-from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import schema
 from rlaunch_pants import target_types as tt
@@ -42,7 +41,9 @@ ARTIFACT_SLOTS = schema.ARTIFACT_SLOTS
 SPEC_DIR = "__rlaunch_specs"
 # The sections of `smoke_of` that are a target of the full run (the allocation is one field of
 # its execution target).
-SMOKE_SHARED_SECTIONS = ("role_plan", "runtime")
+SMOKE_SHARED_SECTIONS = tuple(
+    key for key in schema.section_keys("smoke_of") if key in schema.TARGETS.values()
+)
 
 
 def thaw(value: Any) -> Any:
@@ -62,58 +63,47 @@ def canonical(document: Mapping[str, Any]) -> str:
 # One target -> its section of the spec.
 
 
+def spec_dict(target: Target, resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the RunSpec a target holds (schema.TARGETS), key for key as the schema lists
+    them: the value the plugin resolved (references, identity), else the value of the target's
+    field of that name. A key that is neither is a gap between the schema and the fields."""
+    held = schema.TARGETS[target.alias]
+    by_alias = {field.alias: field for field in target.field_types}
+    renamed = RUN_FIELD_NAMES if target.alias == "rl_run" else {}
+    found = {}
+    for key in schema.section_keys(held):
+        if key in resolved:
+            found[key] = resolved[key]
+        elif key == "name":
+            found[key] = target.address.target_name
+        elif key == "type":
+            found[key] = held.rsplit(".", 1)[-1]
+        elif renamed.get(key, key) in by_alias:
+            found[key] = thaw(target[by_alias[renamed.get(key, key)]].value)
+        else:
+            raise InvalidFieldException(
+                f"{target.address} ({target.alias}): the RunSpec key {held}.{key} has no field; "
+                f"regenerate schema.json (scripts/gen-docs) and restart pantsd."
+            )
+    return found
+
+
 def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """An artifact target as a spec artifact; `deps` are a built artifact's resolved deps."""
-    name = target.address.target_name
-    version = target[af.ArtifactVersionField].value
+    if target.alias not in schema.TARGETS or not schema.TARGETS[target.alias].startswith(
+        "artifacts."
+    ):
+        raise InvalidFieldException(f"{target.address} ({target.alias}) is not an artifact target.")
+    resolved: dict[str, Any] = {"deps": {slot: deps[slot] for slot in sorted(deps)}}
     if isinstance(target, tt.HFModelTarget):
-        repo = target[af.HFRepoIdField].value
-        revision = target[af.HFRevisionField].value
-        return {
-            "type": "hf_model",
-            "name": name,
-            "version": version,
-            "repo_id": repo,
-            "revision": revision,
-            "tokenizer_repo_id": target[af.HFModelTokenizerRepoIdField].value or repo,
-            "tokenizer_revision": target[af.HFModelTokenizerRevisionField].value or revision,
-            "facts": thaw(target[af.ModelFactsField].value),
-        }
-    if isinstance(target, tt.HFDatasetTarget):
-        return {
-            "type": "hf_dataset",
-            "name": name,
-            "version": version,
-            "repo_id": target[af.HFRepoIdField].value,
-            "revision": target[af.HFRevisionField].value,
-            "config": target[af.HFDatasetConfigField].value,
-            "split": target[af.HFDatasetSplitField].value,
-            "rows": target[af.ArtifactRowsField].value,
-        }
-    if isinstance(target, tt.AdoptedArtifactTarget):
-        return {
-            "type": "adopted",
-            "name": name,
-            "version": version,
-            "kind": target[af.ArtifactKindField].value,
-            "uri": target[af.AdoptedArtifactUriField].value,
-            "sha256": target[af.AdoptedArtifactSha256Field].value,
-            "facts": thaw(target[af.ModelFactsField].value),
-            "rows": target[af.ArtifactRowsField].value,
-        }
-    if isinstance(target, tt.BuiltArtifactTarget):
-        return {
-            "type": "built",
-            "name": name,
-            "version": version,
-            "kind": target[af.ArtifactKindField].value,
-            "builder": target[af.BuiltArtifactBuilderField].value,
-            "config": thaw(target[af.BuiltArtifactConfigField].value),
-            "deps": {slot: deps[slot] for slot in sorted(deps)},
-            "facts": thaw(target[af.ModelFactsField].value),
-            "rows": target[af.ArtifactRowsField].value,
-        }
-    raise InvalidFieldException(f"{target.address} ({target.alias}) is not an artifact target.")
+        # A model that ships its tokenizer: the tokenizer pin is the model's own.
+        resolved["tokenizer_repo_id"] = (
+            target[af.HFModelTokenizerRepoIdField].value or target[af.HFRepoIdField].value
+        )
+        resolved["tokenizer_revision"] = (
+            target[af.HFModelTokenizerRevisionField].value or target[af.HFRevisionField].value
+        )
+    return spec_dict(target, resolved)
 
 
 def run_export_dict(run_spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,51 +130,19 @@ def walk_artifacts(
         yield from walk_artifacts(f"{path}.deps.{slot}", dep)
 
 
-def runtime_dict(target: Target) -> dict[str, Any]:
-    return {
-        "name": target.address.target_name,
-        "profile": target[tt.RuntimeProfileField].value,
-        "package": target[tt.RuntimePackageField].value,
-        "git": thaw(target[tt.RuntimeGitField].value),
-        "entrypoint": target[tt.RuntimeEntrypointField].value,
-        "required_fixes": list(target[tt.RuntimeRequiredFixesField].value or ()),
-    }
-
-
-def role_plan_dict(target: Target) -> dict[str, Any]:
-    """The role plan's sections, as written: the BUILD fields are the RunSpec's keys."""
-    return {name: thaw(target[field].value) for name, field in pf.ROLE_PLAN_FIELD.items()}
-
-
-def execution_dict(target: Target) -> dict[str, Any]:
-    return {
-        "executor": target[pf.ExecutionExecutorField].value,
-        "address": target[pf.ExecutionAddressField].value,
-        "cluster": target[pf.ExecutionClusterField].value,
-        "allocation": thaw(target[pf.ExecutionAllocationField].value),
-        "priority": target[pf.ExecutionPriorityField].value,
-        "max_retries": target[pf.ExecutionMaxRetriesField].value,
-        "timeout_minutes": target[pf.ExecutionTimeoutMinutesField].value,
-        "credentials": list(target[pf.ExecutionCredentialsField].value or ()),
-        "wandb": thaw(target[pf.ExecutionWandbField].value),
-        "store_prefix": target[pf.ExecutionStorePrefixField].value,
-    }
-
-
 def smoke_of_dict(full_run: Mapping[str, Any]) -> dict[str, Any]:
-    """What a smoke run must share with its full run, taken from the full run's spec."""
-    return {
-        "name": full_run["name"],
-        "version": full_run["version"],
-        "role_plan": full_run["role_plan"],
-        "runtime": full_run["runtime"],
-        "allocation": full_run["execution"]["allocation"],
+    """What a smoke run must share with its full run (the keys of the schema's `smoke_of`),
+    taken from the full run's spec: its own keys, its execution's, and its handoff kinds."""
+    derived = {
         "handoff_kinds": {
             slot: artifact_kind(full_run[slot])
             for slot in ARTIFACT_SLOTS
             if full_run[slot] is not None
         },
-        "settings": full_run["settings"],
+    }
+    return {
+        key: derived[key] if key in derived else full_run.get(key, full_run["execution"].get(key))
+        for key in schema.section_keys("smoke_of")
     }
 
 
@@ -207,23 +165,16 @@ def setting_field(name: str) -> str:
 
 
 def run_spec_dict(target: Target, parts: RunParts) -> dict[str, Any]:
-    return {
+    return spec_dict(target, {
         "schema_version": SCHEMA_VERSION,
         "name": target[rf.RlRunNameField].value or target.address.target_name,
-        "version": target[rf.RlRunVersionField].value,
-        "seed": target[rf.RlRunSeedField].value,
         **{slot: parts.artifacts.get(slot) for slot in ARTIFACT_SLOTS},
         "runtime": parts.runtime,
         "role_plan": parts.role_plan,
-        "lengths": thaw(target[rf.RlRunLengthsField].value),
-        "algorithm": thaw(target[rf.RlRunAlgorithmField].value),
         "settings": {**thaw(parts.shared_settings), **thaw(target[SkyrlSettingsField].value)},
-        "logger": target[rf.RlRunLoggerField].value,
-        "checkpoint": thaw(target[rf.RlRunCheckpointField].value),
-        "resume": thaw(target[rf.RlRunResumeField].value),
         "execution": parts.execution,
         "smoke_of": parts.smoke_of,
-    }
+    })
 
 
 def spec_file_path(address: Address) -> str:
@@ -405,9 +356,9 @@ async def run_spec(request: RunSpecRequest) -> RunSpecDocument:
 
     parts = RunParts(
         artifacts={slot: spec.data() for slot, spec in zip(set_slots, artifact_specs)},
-        runtime=runtime_dict(runtime),
-        role_plan=role_plan_dict(plan),
-        execution=execution_dict(execution),
+        runtime=spec_dict(runtime, {}),
+        role_plan=spec_dict(plan, {}),
+        execution=spec_dict(execution, {}),
         smoke_of=smoke_of,
         shared_settings=shared[SkyrlSettingsField].value if shared is not None else FrozenDict(),
     )

@@ -2,24 +2,18 @@
 plan, where a run executes, and the run itself.
 
 The fields live beside: artifact_fields.py, plan_fields.py (role_plan, rl_execution) and
-run_fields.py (rl_run); the runtime's few fields are here.
+run_fields.py (rl_run); the runtime's fields are made here from the schema (schema_fields.py).
 """
 
 from __future__ import annotations
 
-from pants.engine.target import (
-    COMMON_TARGET_FIELDS,
-    InvalidFieldException,
-    StringSequenceField,
-    Target,
-)
+from pants.engine.target import COMMON_TARGET_FIELDS, InvalidFieldException, Target
 from pants.util.strutil import help_text
 
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
-from rlaunch_pants import validation
-from rlaunch_pants.fields import CheckedStringField, SchemaDictField, dict_help, schema_keys
+from rlaunch_pants.schema_fields import section_fields
 from rlaunch_pants.settings_fields import SkyrlSettingsTarget
 from rlaunch_pants.sweep import RlSweepTarget
 
@@ -169,86 +163,14 @@ class BuiltArtifactTarget(Target):
 # rl_runtime
 
 
-class RuntimeProfileField(CheckedStringField):
-    alias = "profile"
-    required = True
-    help = help_text(
-        """
-        The runtime profile from the library's catalog (src/rlaunch/spec/catalog.py):
-        `skyrl` (SkyRL 0.3.0) or `smoke` (rlaunch's CPU runtime). It says which entrypoints,
-        strategies and fixes the runtime has.
-
-            profile="skyrl"
-        """
-    )
-
-
-class RuntimePackageField(CheckedStringField):
-    alias = "package"
-    help = help_text(
-        """
-        The pinned package, `name==X.Y.Z`, e.g. `skyrl==0.3.0`. Set exactly one of `package`
-        or `git`.
-
-            package="skyrl==0.3.0"
-        """
-    )
-
-
-class RuntimeGitField(SchemaDictField):
-    alias = "git"
-    none_is_valid_value = True
-    schema = schema_keys("runtime.git")
-    help = dict_help(
-        """
-        The runtime's code pinned at a git commit (the RunSpec's `runtime.git`); set this or
-        `package`. Keys (all required):
-        """,
-        schema,
-        """
-            git=dict(repo="NovaSky-AI/SkyRL", commit="<the 40-hex commit>")
-        """,
-    )
-
-
-class RuntimeEntrypointField(CheckedStringField):
-    alias = "entrypoint"
-    required = True
-    help = help_text(
-        """
-        The Python module the job runs with the launch YAML, e.g.
-        `skyrl.train.entrypoints.main_base` or `rlaunch.runtimes.smoke`. A run on SkyRL's
-        eval-only `skyrl.train.entrypoints.main_generate` is an eval stage: it scores its
-        model on its eval data and writes a report (docs/pipelines.md).
-
-            entrypoint="skyrl.train.entrypoints.main_base"
-        """
-    )
-
-
-class RuntimeRequiredFixesField(StringSequenceField):
-    alias = "required_fixes"
-    default = ()
-    help = help_text(
-        """
-        Ids of fixes the run needs from the runtime; `check` proves the pinned runtime
-        contains each (the catalog lists them per profile). Default: none.
-
-            required_fixes=["batch-lcm-dp-validation", "max-ckpts-zero-rejected"]
-        """
-    )
+# One field per key of the RunSpec's runtime pin; its `name` is the target's. That exactly one of
+# `package` or `git` is set, and the commit's syntax, are RT001's, when the run is checked.
+RUNTIME_FIELD = section_fields("runtime", skip=("name",), prefix="Runtime")
 
 
 class RlRuntimeTarget(Target):
     alias = "rl_runtime"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        RuntimeProfileField,
-        RuntimePackageField,
-        RuntimeGitField,
-        RuntimeEntrypointField,
-        RuntimeRequiredFixesField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *RUNTIME_FIELD.values())
     help = help_text(
         """
         The RL runtime that consumes the launch YAML, pinned by package version or git commit.
@@ -261,20 +183,6 @@ class RlRuntimeTarget(Target):
             )
         """
     )
-
-    def validate(self) -> None:
-        package = self[RuntimePackageField].value
-        git = self[RuntimeGitField].value
-        if (package is None) == (git is None):
-            raise InvalidFieldException(
-                f"The rl_runtime target {self.address} must set exactly one of `package` or "
-                f"`git`, but sets {'both' if package else 'neither'}."
-            )
-        if git is not None and validation.check_commit(git["commit"]) is not None:
-            raise InvalidFieldException(
-                f"The 'git' field in target {self.address} must set 'commit' to "
-                f"{validation.COMMIT_REQUIREMENT}, but was {git['commit']!r}."
-            )
 
 
 # ---------------------------------------------------------------------------------------------

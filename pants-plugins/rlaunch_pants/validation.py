@@ -68,8 +68,12 @@ def check_int(value: Any) -> Optional[str]:
     return None if is_int(value) else "an integer"
 
 
+def is_number(value: Any) -> bool:
+    return is_int(value) or isinstance(value, float)
+
+
 def check_number(value: Any) -> Optional[str]:
-    return None if is_int(value) or isinstance(value, float) else "a number"
+    return None if is_number(value) else "a number"
 
 
 def check_bool(value: Any) -> Optional[str]:

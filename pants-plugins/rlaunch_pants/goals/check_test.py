@@ -128,6 +128,27 @@ def test_one_result_per_run_with_the_findings_of_each(rule_runner: RuleRunner) -
 SWEEP = 'rl_sweep(name="sweep", dependencies=[":run", ":tp8"])\n'
 
 
+def test_a_runtime_pinned_two_ways_is_rt001(rule_runner: RuleRunner) -> None:
+    """The BUILD file parses; the library's RT001 refuses it, naming the fields as written."""
+    pinned = 'package="skyrl==0.3.0",'
+    build = COLOCATED_BUILD.replace(pinned, pinned + ' git=dict(repo="o/n", commit="main"),')
+    rule_runner.write_files({"experiments/x/BUILD": build})
+    (result,) = check(rule_runner, Address("experiments/x", target_name="run")).results
+    assert result.exit_code == 1
+    line = _line_of(build, 'name="skyrl-0.3.0"')
+    errors = result.stdout.split("warning ")[0].splitlines()[1:]
+    assert errors == [
+        "error RT001 runtime.package, runtime.git: runtime.package and runtime.git are both "
+        "set; exactly one pins the runtime",
+        f"    in experiments/x/BUILD:{line} (experiments/x:skyrl-0.3.0): package, git",
+        "    fix: Set exactly one of runtime.package (name==X.Y.Z) or runtime.git (repo and "
+        "commit).",
+        "error RT001 runtime.git.commit: runtime.git.commit 'main' is not a 40-hex commit sha",
+        f"    in experiments/x/BUILD:{line} (experiments/x:skyrl-0.3.0): git.commit",
+        "    fix: Pin runtime.git.commit to the full commit sha (git rev-parse <ref>).",
+    ], result.stdout
+
+
 def test_a_sweep_is_checked_as_its_runs_each_once(rule_runner: RuleRunner) -> None:
     rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD + TP8_ON_12_HEADS + SWEEP})
     sweep = Address("experiments/x", target_name="sweep")
