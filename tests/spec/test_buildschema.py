@@ -61,3 +61,26 @@ def test_a_type_the_plugin_cannot_check_is_refused() -> None:
 
     with pytest.raises(SchemaGap, match="^ratio: the plugin has no BUILD type for"):
         model_keys(Section)
+
+
+def test_the_schema_carries_bounds_defaults_examples_variants_and_targets() -> None:
+    schema = build_schema()
+    execution = schema["run_spec"]["execution"]["keys"]
+    # Bounds a coded rule checks (EXEC006) and a default the plugin held before the model did.
+    assert execution["max_retries"] == {
+        "type": "int", "nullable": False,
+        "doc": "How many times a failed job is resubmitted (EXEC006).",
+        "bounds": {"ge": 0}, "default": 0, "example": 1,
+    }
+    assert execution["timeout_minutes"]["bounds"] == {"ge": 1}
+    assert "default" not in execution["timeout_minutes"]
+    assert (execution["priority"]["default"], execution["credentials"]["default"]) == ("normal", [])
+    assert schema["run_spec"]["seed"]["bounds"] == {"ge": 0, "lt": 2**32}
+    assert sorted(schema["artifacts"]) == ["adopted", "built", "hf_dataset", "hf_model"]
+    assert schema["artifacts"]["built"]["keys"]["deps"]["values"] == "artifact"
+    assert schema["artifacts"]["adopted"]["keys"]["kind"]["choices"] == [
+        "model", "tokenizer", "dataset", "report"]
+    assert schema["artifacts"]["hf_dataset"]["keys"]["rows"]["bounds"] == {"ge": 1}
+    assert schema["targets"]["role_plan"] == {"section": "role_plan"}
+    assert schema["targets"]["hf_model"] == {"artifact": "hf_model"}
+    assert schema["example"]["role_plan"]["rollout"]["num_engines"] == 8
