@@ -269,3 +269,24 @@ def test_a_valid_builder_config_and_a_third_party_builder_pass() -> None:
     data["train_data"]["builder"] = "mypackage.builders:MyBuilder"
     data["train_data"]["config"] = {"anything": [1, 2]}
     assert messages(data, "ART010") == []
+
+
+@pytest.mark.parametrize(
+    ("edits", "message"),
+    [
+        ({"model.repo_id": "a\nb"},
+         "model.repo_id 'a\\nb' is not a Hugging Face repo id: Repo id must use alphanumeric "
+         "chars, '-', '_' or '.'. The name cannot start or end with '-' or '.' and the maximum "
+         "length is 96"),
+        ({"model.repo_id": "Qwen/Qwen2.5--1.5B"},
+         "model.repo_id 'Qwen/Qwen2.5--1.5B' is not a Hugging Face repo id: Cannot have -- or .. "
+         "in repo_id"),
+        ({"model.tokenizer_repo_id": "a/b/c"},
+         "model.tokenizer_repo_id 'a/b/c' is not a Hugging Face repo id: Repo id must be in the "
+         "form 'repo_name' or 'namespace/repo_name'"),
+    ],
+    ids=["newline", "double-dash", "three-parts"],
+)
+def test_a_repo_id_the_hub_refuses_is_refused(edits, message) -> None:
+    # The Hub's own validator (huggingface_hub.utils.validate_repo_id) decides.
+    assert messages(example(edits=edits), "ART011") == [message]

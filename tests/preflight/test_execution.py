@@ -136,3 +136,22 @@ def test_exec008_host_resources() -> None:
         "execution.allocation.memory_gb_per_node is 0; a node needs at least 1",
     ]
     assert messages(example(), "EXEC008") == []
+
+
+def test_exec005_refuses_names_w_and_b_refuses() -> None:
+    # 'a\nb' passed check: the entity reached wandb.init and the run landed nowhere.
+    odd = example(edits={"logger": "wandb", "execution.credentials": ["WANDB_API_KEY"],
+                         "execution.wandb": {"entity": "a\nb", "project": "rl/" + "x" * 10}})
+    assert messages(odd, "EXEC005") == [
+        "execution.wandb.entity 'a\\nb' is not a W&B name: it holds '\\n', which W&B names "
+        "cannot",
+        "execution.wandb.project 'rl/xxxxxxxxxx' is not a W&B name: it holds '/', which W&B "
+        "names cannot",
+    ]
+    long = example(edits={"logger": "wandb", "execution.credentials": ["WANDB_API_KEY"],
+                          "execution.wandb": {"entity": "lab", "project": "p" * 129}})
+    [finding] = findings(long, "EXEC005")
+    assert finding.message.endswith(
+        "is not a W&B name: it is 129 characters long; W&B allows at most 128")
+    assert finding.fix == ("Set execution.wandb.project to the project as W&B shows it in the "
+                           "run's URL (wandb.ai/<entity>/<project>).")

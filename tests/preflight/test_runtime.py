@@ -143,3 +143,12 @@ def test_rt005_required_fixes_contained() -> None:
     contained = example(edits={"runtime.required_fixes": ["inference-ep-validation",
                                                           "max-ckpts-zero-rejected"]})
     assert messages(contained, "RT005") == []
+
+
+def test_rt001_refuses_a_git_repo_no_tool_accepts() -> None:
+    spec = example(edits={"runtime.package": None, "runtime.git": dict(GIT, repo="a\nb")})
+    assert messages(spec, "RT001") == [
+        "runtime.git.repo 'a\\nb' is not a repository URL or owner/name: it is empty or holds "
+        "whitespace or control characters, which no git or pip requirement accepts"
+    ]
+    assert messages(example(edits={"runtime.package": None, "runtime.git": GIT}), "RT001") == []

@@ -81,6 +81,41 @@ def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
 
 
 @rule(
+    "ART011",
+    "Every Hugging Face repo id is one the Hub accepts (huggingface_hub's validate_repo_id).",
+    example=Example(edits={"model.repo_id": "Qwen/Qwen2.5--1.5B"}),
+)
+def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
+    """A repo id the Hub refuses passed check and failed at download, after the launch began."""
+    # Lazily: huggingface_hub costs start-up time that a spec without Hub artifacts never pays.
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    seen: set[tuple[str, str]] = set()
+    for path, artifact in check.artifacts:
+        if isinstance(artifact, HFModel):
+            fields: tuple[str, ...] = ("repo_id", "tokenizer_repo_id")
+        elif isinstance(artifact, HFDataset):
+            fields = ("repo_id",)
+        else:
+            continue
+        if (artifact.name, artifact.version) in seen:
+            continue
+        seen.add((artifact.name, artifact.version))
+        for name in fields:
+            value = getattr(artifact, name)
+            try:
+                validate_repo_id(value)
+            except HFValidationError as err:
+                reason = str(err).split(":")[0].rstrip(".")
+                yield error(
+                    "ART011", (f"{path}.{name}",),
+                    f"{path}.{name} {value[:100]!r} is not a Hugging Face repo id: {reason}",
+                    f"Set {path}.{name} to the repo as the Hub names it, namespace/name"
+                    " (`rlaunch pin <repo_id>` writes it).",
+                )
+
+
+@rule(
     "ART002",
     "An adopted artifact has a 64-hex sha256 and a URI with a scheme.",
     example=Example(edits={"train_data": ADOPTED_DATA}),

@@ -100,6 +100,23 @@ def credentials_present(check: Check) -> Iterator[Finding]:
             )
 
 
+# W&B's own check of a project name (wandb.sdk.artifacts._validators.validate_project_name)
+# refuses these characters and more than 128 characters; an entity is a path segment of the same
+# URLs (wandb.ai/<entity>/<project>), so the same holds for it.
+_WANDB_FORBIDDEN = "/\\#?%:"
+_WANDB_MAX = 128
+
+
+def wandb_name_problem(value: str) -> str | None:
+    """Why `value` cannot be a W&B entity or project name, or None."""
+    bad = sorted({char for char in value if char in _WANDB_FORBIDDEN or not char.isprintable()})
+    if bad:
+        return f"it holds {', '.join(repr(char) for char in bad)}, which W&B names cannot"
+    if len(value) > _WANDB_MAX:
+        return f"it is {len(value)} characters long; W&B allows at most {_WANDB_MAX}"
+    return None
+
+
 @rule(
     "EXEC005",
     "logger wandb needs execution.wandb (entity, project) and WANDB_API_KEY in credentials.",
@@ -124,11 +141,21 @@ def wandb_identity(check: Check) -> Iterator[Finding]:
         )
     else:
         for field in ("entity", "project"):
-            if not getattr(wandb, field).strip():
+            value = getattr(wandb, field)
+            if not value.strip():
                 yield error(
                     "EXEC005", (f"execution.wandb.{field}",),
                     f"logger wandb needs execution.wandb.{field}, but it is empty",
                     f"Set execution.wandb.{field}.",
+                )
+                continue
+            problem = wandb_name_problem(value)
+            if problem:
+                yield error(
+                    "EXEC005", (f"execution.wandb.{field}",),
+                    f"execution.wandb.{field} {value[:60]!r} is not a W&B name: {problem}",
+                    f"Set execution.wandb.{field} to the {field} as W&B shows it in the run's"
+                    " URL (wandb.ai/<entity>/<project>).",
                 )
     if "WANDB_API_KEY" not in spec.execution.credentials:
         yield error(

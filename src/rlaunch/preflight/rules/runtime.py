@@ -66,6 +66,16 @@ def runtime_pinned(check: Check) -> Iterator[Finding]:
                 f" profile {known.name}",
                 f"Pin {known.package}==<version>, or use the profile of {match.group(1)}.",
             )
+    if runtime.git is not None and (not runtime.git.repo or any(
+            char.isspace() or not char.isprintable() for char in runtime.git.repo)):
+        yield error(
+            "RT001", ("runtime.git.repo",),
+            f"runtime.git.repo {runtime.git.repo[:80]!r} is not a repository URL or owner/name:"
+            " it is empty or holds whitespace or control characters, which no git or pip"
+            " requirement accepts",
+            "Set runtime.git.repo to the repository's URL (https://github.com/owner/name) or"
+            " owner/name.",
+        )
     if runtime.git is not None and COMMIT.fullmatch(runtime.git.commit) is None:
         yield error(
             "RT001", ("runtime.git.commit",),
