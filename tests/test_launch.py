@@ -7,6 +7,7 @@ none of its processes is left)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -36,7 +37,7 @@ from rlaunch.cli import main
 from rlaunch.executors import ExecutorOptions, JobStatus, Submission
 from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head, read_record
-from rlaunch.launch import LaunchRefused, launch
+from rlaunch.launch import LaunchRefused, LaunchRequest, launch
 from rlaunch.ledger import Ledger
 from rlaunch.spec import catalog, parse_spec
 
@@ -94,8 +95,8 @@ def run(world: World, spec, *, name: str | None = None, **options):
     echoed: list[str] = []
     said: list[str] = []
     options.setdefault("repo", world.repo)
-    result = launch(spec, out=world.out(name or spec.name), echo=echoed.append,
-                    say=said.append, **options)
+    request = LaunchRequest(spec=spec, out=world.out(name or spec.name), **options)
+    result = launch(request, echo=echoed.append, say=said.append)
     return result, "".join(echoed), "\n".join(said)
 
 
@@ -456,3 +457,13 @@ def test_the_store_option_wins_and_is_preflighted_as_given(world: World, tmp_pat
     with pytest.raises(LaunchRefused) as caught:
         run(world, spec, dry_run=True, store="~/rlaunch-store")
     assert "error PATH003 execution.store_prefix" in str(caught.value)
+
+
+def test_a_launch_request_is_frozen_and_keyword_only(world: World) -> None:
+    spec = world.spec(name="echo-request")
+    with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):
+        LaunchRequest(spec)  # type: ignore[misc]
+    request = LaunchRequest(spec=spec, dry_run=True)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'dry_run'"):
+        request.dry_run = False  # type: ignore[misc]
+    assert (request.follow, request.store, request.upstream_runs_first) == (True, None, ())

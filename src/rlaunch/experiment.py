@@ -28,7 +28,7 @@ from typing import Any
 import click
 
 from rlaunch.executors import local_head
-from rlaunch.launch import LaunchRefused, Plan, launch, preflight
+from rlaunch.launch import LaunchRefused, LaunchRequest, Plan, launch, preflight
 from rlaunch.paths import run_paths
 from rlaunch.pipeline import plan_pipeline, run_pipeline
 from rlaunch.pipeline.plan import describe
@@ -169,10 +169,11 @@ def _run_each(
                 if code:
                     return code
             elif run or dry_run:
-                result = launch(spec, source=source, dry_run=dry_run and not run, follow=follow,
-                                skip_smoke_gate=skip_smoke_gate, store=store, hold_head=True,
-                                echo=lambda text: click.echo(text, nl=False), say=say,
-                                smoke_runs_first=pending)
+                request = LaunchRequest(
+                    spec=spec, source=source, dry_run=dry_run and not run, follow=follow,
+                    skip_smoke_gate=skip_smoke_gate, store=store, hold_head=True,
+                    smoke_runs_first=pending)
+                result = launch(request, echo=lambda text: click.echo(text, nl=False), say=say)
                 if result.exit_code:
                     return result.exit_code
             else:

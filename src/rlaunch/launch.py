@@ -1,5 +1,5 @@
 """The one submission path. `rlaunch launch`, the Pants `run` rule and `@rl_build_options` all
-call `launch()`; nothing else submits a job.
+call `launch()` with a `LaunchRequest`; nothing else submits a job.
 
     preflight (scope all, with the real world) -> refuse on any error
     -> render the launch YAML into dist/ -> (dry run: print what would run, stop here)
@@ -320,36 +320,62 @@ def _refuse_if_running(
     )
 
 
-def launch(
-    spec: RunSpec,
-    *,
-    source: str = "<spec>",
-    dry_run: bool = False,
-    follow: bool = True,
-    skip_smoke_gate: str | None = None,
-    store: str | None = None,
-    out: Path | None = None,
-    keep_head: bool = False,
-    hold_head: bool = False,
-    repo: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    echo: Say | None = None,
-    say: Say = _stderr,
-    smoke_runs_first: str | None = None,
-    upstream_runs_first: Collection[str] = (),
-    verify: bool = False,
-    check_handoffs: bool = False,
-) -> LaunchResult:
-    """Preflight, render, submit and (with `follow`) follow `spec`. Raises LaunchRefused when
-    nothing was submitted; returns the result (see `LaunchResult.exit_code`) otherwise.
-    `smoke_runs_first` and `upstream_runs_first` apply to dry runs only (see `preflight`).
-    `verify` hashes every file of the reused inputs (see `materialize_inputs`). `check_handoffs`
-    submits the SkyRL adapter's `--check-handoffs` mode instead of training: the inputs are
+@dataclass(frozen=True, kw_only=True)
+class LaunchRequest:
+    """One launch as a front end asks for it (`rlaunch launch`, `@rl_build_options`, a pipeline
+    or a sweep point): what to launch and how. Where its messages go is not part of it: see
+    `launch`'s `echo` and `say`. `LaunchRequest(spec=spec)` is a real launch, followed to its
+    end, into the spec's store, from the working directory's checkout and environment."""
+
+    spec: RunSpec
+    """The run to launch."""
+    source: str = "<spec>"
+    """Where the spec came from (a file, a target), as preflight's messages name it."""
+    dry_run: bool = False
+    """Preflight and render only: write the launch YAML, say what would run, submit nothing."""
+    follow: bool = True
+    """Stream the job's output to its end and record its status; False: return once submitted
+    (a local head is then kept)."""
+    skip_smoke_gate: str | None = None
+    """Why the smoke gate (LAUNCH001) is waived; recorded in the ledger. Never blank."""
+    store: str | None = None
+    """The store prefix; wins over `execution.store_prefix`, which wins over the local
+    default."""
+    out: Path | None = None
+    """Where the launch YAML is written (default `dist/<name>/launch.yaml`)."""
+    keep_head: bool = False
+    """local: a Ray head this launch starts outlives it and this process (released)."""
+    hold_head: bool = False
+    """local: a Ray head this launch starts stays up for the rest of this process, which
+    launches more runs on it and stops it; if the process dies, the head's supervisor stops
+    it."""
+    repo: Path | None = None
+    """The launcher's git checkout (default: the working directory's)."""
+    env: Mapping[str, str] | None = None
+    """Where credential values are read (default `os.environ`); they reach the job only."""
+    smoke_runs_first: str | None = None
+    """Dry runs only: the identity of a smoke of this run launched before it (an experiment
+    returning both); its smoke gate is then pending instead of refused."""
+    upstream_runs_first: tuple[str, ...] = ()
+    """Dry runs only: the identities of runs whose export this run reads that a pipeline
+    launches before it (PIPE003 is then pending)."""
+    verify: bool = False
+    """Hash every file of the reused inputs, not only those whose identity changed."""
+    check_handoffs: bool = False
+    """Submit the SkyRL adapter's `--check-handoffs` mode instead of training: the inputs are
     built, staged and checked by SkyRL's own code; nothing trains and the ledger records
-    nothing. A local head this launch starts is stopped at its end, unless `keep_head`
-    (released: it outlives this process) or `hold_head` (this process launches more runs on it
-    and stops it; if the process dies, the head's supervisor stops it) is set."""
-    env = dict(os.environ if env is None else env)
+    nothing."""
+
+
+def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stderr) -> LaunchResult:
+    """Preflight, render, submit and (with `request.follow`) follow `request.spec`. Raises
+    LaunchRefused when nothing was submitted; returns the result (see
+    `LaunchResult.exit_code`) otherwise. The job's output goes to `echo` (stdout by default),
+    rlaunch's own messages to `say` (stderr). A local head this launch starts is stopped at its
+    end, unless `keep_head` or `hold_head` is set."""
+    spec, dry_run, check_handoffs = request.spec, request.dry_run, request.check_handoffs
+    skip_smoke_gate, follow = request.skip_smoke_gate, request.follow
+    env = dict(os.environ if request.env is None else request.env)
     echo = echo or (lambda text: print(text, end="", flush=True))
     if check_handoffs:
         if spec.runtime.profile != "skyrl":
@@ -360,15 +386,16 @@ def launch(
             )
         # The smoke gate guards training; a check trains nothing.
         skip_smoke_gate = skip_smoke_gate or CHECK_GATE_REASON
-    plan = preflight(spec, source=source, store=store, skip_smoke_gate=skip_smoke_gate,
-                     repo=repo, env=env, say=say,
-                     smoke_runs_first=smoke_runs_first if dry_run else None,
-                     upstream_runs_first=upstream_runs_first if dry_run else ())
+    plan = preflight(spec, source=request.source, store=request.store,
+                     skip_smoke_gate=skip_smoke_gate, repo=request.repo, env=env, say=say,
+                     smoke_runs_first=request.smoke_runs_first if dry_run else None,
+                     upstream_runs_first=request.upstream_runs_first if dry_run else ())
     spec = plan.spec
-    rendered = render(plan, out)
+    rendered = render(plan, request.out)
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     executor_name = spec.execution.executor
-    options = ExecutorOptions(keep_head=keep_head or not follow, hold_head=hold_head, say=say,
+    options = ExecutorOptions(keep_head=request.keep_head or not follow,
+                              hold_head=request.hold_head, say=say,
                               runtime_args=(CHECK_FLAG,) if check_handoffs else ())
     try:
         executor = load_executor(executor_name, options)
@@ -388,7 +415,7 @@ def launch(
         write_atomically(yaml_path, rendered.text)
         with executor:
             return _check_handoffs(plan, executor, yaml_path, digest, document, env=env,
-                                   echo=echo, say=say, verify=verify)
+                                   echo=echo, say=say, verify=request.verify)
     ledger = Ledger(plan.store_prefix)
     lock = ledger.launch_lock(spec.name, spec.version)
     try:
@@ -400,7 +427,7 @@ def launch(
         with executor:
             return _submit_and_follow(plan, executor, ledger, rendered,
                                       env=env, follow=follow, echo=echo, say=say,
-                                      verify=verify)
+                                      verify=request.verify)
     finally:
         lock.release()
 

@@ -23,7 +23,7 @@ from rlaunch.executors import (
 )
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.job_progress import JobProgress
-from rlaunch.launch import LaunchRefused, launch, record_status, resolve_store
+from rlaunch.launch import LaunchRefused, LaunchRequest, launch, record_status, resolve_store
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import LOST, TERMINAL, set_status
 from rlaunch.paths import resolve_store_prefix
@@ -114,12 +114,12 @@ def launch_command(
                               store=store, repo=repo, dry_run=dry_run, line=click.echo,
                               say=_say))
     try:
-        result = launch(
-            spec, source=spec_path, dry_run=dry_run, follow=follow,
+        request = LaunchRequest(
+            spec=spec, source=spec_path, dry_run=dry_run, follow=follow,
             skip_smoke_gate=skip_smoke_gate, store=store, out=out, keep_head=keep_head,
-            repo=repo, echo=lambda text: click.echo(text, nl=False), say=_say, verify=verify,
-            check_handoffs=check_handoffs,
+            repo=repo, verify=verify, check_handoffs=check_handoffs,
         )
+        result = launch(request, echo=lambda text: click.echo(text, nl=False), say=_say)
     except LaunchRefused as err:
         _say(f"rlaunch: launch refused\n{err}")
         sys.exit(err.exit_code)

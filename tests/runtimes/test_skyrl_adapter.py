@@ -27,7 +27,7 @@ from rlaunch.executors import ExecutorOptions
 from rlaunch.executors.base import entrypoint_argv
 from rlaunch.executors.iris import iris_run_command
 from rlaunch.executors.ray_cluster import RayClusterExecutor
-from rlaunch.launch import LaunchRefused
+from rlaunch.launch import LaunchRefused, LaunchRequest
 from rlaunch.launch import launch as launch_run
 from rlaunch.render import LaunchDocument, render_launch
 from rlaunch.render.skyrl import skyrl_cli_args
@@ -294,7 +294,7 @@ def test_check_handoffs_is_refused_for_a_run_that_is_not_skyrl() -> None:
     spec = worked_example("colocated-1x8")
     spec["runtime"] = {**spec["runtime"], "profile": "smoke", "name": "smoke"}
     with pytest.raises(LaunchRefused) as refused:
-        launch_run(parse_spec(spec), check_handoffs=True, say=quiet)
+        launch_run(LaunchRequest(spec=parse_spec(spec), check_handoffs=True), say=quiet)
     assert str(refused.value) == (
         "--check-handoffs runs SkyRL's handoff check, but colocated-1x8@2026.11.29 uses the "
         "'smoke' runtime profile (runtime smoke); launch it without --check-handoffs")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rlaunch.executors import local_head
-from rlaunch.launch import EXIT_OK, EXIT_REFUSED, LaunchRefused, launch
+from rlaunch.launch import EXIT_OK, EXIT_REFUSED, LaunchRefused, LaunchRequest, launch
 from rlaunch.pipeline.plan import Stage, describe, plan_pipeline
 from rlaunch.pipeline.tokenizers import refuse_tokenizer_mismatches
 from rlaunch.progress import progress
@@ -31,10 +31,11 @@ def _dry_run(stages: list[Stage], *, source: str, out_dir: Path, store: str | No
             continue
         spec = stage.spec
         try:
-            result = launch(spec, source=source, dry_run=True, store=store,
-                            out=out_dir / spec.name / "launch.yaml", repo=repo,
-                            say=lambda text, tag=f"[{index}/{len(stages)}]": say(f"{tag} {text}"),
-                            upstream_runs_first=tuple(first))
+            request = LaunchRequest(spec=spec, source=source, dry_run=True, store=store,
+                                    out=out_dir / spec.name / "launch.yaml", repo=repo,
+                                    upstream_runs_first=tuple(first))
+            result = launch(
+                request, say=lambda text, tag=f"[{index}/{len(stages)}]": say(f"{tag} {text}"))
         except LaunchRefused as err:
             line(f"[{index}/{len(stages)}] {spec.identity}: refused\n{err}")
             return err.exit_code

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlaunch.executors import local_head
-from rlaunch.launch import EXIT_INTERRUPTED, LaunchRefused, launch, resolve_store
+from rlaunch.launch import (
+    EXIT_INTERRUPTED,
+    LaunchRefused,
+    LaunchRequest,
+    launch,
+    resolve_store,
+)
 from rlaunch.ledger.ledger import Ledger
 from rlaunch.ledger.smoke import recorded_smoke_success, share_smoke_result
 from rlaunch.preflight.launch_checks.smoke_gate import smoke_mismatch
@@ -98,9 +104,10 @@ class PointLauncher:
         self.line(f"{tag} {spec.identity}: launching")
         started = time.monotonic()
         try:
-            result = launch(spec, source=point.source, follow=True, store=self.store,
-                            out=self.out_dir / spec.name / "launch.yaml", hold_head=True,
-                            repo=self.repo, echo=lambda text: None,
+            request = LaunchRequest(spec=spec, source=point.source, follow=True,
+                                    store=self.store, hold_head=True, repo=self.repo,
+                                    out=self.out_dir / spec.name / "launch.yaml")
+            result = launch(request, echo=lambda text: None,
                             say=lambda text: self.say(f"{tag} {text}"))
         except LaunchRefused as err:
             self.line(f"{tag} {spec.identity}: refused\n" + _indent(str(err)))
