@@ -21,8 +21,12 @@ the run's export root, which the terminal manifest then names.
 
 W&B: SkyRL 0.3.0's `Tracking` (`skyrl/train/utils/tracking.py`) calls
 `wandb.init(project=trainer.project_name, name=trainer.run_name, tags=trainer.tags)` and passes
-no entity, so the entity reaches wandb as `WANDB_ENTITY` in SkyRL's environment. The run URL
-wandb prints is kept in the manifest.
+no entity; wandb reads it from `WANDB_ENTITY`. `Tracking` runs in SkyRL's Ray task
+`skyrl_entrypoint`, whose environment is not the driver's (SkyRL's `initialize_ray` forwards a
+fixed list that lacks WANDB_ENTITY and a store's credentials): on a Ray cluster the entity, the
+project and the named credentials reach every worker process of the run through
+rlaunch.runtimes.worker_env, in no file and no Ray log. The run URL wandb prints is kept in the
+manifest.
 
 Exit status: SkyRL's own; 2 when the launch YAML, staging, the checkpoint root or the handoff
 check refuse (SkyRL not started); 1 when SkyRL exited 0 but its outputs are missing.
@@ -57,6 +61,14 @@ from rlaunch.runtimes.staging import (
     stage_inputs,
 )
 from rlaunch.runtimes.staging_ray import on_a_ray_cluster, stage_on_nodes
+from rlaunch.runtimes.worker_env import (
+    WorkerEnvError,
+    driver_env,
+    publish,
+    with_setup_hook,
+    withdraw,
+    worker_values,
+)
 from rlaunch.runtimes.trained_from import (
     StaleCheckpoints,
     check_root,
@@ -100,13 +112,12 @@ def stage(launch: LaunchDocument) -> list[Staged]:
     return stage_inputs(items, say=say)
 
 
-def child_env(launch: LaunchDocument) -> dict[str, str]:
-    env = dict(os.environ)
+def workers_values(launch: LaunchDocument) -> dict[str, str]:
+    """What SkyRL's processes need in their environment: the launch's credentials (by name,
+    from this environment) and its W&B entity and project."""
     wandb = launch.execution.wandb
-    if wandb is not None:
-        env["WANDB_ENTITY"] = wandb.entity
-        env["WANDB_PROJECT"] = wandb.project
-    return env
+    return worker_values(launch.execution.env,
+                         None if wandb is None else (wandb.entity, wandb.project), os.environ)
 
 
 def supervise(argv: list[str], env: dict[str, str],
@@ -147,6 +158,31 @@ def main(argv: list[str] | None = None) -> int:
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    values = workers_values(launch)
+    address = os.environ.get("RAY_ADDRESS") if on_a_ray_cluster() else None
+    if address is None or not values:
+        return run(launch, check_only, {**os.environ, **values}, None)
+    try:
+        key = publish(address, values)
+    except WorkerEnvError as err:
+        print(f"error: {err}; SkyRL was not started", file=sys.stderr)
+        return 2
+    # This process's own Ray (staging) and SkyRL's driver both run the setup hook in their
+    # workers; SkyRL's driver holds a placeholder where SkyRL would log a value.
+    os.environ.update(with_setup_hook(os.environ, key))
+    say(f"{', '.join(sorted(values))} reach every Ray worker of the run through the GCS entry "
+        f"{key} (rlaunch.runtimes.worker_env)")
+    try:
+        return run(launch, check_only, {**os.environ, **values},
+                   driver_env({**os.environ, **values}, values))
+    finally:
+        withdraw(address, key)
+
+
+def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
+        skyrl_env: dict[str, str] | None) -> int:
+    """Stage, check and run SkyRL; `env` is the handoff check's environment, `skyrl_env`
+    SkyRL's driver's (`env` when None)."""
     try:
         staged = stage(launch)
     except (StagingError, StoreError) as err:
@@ -171,7 +207,6 @@ def main(argv: list[str] | None = None) -> int:
         say(f"eval stage: SkyRL dumps its results under {dump_folder(dump_root)}; the report "
             f"goes to {launch.artifacts.export_root}")
     overrides = skyrl_cli_args(local)
-    env = child_env(launch)
     say(f"handoff check: {' '.join(handoff_command([])[1:])} ({len(overrides)} overrides)")
     checked = supervise(handoff_command(overrides), env)
     if checked != 0:
@@ -192,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
     urls: list[str] = []
     started = time.monotonic()
-    status = supervise(argv_out, env,
+    status = supervise(argv_out, env if skyrl_env is None else skyrl_env,
                        on_line=lambda line: urls.extend(_WANDB_URL.findall(line)))
     if status != 0:
         say(f"SkyRL exited with status {status} after {time.monotonic() - started:.0f} s")
