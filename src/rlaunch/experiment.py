@@ -73,11 +73,8 @@ def describe_plan(plan: Plan) -> list[str]:
     role_plan, allocation = spec.role_plan, spec.execution.allocation
     policy, rollout, batch = role_plan.policy, role_plan.rollout, role_plan.batch
     paths = run_paths(plan.store_prefix, spec.name, spec.version)
-    if role_plan.strategy == "megatron":
-        split = (f"TP {policy.tensor_parallel_size} x PP {policy.pipeline_parallel_size} x "
-                 f"CP {policy.context_parallel_size}, EP {policy.expert_parallel_size}")
-    else:
-        split = f"SP {policy.sequence_parallel_size}"
+    layout = role_plan.policy_parallelism
+    split = layout.replica_factors() + (f", EP {layout.expert}" if layout.megatron else "")
 
     def aux(role: Any) -> str:
         if role is None:
@@ -96,7 +93,7 @@ def describe_plan(plan: Plan) -> list[str]:
         f"{_gpus(allocation.num_nodes, allocation.gpus_per_node)} {allocation.accelerator}, "
         f"{allocation.cpus_per_node} CPUs per node",
         f"  policy     {role_plan.strategy} {_gpus(policy.num_nodes, policy.num_gpus_per_node)}, "
-        f"{split} -> DP {role_plan.policy_data_parallel_size}",
+        f"{split} -> DP {layout.data_parallel}",
         f"  reference  {aux(role_plan.reference)}",
         f"  critic     {aux(role_plan.critic)}",
         f"  rollout    {rollout.num_engines} engine(s) x (TP {rollout.tensor_parallel_size} x "

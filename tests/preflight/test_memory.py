@@ -10,16 +10,22 @@ from rlaunch.preflight.rules.memory import memory_estimates, qwen14b_on_a100_40
 from rlaunch.preflight.estimates.gpu_memory import (
     Activations,
     EngineShape,
-    TrainerShape,
     kv_bytes_per_token,
     policy_training,
 )
 from rlaunch.spec import parse_spec
 from rlaunch.spec.artifacts import ModelFacts
+from rlaunch.spec.parallelism import Parallelism
 from tests.preflight.helpers import example, findings, messages
 
 CPU_OFFLOAD = "trainer.policy.fsdp_config.cpu_offload"
 LORA_RANK = "trainer.policy.model.lora.rank"
+
+
+def fsdp_over(gpus: int) -> Parallelism:
+    """A policy sharded by FSDP over `gpus` GPUs of one node, no other parallelism."""
+    return Parallelism("policy", "fsdp", nodes=1, gpus_per_node=gpus, tensor=1, pipeline=1,
+                       context=1, expert=1, expert_tensor=1, sequence=1)
 
 
 def mem_findings(data: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -126,10 +132,10 @@ def test_weights_grads_and_adam_are_the_zero_papers_16_bytes_per_parameter() -> 
         num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=2048,
         num_experts=None, num_hidden_layers=32, hidden_size=4096, intermediate_size=11008,
         vocab_size=32000, head_dim=None, torch_dtype="bfloat16", num_parameters=7_500_000_000)
-    one = policy_training(facts, TrainerShape("fsdp", 1), Activations(1, 1, 1, 1),
+    one = policy_training(facts, fsdp_over(1), Activations(1, 1, 1, 1),
                           checkpointing=True, offload=False, lora_rank=0)
     assert one.terms[0].bytes == 120e9
-    sharded = policy_training(facts, TrainerShape("fsdp", 64), Activations(1, 1, 1, 1),
+    sharded = policy_training(facts, fsdp_over(64), Activations(1, 1, 1, 1),
                               checkpointing=True, offload=False, lora_rank=0)
     assert round(sharded.terms[0].bytes / 1e9, 1) == 1.9
 

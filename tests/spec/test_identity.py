@@ -66,8 +66,10 @@ def test_derived_sizes():
     spec = parse_spec(worked_example("megatron-moe-5x8"))
     plan = spec.role_plan
     assert plan.policy.world_size == 32
-    assert plan.policy.model_parallel_size == 4
-    assert plan.policy_data_parallel_size == 8
+    policy = plan.policy_parallelism
+    assert (policy.world, policy.model_parallel, policy.replica, policy.data_parallel) == (
+        32, 4, 4, 8)
+    assert policy.dp_equation() == "policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)"
     assert plan.rollout.gpus_per_engine == 8
     assert plan.rollout.total_gpus == 8
     assert spec.execution.allocation.total_gpus == 40

@@ -112,6 +112,8 @@ class MegatronConfig(_SkyRL):
     tensor_model_parallel_size: int = Positive
     pipeline_model_parallel_size: int = Positive
     context_parallel_size: int = Positive
+    expert_model_parallel_size: int = Positive
+    expert_tensor_parallel_size: int = Positive
 
 
 class OptimizerConfig(_SkyRL):

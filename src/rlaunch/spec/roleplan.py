@@ -1,7 +1,8 @@
 """The role plan: who runs on which GPUs, with which parallelism and batch sizes.
 
-Every field is required: a role plan has no silent defaults. Derived sizes are properties,
-so they are never written down twice.
+Every field is required: a role plan has no silent defaults. A trainer role's derived sizes
+(world, replica, DP) belong to its `Parallelism` (rlaunch.spec.parallelism), which the plan
+gives by role name, so they are never written down twice.
 """
 
 from __future__ import annotations
@@ -9,44 +10,25 @@ from __future__ import annotations
 from typing import Literal
 
 from rlaunch.spec.base import SpecModel
+from rlaunch.spec.parallelism import Parallelism, ParallelSizes, Strategy
 
-Strategy = Literal["fsdp", "megatron"]
+__all__ = ["AuxRole", "BatchPlan", "Parallelism", "Placement", "PolicyRole", "ReferenceRole",
+           "RolePlan", "RolloutRole", "Strategy", "engine_gpus"]
 
 
-class PolicyRole(SpecModel):
+class _PolicyFootprint(SpecModel):
     num_nodes: int
     """Nodes the policy trains on."""
     num_gpus_per_node: int
     """GPUs per node the policy uses."""
-    tensor_parallel_size: int
-    """Megatron TP; 1 for FSDP."""
-    pipeline_parallel_size: int
-    """Megatron PP; 1 for FSDP."""
-    context_parallel_size: int
-    """Megatron CP; 1 for FSDP."""
-    expert_parallel_size: int
-    """Megatron EP (MoE); 1 for dense models and FSDP."""
-    expert_tensor_parallel_size: int
-    """Megatron ETP (MoE); 1 for dense models and FSDP."""
-    sequence_parallel_size: int
-    """FSDP (Ulysses) sequence parallel size; 1 for Megatron."""
+
+
+class PolicyRole(ParallelSizes, _PolicyFootprint):
+    """Where the policy trains, and its parallel sizes (`ParallelSizes`)."""
 
     @property
     def world_size(self) -> int:
         return self.num_nodes * self.num_gpus_per_node
-
-    @property
-    def model_parallel_size(self) -> int:
-        """TP x PP x CP: the GPUs holding one Megatron replica."""
-        return self.tensor_parallel_size * self.pipeline_parallel_size * self.context_parallel_size
-
-    def replica_size(self, strategy: Strategy) -> int:
-        """GPUs per replica: TP x PP x CP (Megatron) or SP (FSDP)."""
-        return role_replica_size(self, strategy)
-
-    def data_parallel_size(self, strategy: Strategy) -> int:
-        """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
-        return data_parallel_size(self, strategy)
 
 
 class AuxRole(SpecModel):
@@ -64,68 +46,15 @@ class AuxRole(SpecModel):
         return self.num_nodes * self.num_gpus_per_node
 
 
-class ReferenceRole(AuxRole):
-    """The KL reference: its own GPUs or the policy's, and always its own parallelism (SkyRL
+class ReferenceRole(ParallelSizes, AuxRole):
+    """The KL reference: its own GPUs or the policy's, and always its own parallel sizes (SkyRL
     builds the reference's workers from `trainer.ref`, not from the policy's sizes)."""
-
-    tensor_parallel_size: int
-    """Megatron TP of the reference; 1 for FSDP."""
-    pipeline_parallel_size: int
-    """Megatron PP of the reference; 1 for FSDP."""
-    context_parallel_size: int
-    """Megatron CP of the reference; 1 for FSDP."""
-    expert_parallel_size: int
-    """Megatron EP of the reference (MoE); 1 for dense models and FSDP."""
-    expert_tensor_parallel_size: int
-    """Megatron ETP of the reference (MoE); 1 for dense models and FSDP."""
-    sequence_parallel_size: int
-    """FSDP (Ulysses) sequence parallel size of the reference; 1 for Megatron."""
-
-    @property
-    def model_parallel_size(self) -> int:
-        """TP x PP x CP: the GPUs holding one Megatron replica of the reference."""
-        return self.tensor_parallel_size * self.pipeline_parallel_size * self.context_parallel_size
-
-    def replica_size(self, strategy: Strategy) -> int:
-        """GPUs per replica: TP x PP x CP (Megatron) or SP (FSDP)."""
-        return role_replica_size(self, strategy)
-
-    def data_parallel_size(self, strategy: Strategy) -> int:
-        """Megatron DP = world / (TP x PP x CP); FSDP DP = world / SP (integer part)."""
-        return data_parallel_size(self, strategy)
-
-
-def replica_size(
-    strategy: Strategy, *, tensor: int, pipeline: int, context: int, sequence: int
-) -> int:
-    """GPUs holding one replica of a trainer role, which divide its world into DP ranks: TP x PP
-    x CP for Megatron, SP for FSDP (SkyRL utils.validate_batch_sizes). The one place this is
-    decided: the role plan's properties, preflight and the smoke runtime all ask here."""
-    return tensor * pipeline * context if strategy == "megatron" else sequence
-
-
-def dp_of(world: int, replica: int) -> int:
-    """DP ranks of a world of `world` GPUs in replicas of `replica`: the integer part, 0 for a
-    non-positive replica size."""
-    return world // replica if replica > 0 else 0
 
 
 def engine_gpus(*, tensor: int, pipeline: int, data: int) -> int:
     """GPUs of one inference engine: TP x PP x DP (EP is not a factor: it spans the DP x TP
     ranks)."""
     return tensor * pipeline * data
-
-
-def role_replica_size(role: PolicyRole | ReferenceRole, strategy: Strategy) -> int:
-    return replica_size(strategy, tensor=role.tensor_parallel_size,
-                        pipeline=role.pipeline_parallel_size, context=role.context_parallel_size,
-                        sequence=role.sequence_parallel_size)
-
-
-def data_parallel_size(role: PolicyRole | ReferenceRole, strategy: Strategy) -> int:
-    """A trainer role's DP as SkyRL derives it (utils.validate_batch_sizes): world over its
-    replica size (`replica_size`); the integer part, 0 for a non-positive divisor."""
-    return dp_of(role.world_size, role_replica_size(role, strategy))
 
 
 class RolloutRole(SpecModel):
@@ -181,7 +110,8 @@ class BatchPlan(SpecModel):
 class RolePlan(SpecModel):
     strategy: Strategy
     """The policy's training strategy, `fsdp` or `megatron`. Megatron DP = world / (TP x PP x CP);
-    FSDP DP = world / SP, where world = num_nodes x num_gpus_per_node."""
+    FSDP DP = world / SP, where world = num_nodes x num_gpus_per_node (a world that does not
+    divide has no DP: preflight refuses it)."""
     policy: PolicyRole
     """Where and how the policy trains."""
     reference: ReferenceRole | None
@@ -196,9 +126,23 @@ class RolePlan(SpecModel):
     batch: BatchPlan
     """Batch sizes."""
 
+    def parallelism(self, role: str) -> Parallelism | None:
+        """A trainer role's (`policy`, `reference`, `critic`) parallelism; None for a role the
+        plan leaves out. The reference runs its own sizes; the critic runs the policy's on its
+        own footprint (it is FSDP only, and its SP is rendered from the policy's)."""
+        footprint = getattr(self, role)
+        if footprint is None:
+            return None
+        return self._parallelism(role, footprint)
+
     @property
-    def policy_data_parallel_size(self) -> int:
-        return self.policy.data_parallel_size(self.strategy)
+    def policy_parallelism(self) -> Parallelism:
+        return self._parallelism("policy", self.policy)
+
+    def _parallelism(self, role: str, footprint: PolicyRole | AuxRole) -> Parallelism:
+        sizes = self.reference if role == "reference" and self.reference else self.policy
+        return Parallelism.of(role, self.strategy, nodes=footprint.num_nodes,
+                              gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
 
     def geometry(self) -> dict:
         """Everything about where roles run, without batch sizes: what a smoke must share."""

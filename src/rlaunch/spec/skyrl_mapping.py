@@ -28,7 +28,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
+    from rlaunch.spec.parallelism import ParallelSizes
+    from rlaunch.spec.roleplan import AuxRole, PolicyRole
     from rlaunch.spec.run import CheckpointPolicy, RunSpec
 
 SKYRL_RELEASES: tuple[str, ...] = ("0.3.0",)
@@ -105,7 +106,7 @@ def _aux_or_policy(role: AuxRole | None, policy: PolicyRole) -> AuxRole | Policy
     return policy if role is None else role
 
 
-def _reference_sizes(source: RenderInputs) -> PolicyRole | ReferenceRole:
+def _reference_sizes(source: RenderInputs) -> ParallelSizes:
     """The reference's own parallel sizes (SkyRL builds it from `trainer.ref`); an absent
     reference mirrors the policy's."""
     plan_ = source.spec.role_plan

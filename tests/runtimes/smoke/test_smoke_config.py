@@ -28,7 +28,7 @@ def document() -> dict:
 def test_reads_geometry_batches_and_paths_from_the_rendered_yaml(document: dict) -> None:
     config = _load(document)
     assert (config.run_id, config.seed, config.resume_mode) == ("countdown-smoke@dev", 7, "latest")
-    assert config.geometry.policy_world == 2 and config.geometry.rollout_world == 2
+    assert config.geometry.policy.world == 2 and config.geometry.rollout_world == 2
     assert config.geometry.colocate_all and config.geometry.use_reference
     assert (config.train_batch_size, config.policy_mini_batch_size,
             config.micro_train_batch_size_per_gpu, config.n_samples_per_prompt) == (16, 8, 16, 8)
@@ -130,7 +130,7 @@ def test_the_runtime_derives_the_sizes_the_role_plan_owns(name: str) -> None:
     )
     geometry = geometry_of(launch)
     plan = spec.role_plan
-    assert geometry.model_parallel_size == plan.policy.replica_size(plan.strategy)
-    assert geometry.policy_dp == plan.policy_data_parallel_size
+    assert geometry.policy == plan.policy_parallelism
+    assert geometry.policy_dp == plan.policy_parallelism.data_parallel
     assert (geometry.gpus_per_engine, geometry.rollout_world) == (
         plan.rollout.gpus_per_engine, plan.rollout.total_gpus)

@@ -8,12 +8,15 @@ import pytest
 
 from rlaunch.runtimes.smoke.config import Geometry, SmokeConfigError
 from rlaunch.runtimes.smoke.placement import PlacementError, build_layout, reserve
+from rlaunch.spec.parallelism import Parallelism
 
 
-def geometry(**changes) -> Geometry:
-    base = dict(strategy="fsdp", policy_nodes=1, policy_gpus_per_node=2, model_parallel_size=1,
-                use_reference=True, ref_nodes=1, ref_gpus_per_node=2, colocate_all=True,
-                colocate_policy_ref=True, num_engines=2, engine_tp=1, engine_pp=1, engine_dp=1)
+def geometry(policy_nodes: int = 1, policy_gpus_per_node: int = 2, **changes) -> Geometry:
+    policy = Parallelism("policy", "fsdp", nodes=policy_nodes, gpus_per_node=policy_gpus_per_node,
+                         tensor=1, pipeline=1, context=1, expert=1, expert_tensor=1, sequence=1)
+    base = dict(policy=policy, use_reference=True, ref_nodes=1, ref_gpus_per_node=2,
+                colocate_all=True, colocate_policy_ref=True, num_engines=2, engine_tp=1,
+                engine_pp=1, engine_dp=1)
     return Geometry(**{**base, **changes})
 
 

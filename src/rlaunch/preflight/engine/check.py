@@ -12,20 +12,16 @@ from typing import Any, Generic, TypeVar
 
 from rlaunch.preflight.engine.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
-from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
+from rlaunch.spec.parallelism import Parallelism, integer_fields
+from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole, RolloutRole
 from rlaunch.spec.run import RunSpec
 
-POLICY_COUNTS = (
-    "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
-    "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
-    "sequence_parallel_size",
-)
-AUX_COUNTS = ("num_nodes", "num_gpus_per_node")
-REFERENCE_COUNTS = AUX_COUNTS + POLICY_COUNTS[2:]
-ROLLOUT_COUNTS = (
-    "num_engines", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-    "expert_parallel_size",
-)
+# Every integer of a role is a count (a size of 1 when that dimension is unused): a field added
+# to a role's model is checked without another edit.
+POLICY_COUNTS = integer_fields(PolicyRole)
+AUX_COUNTS = integer_fields(AuxRole)
+REFERENCE_COUNTS = integer_fields(ReferenceRole)
+ROLLOUT_COUNTS = integer_fields(RolloutRole)
 ALLOCATION_COUNTS = ("num_nodes", "gpus_per_node")
 BATCH_COUNTS = (
     "train_batch_size", "policy_mini_batch_size", "micro_train_batch_size_per_gpu",
@@ -130,64 +126,44 @@ class Check:
 
     # -- data parallel sizes ----------------------------------------------------------------------
 
-    def parallel_sizes(self, role: str) -> PolicyRole | ReferenceRole:
-        """Whose TP x PP x CP (Megatron) or SP (FSDP) divide a role's world into DP ranks: the
-        reference's own sizes (trainer.ref), the policy's for the policy and the critic (the
-        critic is FSDP only, and its SP is rendered from the policy's)."""
-        reference = self.spec.role_plan.reference
-        if role == "reference" and reference is not None:
-            return reference
-        return self.spec.role_plan.policy
+    def parallelism(self, role: str) -> Parallelism:
+        """A trainer role's parallelism (rlaunch.spec.parallelism): the reference's own sizes
+        (trainer.ref), the policy's for the policy and the critic (the critic is FSDP only, and
+        its SP is rendered from the policy's). Asked only for a role the plan has."""
+        found = self.spec.role_plan.parallelism(role)
+        if found is None:
+            raise ValueError(f"the {role}'s parallelism is asked for, but role_plan.{role} is "
+                             "null (rules ask only for roles the plan has)")
+        return found
 
-    def _dp_divisor(self, role: str) -> int:
-        return self.parallel_sizes(role).replica_size(self.spec.role_plan.strategy)
-
-    def dp_equation(self, role: str, world: int) -> str:
-        """`policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)`: how a role's DP is derived."""
-        sizes = self.parallel_sizes(role)
-        divisor = self._dp_divisor(role)
-        if self.spec.role_plan.strategy == "megatron":
-            how = (
-                f"(TP {sizes.tensor_parallel_size} x PP {sizes.pipeline_parallel_size}"
-                f" x CP {sizes.context_parallel_size})"
-            )
-        else:
-            how = f"SP {sizes.sequence_parallel_size}"
-        return f"{role} DP {world // divisor} = world {world} / {how}"
-
-    def _dp_of(self, role: str, world: int) -> int | None:
-        if not self.roles_ok:
+    def _dp_of(self, role: str) -> int | None:
+        if not self.roles_ok or getattr(self.spec.role_plan, role) is None:
             return None
-        divisor = self._dp_divisor(role)
-        return world // divisor if world % divisor == 0 else None
+        return self.parallelism(role).data_parallel
 
     @cached_property
     def policy_dp(self) -> int | None:
         """Policy DP when the policy world divides into whole replicas, else None."""
-        return self._dp_of("policy", self.spec.role_plan.policy.world_size)
-
-    def _aux_dp(self, role: str, aux: AuxRole | None) -> int | None:
-        return None if aux is None else self._dp_of(role, aux.world_size)
+        return self._dp_of("policy")
 
     @cached_property
     def reference_dp(self) -> int | None:
         """Reference DP when the reference is used (KL) and its world divides into whole
         replicas of its own parallel sizes, else None."""
-        if not self.use_kl:
-            return None
-        return self._aux_dp("reference", self.spec.role_plan.reference)
+        return self._dp_of("reference") if self.use_kl else None
 
     @cached_property
     def critic_dp(self) -> int | None:
-        return self._aux_dp("critic", self.spec.role_plan.critic)
+        return self._dp_of("critic")
 
-    def lcm_terms(self, *, with_critic: bool) -> list[tuple[str, int]]:
-        """`(name, DP)` of the enabled trainer roles, for SkyRL's lcm of DP sizes."""
-        terms = [("policy DP", self.policy_dp or 0)]
+    def lcm_terms(self, *, with_critic: bool) -> list[tuple[str, int | None]]:
+        """`(name, DP)` of the enabled trainer roles, for SkyRL's lcm of DP sizes; a DP is None
+        when it is undefined."""
+        terms = [("policy DP", self.policy_dp)]
         if self.spec.role_plan.critic is not None and with_critic:
-            terms.append(("critic DP", self.critic_dp or 0))
+            terms.append(("critic DP", self.critic_dp))
         if self.use_kl and self.spec.role_plan.reference is not None:
-            terms.append(("reference DP", self.reference_dp or 0))
+            terms.append(("reference DP", self.reference_dp))
         return terms
 
     @staticmethod

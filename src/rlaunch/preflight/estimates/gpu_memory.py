@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from rlaunch.spec.artifacts import ModelFacts
+from rlaunch.spec.parallelism import Parallelism
 
 GIB = 2**30
 
@@ -192,39 +193,29 @@ def fsdp_unsharded_terms(facts: ModelFacts, bytes_per_param: int) -> list[Term]:
                  f"({billions(root)} + {billions(layer)} params) x {bytes_per_param} B")]
 
 
-@dataclass(frozen=True)
-class TrainerShape:
-    """How one trainer role splits its model over its GPUs."""
-
-    strategy: str
-    world: int
-    tensor: int = 1
-    pipeline: int = 1
-    context: int = 1
-    expert: int = 1
-    expert_tensor: int = 1
-    sequence: int = 1
-
-    def local_parameters(self, facts: ModelFacts) -> tuple[float, float]:
-        """Megatron: (dense, expert) parameters on one GPU."""
-        experts = expert_parameters(facts)
-        dense = (facts.num_parameters - experts) / (self.tensor * self.pipeline)
-        return dense, experts / (self.expert * self.expert_tensor * self.pipeline)
-
-    def data_parallel(self) -> tuple[int, int]:
-        """Megatron: (dense DP, expert DP) of the distributed optimizer."""
-        dense = max(self.world // (self.tensor * self.pipeline * self.context), 1)
-        return dense, max(self.world // (self.expert * self.expert_tensor * self.pipeline), 1)
+def local_parameters(facts: ModelFacts, layout: Parallelism) -> tuple[float, float]:
+    """Megatron: (dense, expert) parameters on one GPU."""
+    experts = expert_parameters(facts)
+    dense = (facts.num_parameters - experts) / (layout.tensor * layout.pipeline)
+    return dense, experts / layout.expert_group
 
 
-def policy_training(facts: ModelFacts, shape: TrainerShape, activations: Activations, *,
+def optimizer_shards(layout: Parallelism) -> tuple[int, int]:
+    """Megatron: (dense, expert) shards of the distributed optimizer: the DP and the expert DP.
+    Floored and at least 1, so that a plan whose world does not divide (GEO003, GEO004) still
+    gets an estimate."""
+    return (max(layout.world // layout.model_parallel, 1),
+            max(layout.world // layout.expert_group, 1))
+
+
+def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                     checkpointing: bool, offload: bool, lora_rank: int) -> Estimate:
     """The policy's forward and backward of one micro batch, with its optimizer state."""
     params = facts.num_parameters
     terms: list[Term] = []
     if shape.strategy == "megatron":
-        dense, expert = shape.local_parameters(facts)
-        dp_dense, dp_expert = shape.data_parallel()
+        dense, expert = local_parameters(facts, shape)
+        dp_dense, dp_expert = optimizer_shards(shape)
         terms.append(Term("weights + grads", (dense + expert) * MEGATRON_LOCAL,
                           f"({billions(dense)} + {billions(expert)} params on this GPU) x "
                           f"{MEGATRON_LOCAL} B"))
@@ -253,12 +244,12 @@ def policy_training(facts: ModelFacts, shape: TrainerShape, activations: Activat
     return Estimate("policy training", tuple(terms))
 
 
-def reference_forward(facts: ModelFacts, shape: TrainerShape, activations: Activations, *,
+def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                       weight_bytes: int, offload: bool) -> Estimate:
     """The reference's forward of one micro batch (log-probs of the sampled tokens)."""
     terms: list[Term] = []
     if shape.strategy == "megatron":
-        dense, expert = shape.local_parameters(facts)
+        dense, expert = local_parameters(facts, shape)
         terms.append(Term("weights", (dense + expert) * weight_bytes,
                           f"({billions(dense)} + {billions(expert)} params on this GPU) x "
                           f"{weight_bytes} B"))

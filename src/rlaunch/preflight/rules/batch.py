@@ -10,6 +10,7 @@ from typing import NamedTuple
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.spec.parallelism import Parallelism
 
 BATCH = "role_plan.batch"
 
@@ -22,7 +23,8 @@ class MiniBatch(NamedTuple):
     size: int
     dp: int | None
     """None when the role's DP is undefined (GEO001/GEO003/GEO005 report why)."""
-    world: int
+    parallelism: Parallelism
+    """The role's layout: its DP's equation."""
 
     def per_gpu(self, samples: int) -> int:
         """SkyRL's per-GPU mini batch: mini x n // DP, floored as validate_batch_sizes does."""
@@ -39,11 +41,11 @@ def mini_batches(check: Check) -> list[MiniBatch]:
         return []
     plan = check.spec.role_plan
     found = [MiniBatch("policy", "policy_mini_batch_size", plan.batch.policy_mini_batch_size,
-                       check.policy_dp, plan.policy.world_size)]
+                       check.policy_dp, check.parallelism("policy"))]
     critic_size = plan.batch.critic_mini_batch_size
     if plan.critic is not None and critic_size is not None:
         found.append(MiniBatch("critic", "critic_mini_batch_size", critic_size, check.critic_dp,
-                               plan.critic.world_size))
+                               check.parallelism("critic")))
     return found
 
 
@@ -134,7 +136,7 @@ def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
             f"{mini.role} mini batch of {mini.field} {mini.size} x n_samples_per_prompt"
             f" {samples} = {sequences} sequences"
         )
-        how = check.dp_equation(mini.role, mini.world)
+        how = mini.parallelism.dp_equation()
         paths = (f"{BATCH}.{mini.field}", f"{BATCH}.n_samples_per_prompt", f"role_plan.{mini.role}")
         if sequences < mini.dp:
             yield error(

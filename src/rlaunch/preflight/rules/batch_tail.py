@@ -19,7 +19,8 @@ def dp_terms(check: Check, *, with_critic: bool) -> list[tuple[str, int]] | None
     if not check.batch_ok:
         return None
     terms = check.lcm_terms(with_critic=with_critic)
-    return None if any(dp == 0 for _, dp in terms) else terms
+    defined = [(name, dp) for name, dp in terms if dp is not None]
+    return defined if len(defined) == len(terms) else None
 
 
 def prompt_stride(lcm: int, samples: int) -> int:

@@ -10,24 +10,15 @@ from collections.abc import Iterator
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
-from rlaunch.spec.roleplan import PolicyRole, RolloutRole
+from rlaunch.spec.parallelism import dimensions
+from rlaunch.spec.roleplan import RolloutRole
 
-MEGATRON_ONLY = (
-    ("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"),
-    ("context_parallel_size", "CP"), ("expert_parallel_size", "EP"),
-    ("expert_tensor_parallel_size", "ETP"),
-)
+MEGATRON_ONLY = tuple((name, size.short) for name, size in dimensions() if size.megatron_only)
+"""`(field, short name)` of the parallel sizes only Megatron has (rlaunch.spec.parallelism)."""
 
 
 def divisors(number: int) -> str:
     return ", ".join(str(d) for d in range(1, number + 1) if number % d == 0)
-
-
-def policy_world(policy: PolicyRole) -> str:
-    return (
-        f"policy world {policy.world_size} = policy.num_nodes {policy.num_nodes}"
-        f" x policy.num_gpus_per_node {policy.num_gpus_per_node}"
-    )
 
 
 def rollout_gpus(rollout: RolloutRole) -> str:
@@ -100,9 +91,8 @@ def megatron_world_divisible(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return
-    policy = plan.policy
-    replica = policy.model_parallel_size
-    if policy.world_size % replica:
+    policy = plan.policy_parallelism
+    if policy.data_parallel is None:
         yield error(
             "GEO003",
             (
@@ -110,11 +100,9 @@ def megatron_world_divisible(check: Check) -> Iterator[Finding]:
                 "role_plan.policy.tensor_parallel_size", "role_plan.policy.pipeline_parallel_size",
                 "role_plan.policy.context_parallel_size",
             ),
-            f"{policy_world(policy)} is not divisible by TP {policy.tensor_parallel_size}"
-            f" x PP {policy.pipeline_parallel_size} x CP {policy.context_parallel_size}"
-            f" = {replica}",
-            f"Make TP x PP x CP a divisor of {policy.world_size} ({divisors(policy.world_size)}),"
-            f" or give the policy a multiple of {replica} GPUs.",
+            f"{policy.world_equation()} is not divisible by {policy.replica_equation()}",
+            f"Make TP x PP x CP a divisor of {policy.world} ({divisors(policy.world)}),"
+            f" or give the policy a multiple of {policy.replica} GPUs.",
         )
 
 
@@ -132,12 +120,8 @@ def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return
-    policy = plan.policy
-    experts = (
-        policy.expert_tensor_parallel_size * policy.expert_parallel_size
-        * policy.pipeline_parallel_size
-    )
-    if policy.world_size % experts:
+    policy = plan.policy_parallelism
+    if policy.world % policy.expert_group:
         yield error(
             "GEO004",
             (
@@ -145,11 +129,9 @@ def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
                 "role_plan.policy.expert_tensor_parallel_size",
                 "role_plan.policy.expert_parallel_size", "role_plan.policy.pipeline_parallel_size",
             ),
-            f"{policy_world(policy)} is not divisible by ETP"
-            f" {policy.expert_tensor_parallel_size} x EP {policy.expert_parallel_size}"
-            f" x PP {policy.pipeline_parallel_size} = {experts}",
-            f"Make ETP x EP x PP a divisor of {policy.world_size}"
-            f" ({divisors(policy.world_size)}), or give the policy a multiple of {experts} GPUs.",
+            f"{policy.world_equation()} is not divisible by {policy.expert_equation()}",
+            f"Make ETP x EP x PP a divisor of {policy.world} ({divisors(policy.world)}),"
+            f" or give the policy a multiple of {policy.expert_group} GPUs.",
         )
 
 
@@ -166,32 +148,30 @@ def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "fsdp" or not check.roles_ok:
         return
-    policy = plan.policy
-    sp = policy.sequence_parallel_size
-    if policy.world_size % sp:
+    policy = plan.policy_parallelism
+    if policy.data_parallel is None:
         yield error(
             "GEO005",
             (
                 "role_plan.policy.num_nodes", "role_plan.policy.num_gpus_per_node",
                 "role_plan.policy.sequence_parallel_size",
             ),
-            f"{policy_world(policy)} is not divisible by SP {sp}",
-            f"Set role_plan.policy.sequence_parallel_size to a divisor of {policy.world_size}"
-            f" ({divisors(policy.world_size)}).",
+            f"{policy.world_equation()} is not divisible by {policy.replica_equation()}",
+            f"Set role_plan.policy.sequence_parallel_size to a divisor of {policy.world}"
+            f" ({divisors(policy.world)}).",
         )
-    critic = plan.critic
-    if critic is not None and critic.world_size % sp:
+    critic = plan.parallelism("critic")
+    if critic is not None and critic.data_parallel is None:
         yield error(
             "GEO005",
             (
                 "role_plan.critic.num_nodes", "role_plan.critic.num_gpus_per_node",
                 "role_plan.policy.sequence_parallel_size",
             ),
-            f"critic world {critic.world_size} = critic.num_nodes {critic.num_nodes} x"
-            f" critic.num_gpus_per_node {critic.num_gpus_per_node} is not divisible by the SP"
-            f" {sp} it runs (the policy's)",
-            f"Give the critic a multiple of {sp} GPUs, or a policy SP that divides"
-            f" {critic.world_size} ({divisors(critic.world_size)}).",
+            f"{critic.world_equation()} is not divisible by the {critic.replica_equation()} it"
+            " runs (the policy's)",
+            f"Give the critic a multiple of {critic.replica} GPUs, or a policy SP that divides"
+            f" {critic.world} ({divisors(critic.world)}).",
         )
 
 
@@ -232,14 +212,14 @@ def colocated_gpus_match(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if not plan.placement.colocate_all or not check.roles_ok:
         return
-    policy, rollout = plan.policy, plan.rollout
-    if policy.world_size != rollout.total_gpus:
+    policy, rollout = plan.policy_parallelism, plan.rollout
+    if policy.world != rollout.total_gpus:
         yield error(
             "GEO007",
             ("role_plan.placement.colocate_all", "role_plan.policy", "role_plan.rollout"),
-            f"placement.colocate_all shares GPUs, but the {policy_world(policy)} differs from"
+            f"placement.colocate_all shares GPUs, but the {policy.world_equation()} differs from"
             f" the rollout's {rollout_gpus(rollout)} = {rollout.total_gpus} GPUs",
-            f"Make rollout engines x TP x PP x DP equal {policy.world_size}, or set"
+            f"Make rollout engines x TP x PP x DP equal {policy.world}, or set"
             " role_plan.placement.colocate_all to false.",
         )
 

@@ -10,7 +10,6 @@ from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.preflight.rules.geometry import divisors
 from rlaunch.spec.examples import QWEN25_1_5B
-from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole
 
 
 def _kl_fields(check: Check) -> str:
@@ -150,13 +149,6 @@ def critic_placement(check: Check) -> Iterator[Finding]:
         )
 
 
-def _shape(name: str, role: AuxRole | PolicyRole) -> str:
-    return (
-        f"{name}.num_nodes {role.num_nodes} x {name}.num_gpus_per_node {role.num_gpus_per_node}"
-        f" = {role.world_size}"
-    )
-
-
 @rule(
     "GEO014",
     "A colocated reference or critic uses the policy's GPU count (colocate_all) or its nodes and"
@@ -172,47 +164,39 @@ def colocated_footprint(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if not check.roles_ok:
         return
-    policy = plan.policy
+    policy = check.parallelism("policy")
     for name, role in (("reference", plan.reference), ("critic", plan.critic)):
         if role is None or not role.colocated_with_policy:
             continue
+        layout = check.parallelism(name)
         paths = (f"role_plan.{name}.num_nodes", f"role_plan.{name}.num_gpus_per_node")
         if plan.placement.colocate_all:
             # trainer.build_models asserts num_policy_gpus == num_ref_gpus (and the critic's)
             # after main_base has reserved the shared placement group: a start-up crash.
-            if role.world_size != policy.world_size:
+            if layout.world != policy.world:
                 yield error(
                     "GEO014", paths,
                     f"role_plan.{name} shares the policy's GPUs under placement.colocate_all but"
-                    f" uses {_shape(name, role)} GPUs, the policy {_shape('policy', policy)};"
+                    f" uses {layout.footprint_equation()} GPUs, the policy"
+                    f" {policy.footprint_equation()};"
                     " SkyRL's trainer.build_models asserts they are equal at start-up",
-                    f"Give role_plan.{name} {policy.world_size} GPUs (num_nodes x"
+                    f"Give role_plan.{name} {policy.world} GPUs (num_nodes x"
                     " num_gpus_per_node), or set placement.colocate_all to false.",
                 )
         elif name == "reference" and check.use_kl and (
-            (role.num_nodes, role.num_gpus_per_node) != (policy.num_nodes,
-                                                         policy.num_gpus_per_node)
+            (layout.nodes, layout.gpus_per_node) != (policy.nodes, policy.gpus_per_node)
         ):
             # utils.validate_cfg: colocate_policy_ref asserts equal nodes and GPUs per node,
             # since the pair shares one placement group of whole-node bundles.
             yield error(
                 "GEO014", paths,
                 f"role_plan.reference shares the policy's GPUs under"
-                f" placement.colocate_policy_ref but uses {_shape(name, role)}, the policy"
-                f" {_shape('policy', policy)}; SkyRL's validate_cfg needs the same nodes and"
-                " GPUs per node",
-                f"Set role_plan.reference.num_nodes to {policy.num_nodes} and num_gpus_per_node"
-                f" to {policy.num_gpus_per_node}, or give it GPUs of its own.",
+                f" placement.colocate_policy_ref but uses {layout.footprint_equation()}, the"
+                f" policy {policy.footprint_equation()}; SkyRL's validate_cfg needs the same"
+                " nodes and GPUs per node",
+                f"Set role_plan.reference.num_nodes to {policy.nodes} and num_gpus_per_node"
+                f" to {policy.gpus_per_node}, or give it GPUs of its own.",
             )
-
-
-def _reference_sizes(reference: ReferenceRole, strategy: str) -> tuple[int, str]:
-    if strategy == "megatron":
-        return reference.model_parallel_size, (
-            f"TP {reference.tensor_parallel_size} x PP {reference.pipeline_parallel_size}"
-            f" x CP {reference.context_parallel_size} = {reference.model_parallel_size}"
-        )
-    return reference.sequence_parallel_size, f"SP {reference.sequence_parallel_size}"
 
 
 @rule(
@@ -236,22 +220,23 @@ def reference_world_divisible(check: Check) -> Iterator[Finding]:
     `Worker.init_worker_process_group` fails to build the (world // SP, SP) mesh at start-up:
     beyond `validate_cfg`."""
     plan = check.spec.role_plan
-    reference = plan.reference
-    if reference is None or not check.use_kl or not check.roles_ok:
+    if plan.reference is None or not check.use_kl or not check.roles_ok:
         return
-    divisor, sizes = _reference_sizes(reference, plan.strategy)
-    world = reference.world_size
-    if world % divisor == 0:
+    reference = check.parallelism("reference")
+    if reference.data_parallel is not None:
         return
+    world, divisor = reference.world, reference.replica
     fields = (
         ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size")
         if plan.strategy == "megatron" else ("sequence_parallel_size",)
     )
+    # Below one replica, SkyRL's validate_batch_sizes floors the DP to 0.
     yield error(
         "GEO019",
         ("role_plan.reference.num_nodes", "role_plan.reference.num_gpus_per_node",
          *(f"role_plan.reference.{field}" for field in fields)),
-        f"reference world {_shape('reference', reference)} is not divisible by its {sizes}"
+        f"reference world {reference.footprint_equation()} is not divisible by its"
+        f" {reference.replica_equation()}"
         + (f" (reference DP {world // divisor})" if world < divisor else
            f" ({world} % {divisor} = {world % divisor})"),
         f"Make the reference's {'TP x PP x CP' if plan.strategy == 'megatron' else 'SP'}"

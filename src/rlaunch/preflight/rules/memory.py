@@ -35,11 +35,11 @@ from rlaunch.preflight.estimates.gpu_memory import (
     EngineShape,
     Estimate,
     Term,
-    TrainerShape,
     accelerator_memory,
     engine_weights,
     gib,
     kv_bytes_per_token,
+    local_parameters,
     policy_training,
     reference_forward,
 )
@@ -110,22 +110,11 @@ def memory_of(check: Check) -> Memory | None:
     )
 
 
-def _trainer_shape(check: Check, role: str) -> TrainerShape:
-    plan = check.spec.role_plan
-    sizes = check.parallel_sizes(role)
-    world = plan.policy.world_size if role == "policy" else plan.reference.world_size
-    return TrainerShape(
-        plan.strategy, world, sizes.tensor_parallel_size, sizes.pipeline_parallel_size,
-        sizes.context_parallel_size, sizes.expert_parallel_size,
-        sizes.expert_tensor_parallel_size, sizes.sequence_parallel_size,
-    )
-
-
 def _policy_estimate(check: Check, memory: Memory) -> Estimate:
     spec = check.spec
     offload = spec.role_plan.strategy == "fsdp" and bool(spec.skyrl_setting(CPU_OFFLOAD))
     return policy_training(
-        memory.facts, _trainer_shape(check, "policy"), memory.activations,
+        memory.facts, check.parallelism("policy"), memory.activations,
         checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=offload,
         lora_rank=int(spec.skyrl_setting(LORA_RANK)),
     )
@@ -225,7 +214,7 @@ def reference_fits(check: Check) -> Iterator[Finding]:
     spec = check.spec
     weight_bytes = 2 if spec.skyrl_setting(TRAINER_BF16) else 4
     estimate = reference_forward(
-        memory.reference_facts, _trainer_shape(check, "reference"), memory.forward,
+        memory.reference_facts, check.parallelism("reference"), memory.forward,
         weight_bytes=weight_bytes,
         offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD)),
     )
@@ -346,10 +335,10 @@ def weight_sync_fits(check: Check) -> Iterator[Finding]:
     budget = None if memory is None else _engine_budget(check, memory)
     if memory is None or budget is None or not spec.role_plan.placement.colocate_all:
         return
-    shape = _trainer_shape(check, "policy")
+    shape = check.parallelism("policy")
     facts = memory.facts
     if spec.role_plan.strategy == "megatron":
-        dense, expert = shape.local_parameters(facts)
+        dense, expert = local_parameters(facts, shape)
         policy = Term("policy weights", (dense + expert) * 2,
                       f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU) x 2 B")
     elif spec.skyrl_setting(CPU_OFFLOAD):
@@ -378,7 +367,7 @@ def memory_estimates(check: Check) -> list[Estimate]:
     if plan.reference is not None and check.use_kl:
         spec = check.spec
         estimates.append(reference_forward(
-            memory.reference_facts, _trainer_shape(check, "reference"), memory.forward,
+            memory.reference_facts, check.parallelism("reference"), memory.forward,
             weight_bytes=2 if spec.skyrl_setting(TRAINER_BF16) else 4,
             offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD))))
     budget = _engine_budget(check, memory)

@@ -49,7 +49,7 @@ class Workers:
     """The first rank of each reference data-parallel group."""
 
     def dp_index(self, policy_rank: int, geometry: Geometry) -> int:
-        return policy_rank // geometry.model_parallel_size
+        return policy_rank // geometry.policy.replica
 
     def stop(self) -> None:
         for actor in self.actors:
@@ -79,7 +79,7 @@ def settings_for(config: SmokeConfig) -> WorkerSettings:
         use_kl_loss=config.use_kl_loss,
         kl_loss_coef=config.kl_loss_coef,
         kl_estimator=config.kl_estimator,
-        policy_world=config.geometry.policy_world,
+        policy_world=config.geometry.policy.world,
         seed=config.seed,
     )
 
@@ -118,7 +118,7 @@ def start_workers(config: SmokeConfig, *, timeout_s: float, say) -> Workers:
         for replica in range(geometry.engine_dp):
             rank = engine * geometry.gpus_per_engine + replica * per_replica
             workers.engine_leaders.append((engine, replica, workers.rollout[rank]))
-    model_parallel = geometry.model_parallel_size
+    model_parallel = geometry.policy.replica
     ref_mp = model_parallel if geometry.ref_world % model_parallel == 0 else 1
     workers.reference_leaders = workers.reference[::ref_mp]
     address, port = ray.get(workers.policy[0].rendezvous_address.remote())

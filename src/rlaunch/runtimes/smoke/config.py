@@ -14,7 +14,8 @@ from pathlib import Path
 
 from rlaunch.render import LaunchDocument
 from rlaunch.spec.catalog import SMOKE_ENVIRONMENTS, SMOKE_ESTIMATORS
-from rlaunch.spec.roleplan import dp_of, engine_gpus, replica_size
+from rlaunch.spec.parallelism import Parallelism
+from rlaunch.spec.roleplan import engine_gpus
 
 class SmokeConfigError(ValueError):
     """The launch YAML asks for something the smoke runtime cannot run."""
@@ -31,11 +32,8 @@ def _local(uri: str, path: str) -> Path:
 
 @dataclass(frozen=True)
 class Geometry:
-    strategy: str
-    policy_nodes: int
-    policy_gpus_per_node: int
-    model_parallel_size: int
-    """GPUs holding one policy replica: TP x PP x CP (megatron) or SP (fsdp)."""
+    policy: Parallelism
+    """The policy's layout, as the `skyrl` subtree gives it to SkyRL."""
     use_reference: bool
     ref_nodes: int
     ref_gpus_per_node: int
@@ -47,12 +45,12 @@ class Geometry:
     engine_dp: int
 
     @property
-    def policy_world(self) -> int:
-        return self.policy_nodes * self.policy_gpus_per_node
-
-    @property
     def policy_dp(self) -> int:
-        return dp_of(self.policy_world, self.model_parallel_size)
+        """The policy's DP (`geometry_of` refuses a world that does not divide)."""
+        dp = self.policy.data_parallel
+        if dp is None:
+            raise SmokeConfigError(_not_divisible(self.policy))
+        return dp
 
     @property
     def ref_world(self) -> int:
@@ -136,12 +134,25 @@ class SmokeConfig:
     """Allocation: nodes x GPUs per node (what a local Ray is started with)."""
 
 
+def _not_divisible(policy: Parallelism) -> str:
+    return (
+        f"policy world {policy.world} = {policy.nodes} nodes x {policy.gpus_per_node} GPUs is not"
+        f" divisible by the model-parallel size {policy.replica}; fix the role plan (preflight"
+        " rule family `geometry`)"
+    )
+
+
 def geometry_of(launch: LaunchDocument) -> Geometry:
     trainer = launch.skyrl.trainer
     megatron = trainer.policy.megatron_config
-    model_parallel = replica_size(
-        trainer.strategy, tensor=megatron.tensor_model_parallel_size,
+    placement = trainer.placement
+    policy = Parallelism(
+        role="policy", strategy=trainer.strategy, nodes=placement.policy_num_nodes,
+        gpus_per_node=placement.policy_num_gpus_per_node,
+        tensor=megatron.tensor_model_parallel_size,
         pipeline=megatron.pipeline_model_parallel_size, context=megatron.context_parallel_size,
+        expert=megatron.expert_model_parallel_size,
+        expert_tensor=megatron.expert_tensor_parallel_size,
         sequence=trainer.policy.sequence_parallel_size,
     )
     if trainer.critic.model.path is not None:
@@ -149,13 +160,9 @@ def geometry_of(launch: LaunchDocument) -> Geometry:
             "skyrl.trainer.critic.model.path is set: the smoke runtime has no critic role "
             "(it runs grpo and rloo); drop the critic model from the spec"
         )
-    placement = trainer.placement
     engine = launch.skyrl.generator.inference_engine
     geometry = Geometry(
-        strategy=trainer.strategy,
-        policy_nodes=placement.policy_num_nodes,
-        policy_gpus_per_node=placement.policy_num_gpus_per_node,
-        model_parallel_size=model_parallel,
+        policy=policy,
         use_reference=trainer.algorithm.use_kl_loss or trainer.algorithm.use_kl_in_reward,
         ref_nodes=placement.ref_num_nodes,
         ref_gpus_per_node=placement.ref_num_gpus_per_node,
@@ -166,12 +173,8 @@ def geometry_of(launch: LaunchDocument) -> Geometry:
         engine_pp=engine.pipeline_parallel_size,
         engine_dp=engine.data_parallel_size,
     )
-    if geometry.policy_world % model_parallel:
-        raise SmokeConfigError(
-            f"policy world {geometry.policy_world} = {geometry.policy_nodes} nodes x "
-            f"{geometry.policy_gpus_per_node} GPUs is not divisible by the model-parallel size "
-            f"{model_parallel}; fix the role plan (preflight rule family `geometry`)"
-        )
+    if policy.data_parallel is None:
+        raise SmokeConfigError(_not_divisible(policy))
     return geometry
 
 

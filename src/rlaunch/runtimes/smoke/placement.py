@@ -91,17 +91,17 @@ def build_layout(geometry: Geometry) -> Layout:
     layout = Layout()
     prefix = "colocated" if geometry.colocate_all else "policy"
     policy_workers: list[Worker] = []
-    for node in range(geometry.policy_nodes):
-        policy_workers += layout._add_group(f"{prefix}-node{node}", geometry.policy_gpus_per_node)
+    for node in range(geometry.policy.nodes):
+        policy_workers += layout._add_group(f"{prefix}-node{node}", geometry.policy.gpus_per_node)
     for rank, worker in enumerate(policy_workers):
         worker.policy_rank = rank
     if geometry.use_reference:
         if geometry.colocate_all or geometry.colocate_policy_ref:
-            if geometry.ref_world != geometry.policy_world:
+            if geometry.ref_world != geometry.policy.world:
                 raise SmokeConfigError(
                     f"the reference is colocated with the policy but uses {geometry.ref_nodes} x "
                     f"{geometry.ref_gpus_per_node} GPUs against the policy's "
-                    f"{geometry.policy_nodes} x {geometry.policy_gpus_per_node}; colocated roles "
+                    f"{geometry.policy.nodes} x {geometry.policy.gpus_per_node}; colocated roles "
                     "must have the same footprint"
                 )
             for worker in policy_workers:
@@ -113,12 +113,12 @@ def build_layout(geometry: Geometry) -> Layout:
             for rank, worker in enumerate(ref_workers):
                 worker.ref_rank = rank
     if geometry.colocate_all:
-        if geometry.rollout_world != geometry.policy_world:
+        if geometry.rollout_world != geometry.policy.world:
             raise SmokeConfigError(
                 f"colocate_all needs rollout GPUs == policy GPUs: {geometry.num_engines} engines x "
                 f"(TP {geometry.engine_tp} x PP {geometry.engine_pp} x DP {geometry.engine_dp}) = "
-                f"{geometry.rollout_world} != policy {geometry.policy_nodes} x "
-                f"{geometry.policy_gpus_per_node} = {geometry.policy_world}"
+                f"{geometry.rollout_world} != policy {geometry.policy.nodes} x "
+                f"{geometry.policy.gpus_per_node} = {geometry.policy.world}"
             )
         for worker in policy_workers:
             worker.rollout_rank = worker.policy_rank

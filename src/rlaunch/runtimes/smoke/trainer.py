@@ -138,10 +138,10 @@ class SmokeRun:
         if source is None:
             return 0
         state = ckpt.read_state(source)
-        if state.get("policy_world") != self.config.geometry.policy_world:
+        if state.get("policy_world") != self.config.geometry.policy.world:
             raise ckpt.CheckpointError(
                 f"{source} was written by {state.get('policy_world')} policy ranks, this plan has "
-                f"{self.config.geometry.policy_world}; the smoke runtime does not reshard"
+                f"{self.config.geometry.policy.world}; the smoke runtime does not reshard"
             )
         ray.get([actor.load_checkpoint.remote(str(source)) for actor in workers.policy])
         self.history = list(state.get("history", []))
@@ -284,7 +284,7 @@ class SmokeRun:
         state = {
             "global_step": step,
             "data_position": data_position(step, len(self.train), config.train_batch_size),
-            "policy_world": config.geometry.policy_world,
+            "policy_world": config.geometry.policy.world,
             "seed": config.seed,
             "run_id": config.run_id,
             "fingerprint": config.fingerprint,
