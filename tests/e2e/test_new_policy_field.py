@@ -1,0 +1,141 @@
+"""Issue 26, done when: a new integer field of the policy role is three hand-written edits (the
+model, the SkyRL mapping table, one example) plus regenerating schema.json, and then it is
+documented by `./pants help role_plan`, accepted and range-checked in a BUILD file, named by
+`./pants check`, rendered into the launch YAML under its SkyRL name, and accepted by SkyRL's own
+loader. In a scratch copy of the repository, through the real ./pants.
+
+The field: `lora_rank`, the LoRA rank of the policy's adapters (SkyRL 0.3.0
+`trainer.policy.model.lora.rank`, an int, default 0; `validate_cfg` asks only that LoRA runs on
+vLLM, skyrl/train/utils/utils.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from pants_scratch import ScratchRepo
+from test_experiments import run_harness
+
+from rlaunch.render import skyrl_cli_args
+
+MODEL = "src/rlaunch/spec/roleplan.py"
+MAPPING = "src/rlaunch/spec/skyrl_mapping.py"
+EXAMPLE = "experiments/qwen2.5-1.5b-gsm8k/BUILD"
+SCHEMA = "pants-plugins/rlaunch_pants/schema.json"
+RUN = "experiments/qwen2.5-1.5b-gsm8k:grpo"
+PLAN = "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8"
+
+FIELD = (
+    "    lora_rank: Annotated[int, Field(ge=0)] = 0\n"
+    '    """LoRA rank of the policy\'s adapters; 0 trains every weight."""\n'
+)
+ROW = '    plan("role_plan.policy.lora_rank", "trainer.policy.model.lora.rank"),\n'
+
+
+def add_the_field(root: Path) -> None:
+    """The three edits a developer makes, as text."""
+    model = (root / MODEL).read_text()
+    header = re.search(r"^class PolicyRole\(.*\):\n(    \"\"\"(?:.|\n)*?\"\"\"\n\n)?", model, re.M)
+    assert header is not None, "PolicyRole not found"
+    model = model[: header.end()] + FIELD + model[header.end():]
+    model = model.replace("from typing import ", "from typing import Annotated, ", 1)
+    if "from pydantic import Field" not in model:
+        model = model.replace("\nfrom rlaunch.", "\nfrom pydantic import Field\n\nfrom rlaunch.", 1)
+    (root / MODEL).write_text(model)
+
+    mapping = (root / MAPPING).read_text()
+    anchor = '    plan("model", "trainer.policy.model.path", _uri("model")),\n'
+    assert mapping.count(anchor) == 1, anchor
+    (root / MAPPING).write_text(mapping.replace(anchor, anchor + ROW))
+
+    example = (root / EXAMPLE).read_text()
+    anchor = "        sequence_parallel_size=1,\n    ),\n    reference=dict("
+    assert example.count(anchor) == 1, anchor
+    (root / EXAMPLE).write_text(example.replace(
+        anchor, "        sequence_parallel_size=1, lora_rank=8,\n    ),\n    reference=dict("))
+
+
+@pytest.fixture(scope="module")
+def scratch(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("repo"))
+    repo.commit_all("the repository as it is")
+    add_the_field(repo.root)
+    regenerate = [repo.runtime_python(), "-m", "rlaunch.buildschema", "--write"]
+    done = subprocess.run(regenerate, cwd=repo.root, env={**repo.env, "PYTHONPATH": "src"},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    yield repo
+    repo.close()
+
+
+def test_three_hand_written_files_and_the_regenerated_schema_change(scratch: ScratchRepo) -> None:
+    changed = sorted(line[3:] for line in scratch.git("status", "--porcelain").splitlines())
+    assert changed == sorted([EXAMPLE, SCHEMA, MODEL, MAPPING])
+
+
+def test_the_field_is_documented_by_pants_help(scratch: ScratchRepo) -> None:
+    result = scratch.pants("--no-pantsd", "help", "role_plan")
+    assert result.returncode == 0, result.stderr
+    assert (
+        "        lora_rank: LoRA rank of the policy's adapters; 0 trains every weight (default:"
+        " 0)\n"
+    ) in result.stdout
+
+
+def test_the_field_reaches_check_the_yaml_and_skyrls_own_loader(
+    scratch: ScratchRepo, repo_root: Path, tmp_path: Path
+) -> None:
+    result = scratch.pants("--no-pantsd", "check", RUN)
+    assert result.returncode == 0, result.stderr
+    assert "✓ rlaunch-preflight succeeded." in result.stderr
+    result = scratch.pants("--no-pantsd", "package", RUN)
+    assert result.returncode == 0, result.stderr
+    folder = scratch.root / "dist/experiments/qwen2.5-1.5b-gsm8k/grpo"
+    spec = json.loads((folder / "spec.json").read_text())
+    assert spec["role_plan"]["policy"]["lora_rank"] == 8
+    skyrl = yaml.safe_load((folder / "launch.yaml").read_text())["skyrl"]
+    assert skyrl["trainer"]["policy"]["model"]["lora"] == {"rank": 8}
+    # With wandb, validate_cfg reads WANDB_API_KEY: a launch-time fact, not a config one.
+    skyrl["trainer"]["logger"] = "console"
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(yaml.safe_dump(
+        {"lora": {"skyrl": skyrl, "cli_args": skyrl_cli_args(skyrl)}}, sort_keys=False))
+    outcome = run_harness(repo_root, "skyrl_harness.py", cases, tmp_path)["lora"]
+    assert (outcome["accepted"], outcome.get("error")) == (True, None)
+    assert outcome["held"]["trainer"]["policy"]["model"]["lora"]["rank"] == 8
+    assert outcome["cli_equals_yaml"] is True
+
+
+def check_edited(scratch: ScratchRepo, old: str, new: str) -> str:
+    """`./pants check` of the run with one edit of the example's BUILD file (undone after): its
+    output, on one line; the command must fail."""
+    example = scratch.root / EXAMPLE
+    original = example.read_text()
+    assert old in original, old
+    example.write_text(original.replace(old, new, 1))
+    try:
+        result = scratch.pants("--no-pantsd", "check", RUN)
+    finally:
+        example.write_text(original)
+    assert result.returncode != 0
+    return " ".join(result.stderr.split())
+
+
+def test_the_field_is_range_checked_in_the_build_file(scratch: ScratchRepo) -> None:
+    assert (
+        f"The 'policy' field in target {PLAN} must set 'lora_rank' to an integer >= 0, but was -1."
+    ) in check_edited(scratch, "lora_rank=8,", "lora_rank=-1,")
+
+
+def test_a_setting_of_its_skyrl_name_is_refused_naming_the_field(scratch: ScratchRepo) -> None:
+    warmup = '"trainer.policy.optimizer_config.num_warmup_steps": 10,'
+    assert (
+        "sets 'trainer.policy.model.lora.rank', which the plan decides: set "
+        "role_plan.policy.lora_rank instead"
+    ) in check_edited(scratch, warmup, warmup + ' "trainer.policy.model.lora.rank": 4,')
