@@ -9,6 +9,7 @@ import yaml
 from rlaunch.render import SECTIONS, render_launch
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
+from rlaunch.spec.skyrl_mapping import markdown_table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 LAUNCHER_COMMIT = "3f1c2b7a9d0e4f5a6b7c8d9e0f1a2b3c4d5e6f70"
@@ -39,3 +40,9 @@ def test_the_launch_yaml_doc_describes_every_section():
     text = (DOCS / "launch-yaml.md").read_text()
     for section in SECTIONS:
         assert f"### `{section}`" in text
+
+
+def test_the_launch_yaml_doc_shows_the_skyrl_mapping_table_as_the_code_has_it():
+    text = (DOCS / "launch-yaml.md").read_text()
+    region = text.split("<!-- skyrl-mapping", 1)[1].split("-->\n", 1)[1]
+    assert region.split("<!-- /skyrl-mapping", 1)[0] == markdown_table()

@@ -104,3 +104,10 @@ def test_a_row_applies_only_to_its_releases():
     assert later.applies_to("0.4.0") and not later.applies_to("0.3.0")
     assert all(row.applies_to(SKYRL_RELEASE) for row in ROWS)
     assert rows("0.2.0") == () and plan_owned("0.2.0") == {}
+
+
+def test_every_computed_value_says_what_it_is():
+    # docs/launch-yaml.md shows `how`; a value read as written needs no words.
+    computed = [row.skyrl for row in ROWS if row.value is not None and not row.how
+                and not row.value.__qualname__.startswith("_read.")]
+    assert computed == []

@@ -69,6 +69,9 @@ class Row:
     """How the field decides it, when that is not plain (shown after the path)."""
     releases: tuple[str, ...] = field(default=SKYRL_RELEASES)
     """The SkyRL releases this row applies to."""
+    how: str = ""
+    """What a computed value is, in words (docs/launch-yaml.md shows it); empty: the field's
+    value as written."""
 
     @property
     def owner(self) -> str:
@@ -85,16 +88,17 @@ def _read(path: str) -> Value:
     return lambda source: getter(source.spec)
 
 
-def plan(path: str, skyrl: str, value: Value | None = None, *, note: str = "",
+def plan(path: str, skyrl: str, value: Value | None = None, *, how: str = "", note: str = "",
          releases: tuple[str, ...] = SKYRL_RELEASES) -> Row:
-    """A rendered row; its value is the field at `path` unless a function computes it."""
-    return Row(path, skyrl, value if value is not None else _read(path), note, releases)
+    """A rendered row; its value is the field at `path` unless a function computes it (and
+    `how` says what it is)."""
+    return Row(path, skyrl, value if value is not None else _read(path), note, releases, how)
 
 
-def kept(path: str, skyrl: str, note: str = "", *,
+def kept(path: str, skyrl: str, note: str = "", *, how: str = "",
          releases: tuple[str, ...] = SKYRL_RELEASES) -> Row:
     """A row the plan decides without writing it (SkyRL's default applies)."""
-    return Row(path, skyrl, None, note, releases)
+    return Row(path, skyrl, None, note, releases, how)
 
 
 # -- value functions --------------------------------------------------------------------------
@@ -199,37 +203,46 @@ _MEGATRON = (  # RunSpec name -> SkyRL megatron_config name
 )
 _IDENTITY = "name and version"
 _PLACES_ENGINES = "the plan places the engines"
+_DATA_FILE = ("`[uri/prompts.parquet]`: the runtime-format file of a `prompt_parquet` artifact "
+              "(`train.parquet`/`eval.parquet` of a `countdown_data` one; SkyRL's PromptDataset "
+              "reads a path ending `.parquet`/`.json`/`.jsonl` and takes anything else for a Hub "
+              "dataset name); the folder `uri` for data of another builder")
+_FOOTPRINT = "the role's own, or the policy's for a role the plan leaves out (1)"
+_REFERENCE_SIZE = "the reference's own, or the policy's without a reference (2)"
 
 ROWS: tuple[Row, ...] = (
-    plan("train_data", "data.train_data",
-         lambda source: [source.data_paths["train_data"]]),
-    plan("eval_data", "data.val_data", _eval_data),
+    plan("train_data", "data.train_data", lambda source: [source.data_paths["train_data"]],
+         how=_DATA_FILE),
+    plan("eval_data", "data.val_data", _eval_data, how=f"{_DATA_FILE}; `[]` without eval_data"),
     plan("role_plan.placement.colocate_all", "trainer.placement.colocate_all"),
     plan("role_plan.placement.colocate_policy_ref", "trainer.placement.colocate_policy_ref"),
     plan(f"{_POLICY}.num_nodes", "trainer.placement.policy_num_nodes"),
     plan(f"{_POLICY}.num_gpus_per_node", "trainer.placement.policy_num_gpus_per_node"),
     plan("role_plan.critic.num_nodes", "trainer.placement.critic_num_nodes",
-         _footprint("critic", "num_nodes")),
+         _footprint("critic", "num_nodes"), how=_FOOTPRINT),
     plan("role_plan.critic.num_gpus_per_node", "trainer.placement.critic_num_gpus_per_node",
-         _footprint("critic", "num_gpus_per_node")),
+         _footprint("critic", "num_gpus_per_node"), how=_FOOTPRINT),
     plan(f"{_REFERENCE}.num_nodes", "trainer.placement.ref_num_nodes",
-         _footprint("reference", "num_nodes")),
+         _footprint("reference", "num_nodes"), how=_FOOTPRINT),
     plan(f"{_REFERENCE}.num_gpus_per_node", "trainer.placement.ref_num_gpus_per_node",
-         _footprint("reference", "num_gpus_per_node")),
+         _footprint("reference", "num_gpus_per_node"), how=_FOOTPRINT),
     plan("role_plan.strategy", "trainer.strategy"),
-    plan("model", "trainer.policy.model.path", _uri("model")),
+    plan("model", "trainer.policy.model.path", _uri("model"), how="`inputs.model.uri`"),
     plan("algorithm.learning_rate", "trainer.policy.optimizer_config.lr"),
     plan(f"{_POLICY}.sequence_parallel_size", "trainer.policy.sequence_parallel_size"),
     *(plan(f"{_POLICY}.{name}", f"trainer.policy.megatron_config.{skyrl}")
       for name, skyrl in _MEGATRON),
     kept(_POLICY, "trainer.policy.fsdp_config.fsdp_size", "FSDP shards over the role's world"),
-    plan("reference_model", "trainer.ref.model.path", _uri("reference_model", "model")),
+    plan("reference_model", "trainer.ref.model.path", _uri("reference_model", "model"),
+         how="`inputs.reference_model.uri`, else `inputs.model.uri`"),
     plan(f"{_REFERENCE}.sequence_parallel_size", "trainer.ref.sequence_parallel_size",
-         _reference("sequence_parallel_size")),
-    *(plan(f"{_REFERENCE}.{name}", f"trainer.ref.megatron_config.{skyrl}", _reference(name))
+         _reference("sequence_parallel_size"), how=_REFERENCE_SIZE),
+    *(plan(f"{_REFERENCE}.{name}", f"trainer.ref.megatron_config.{skyrl}", _reference(name),
+           how=_REFERENCE_SIZE)
       for name, skyrl in _MEGATRON),
     kept(_REFERENCE, "trainer.ref.fsdp_config.fsdp_size", "FSDP shards over the role's world"),
-    plan("critic_model", "trainer.critic.model.path", _uri("critic_model")),
+    plan("critic_model", "trainer.critic.model.path", _uri("critic_model"),
+         how="`inputs.critic_model.uri`, or `null`"),
     plan(f"{_POLICY}.sequence_parallel_size", "trainer.critic.sequence_parallel_size",
          note="the critic runs the policy's"),
     kept("role_plan.critic", "trainer.critic.fsdp_config.fsdp_size",
@@ -241,39 +254,44 @@ ROWS: tuple[Row, ...] = (
     plan("algorithm.kl.kl_estimator_type", "trainer.algorithm.kl_estimator_type"),
     plan("algorithm.clip_ratio", "trainer.algorithm.eps_clip_low"),
     plan("algorithm.clip_ratio", "trainer.algorithm.eps_clip_high"),
-    # SkyRL copies generator.sampling_params.temperature here (validate_cfg).
-    kept("algorithm.temperature", "trainer.algorithm.temperature"),
+    kept("algorithm.temperature", "trainer.algorithm.temperature",
+         how="not written: SkyRL copies `generator.sampling_params.temperature` here"),
     plan("algorithm.fully_async", "trainer.fully_async.enabled"),
     plan("seed", "trainer.seed"),
     plan("resume.mode", "trainer.resume_mode"),
     plan("resume.path", "trainer.resume_path"),
     plan(_IDENTITY, "trainer.ckpt_path", _artifact_root("checkpoint_root"),
-         note="the checkpoint root derives from the identity"),
+         how="`artifacts.checkpoint_root`", note="the checkpoint root derives from the identity"),
     plan("checkpoint.max_ckpts_to_keep", "trainer.max_ckpts_to_keep"),
     plan("checkpoint.ckpt_interval", "trainer.ckpt_interval"),
     plan("checkpoint.hf_save_interval", "trainer.hf_save_interval",
-         lambda source: hf_save_interval(source.spec.checkpoint)),
+         lambda source: hf_save_interval(source.spec.checkpoint),
+         how=f"as written, but `{FINAL_EXPORT_INTERVAL}` for -1 with `export_final` (4)"),
     plan(_IDENTITY, "trainer.export_path", _artifact_root("export_root"),
-         note="the export root derives from the identity"),
+         how="`artifacts.export_root`", note="the export root derives from the identity"),
     plan("algorithm.epochs", "trainer.epochs"),
     plan("algorithm.max_training_steps", "trainer.max_training_steps"),
     plan(f"{_BATCH}.train_batch_size", "trainer.train_batch_size"),
     plan(f"{_BATCH}.policy_mini_batch_size", "trainer.policy_mini_batch_size"),
     plan(f"{_BATCH}.critic_mini_batch_size", "trainer.critic_mini_batch_size",
-         _critic_mini_batch),
+         _critic_mini_batch, how="as written, or `policy_mini_batch_size` without a critic (3)"),
     plan(f"{_BATCH}.micro_train_batch_size_per_gpu", "trainer.micro_train_batch_size_per_gpu"),
     plan(f"{_BATCH}.micro_forward_batch_size_per_gpu",
          "trainer.micro_forward_batch_size_per_gpu"),
     plan(f"{_BATCH}.eval_batch_size", "trainer.eval_batch_size"),
     plan("lengths.max_prompt_length", "trainer.max_prompt_length"),
-    plan("execution.wandb.project", "trainer.project_name", _project_name),
+    plan("execution.wandb.project", "trainer.project_name", _project_name,
+         how="as written, else `name`"),
     plan(_IDENTITY, "trainer.run_name", lambda source: source.spec.identity,
-         note="the run's identity"),
+         how="`name@version`", note="the run's identity"),
     plan(_IDENTITY, "trainer.tags", _wandb_tags,
+         how="`run:<name>`, `version:<v>`, `runtime:<pin>`, `smoke_of:<name@version>` (SkyRL "
+             "passes them to `wandb.init`; the W&B entity reaches SkyRL as `WANDB_ENTITY`, see "
+             "docs/skyrl-runtime.md)",
          note="the tags name the run, version and runtime"),
     plan("logger", "trainer.logger"),
     plan(_IDENTITY, "trainer.log_path", _artifact_root("attempts_root"),
-         note="the attempts root derives from the identity"),
+         how="`artifacts.attempts_root`", note="the attempts root derives from the identity"),
     plan(f"{_ROLLOUT}.num_engines", "generator.inference_engine.num_engines"),
     plan(f"{_ROLLOUT}.backend", "generator.inference_engine.backend"),
     plan(f"{_ROLLOUT}.weight_sync_backend", "generator.inference_engine.weight_sync_backend"),
@@ -320,3 +338,17 @@ def data_slots(release: str = SKYRL_RELEASE) -> Mapping[str, str]:
     """The run's data slots -> the SkyRL setting each renders into (SkyRL's `data` section)."""
     return MappingProxyType({row.path: row.skyrl for row in rows(release)
                              if row.skyrl.startswith("data.")})
+
+
+def markdown_table(release: str = SKYRL_RELEASE) -> str:
+    """The table as docs/launch-yaml.md shows it (scripts/gen-docs writes it there)."""
+    lines = ["| `skyrl` | RunSpec | value |", "|---|---|---|"]
+    for row in rows(release):
+        path = row.path if " " in row.path else f"`{row.path}`"
+        owner = f"{path} ({row.note})" if row.note else path
+        how = row.how or ("as written" if row.value is not None
+                          else "not written (SkyRL's default)")
+        only = ("" if row.releases == SKYRL_RELEASES
+                else f" (SkyRL {', '.join(row.releases)} only)")
+        lines.append(f"| `{row.skyrl}` | {owner} | {how}{only} |")
+    return "\n".join(lines) + "\n"
