@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -199,13 +200,56 @@ class ObjectStoreServer:
     def stop(self) -> None:
         _stop_group(self.process)
 
+    def pointed_at(self, endpoint: str) -> ObjectStoreServer:
+        """The same settings with `endpoint` in place of this server's: a client of it asks
+        `endpoint` instead (a stopped server's port, a host that never answers)."""
+        def moved(value: Any) -> Any:
+            return json.loads(json.dumps(value).replace(self.endpoint, endpoint))
 
-def start_s3(logs: Path) -> ObjectStoreServer:
-    """moto's S3 server (`moto_server`), with fixed test credentials."""
+        return ObjectStoreServer(self.scheme, endpoint, self.process, self.log,
+                                 moved(self._env), moved(self._fsspec_conf), moved(self._options))
+
+
+@contextmanager
+def silent_endpoint() -> Iterator[str]:
+    """`http://127.0.0.1:<port>`: a host that takes connections and never answers, as a server
+    behind a firewall that drops replies looks to a client. Closed when the block ends."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def hold() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            held.append(connection)  # read nothing, answer nothing
+
+    thread = threading.Thread(target=hold, name="silent-endpoint", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+def start_s3(logs: Path, *, refuse_every_key: bool = False) -> ObjectStoreServer:
+    """moto's S3 server (`moto_server`), with fixed test credentials. `refuse_every_key`: moto
+    checks every request's key against its IAM (INITIAL_NO_AUTH_ACTION_COUNT=0), where the
+    test credentials do not exist, so it answers every request with access denied."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     log = logs / f"moto-s3-{port}.log"
-    process = _spawn([str(_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log, {})
+    auth = {"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if refuse_every_key else {}
+    process = _spawn([str(_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log, auth)
     try:
         _wait_until_answering(endpoint + "/moto-api/", process, log)
     except BaseException:

@@ -51,6 +51,7 @@ from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, r
 from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.engine.world import World, current_world
+from rlaunch.store.probe import probe_store
 from rlaunch.preflight.launch_checks.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.preflight.launch_checks.tokenizer_gate import tokenizer_findings
 from rlaunch.preflight.rules.pipeline import UPSTREAM_FINISHED_CODE
@@ -178,9 +179,16 @@ def preflight(
     if skip_smoke_gate is not None and not skip_smoke_gate.strip():
         raise LaunchRefused("--skip-smoke-gate needs a reason (it is recorded in the ledger)")
     spec, prefix = resolve_store(spec, store)
+    # One bounded probe before anything reads the store: a store that does not answer refuses
+    # the launch within seconds, naming it, instead of every read waiting on its retries.
+    probe = probe_store(prefix)
+    if not probe.reachable:
+        raise LaunchRefused(f"{spec.identity}: refused before anything ran\nerror EXEC009 "
+                            f"{probe.problem()}\n    fix: {probe.fix()}")
     ledger = Ledger(prefix)
     try:
-        world = build_world(spec, ledger, repo=repo, env=os.environ if env is None else env)
+        world = replace(build_world(spec, ledger, repo=repo,
+                                    env=os.environ if env is None else env), store_probe=probe)
         findings = list(run_preflight(spec, scope="all", world=world))
         findings += smoke_gate_findings(spec, ledger)
     except LedgerError as err:

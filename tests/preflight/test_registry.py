@@ -22,12 +22,12 @@ from rlaunch.preflight.engine.registry import (
 from rlaunch.spec import parse_spec
 
 RULES = all_rules()
-WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004", "PIPE003"}
+WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004", "EXEC009", "PIPE003"}
 
 
 def test_codes_are_unique_stable_and_grouped_by_family() -> None:
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 106
+    assert len(codes) == len(set(codes)) == 107
     prefixes = {
         "geometry": "GEO", "allocation": "ALLOC", "batch": "BATCH", "context": "CTX",
         "algorithm": "ALGO", "artifacts": "ART", "versions": "VER", "paths": "PATH",

@@ -7,7 +7,7 @@ import pytest
 from preflight.helpers import example
 from rlaunch.preflight import INTERNAL_CODE, World, all_rules, run_preflight
 from rlaunch.preflight.engine.registry import Rule
-from rlaunch.preflight.engine.runner import rules_for
+from rlaunch.preflight.engine.runner import STORE_CODE, rules_for
 from rlaunch.spec import parse_spec
 
 
@@ -69,18 +69,32 @@ def test_spec_scope_runs_no_world_rule_and_all_scope_needs_a_world() -> None:
         run_preflight(spec, scope="world")  # type: ignore[arg-type]
 
 
-def test_a_failing_world_lookup_is_reported_and_the_other_rules_still_run() -> None:
+def test_a_failing_store_read_is_the_store_s_and_the_other_rules_still_run() -> None:
     def broken_ledger(name: str, version: str) -> None:
         raise OSError("ledger unreachable")
 
     world = World(ledger=broken_ledger, git_dirty=True, store_prefix="/srv/s")
     found = run_preflight(parse_spec(example(), "x"), scope="all", world=world)
-    internal = [f.message for f in found if f.code == INTERNAL_CODE]
-    assert internal == [
-        f"rule {code} crashed on this spec (OSError: ledger unreachable); its check did not run"
+    # The network is not a bug in rlaunch: no PRE000, a store finding per rule that could not read.
+    assert [f.code for f in found if f.code == INTERNAL_CODE] == []
+    assert [f.message for f in found if f.code == STORE_CODE] == [
+        f"rule {code} could not read the store (OSError: ledger unreachable); its check did not"
+        " run"
         for code in ("VER002", "VER005")
     ]
     assert "VER004" in {f.code for f in found}
+
+
+def test_a_crashing_world_rule_is_still_a_bug_in_rlaunch() -> None:
+    def broken_ledger(name: str, version: str) -> None:
+        raise KeyError("status")
+
+    world = World(ledger=broken_ledger, git_dirty=False, store_prefix="/srv/s")
+    found = run_preflight(parse_spec(example(), "x"), scope="all", world=world)
+    assert [f.message for f in found if f.code == INTERNAL_CODE] == [
+        f"rule {code} crashed on this spec (KeyError: 'status'); its check did not run"
+        for code in ("VER002", "VER005")
+    ]
 
 
 def test_rule_objects_describe_themselves() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rlaunch.ledger import Ledger, LedgerError
+from rlaunch.ledger import Ledger
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
 from rlaunch.preflight.engine.report import format_json, format_text, spec_report
@@ -16,28 +16,30 @@ from rlaunch.preflight.engine.world import World, current_world
 from rlaunch.spec.catalog import PROFILES, settings_catalog
 from rlaunch.spec.io import SpecError, load_spec
 from rlaunch.spec.run import RunSpec
+from rlaunch.store.probe import StoreProbe, StoreUnavailable, probe_store
 
 EXIT_CLEAN, EXIT_ERRORS, EXIT_INVALID = 0, 1, 2
 
 
-def with_ledger(world: World, spec: RunSpec) -> World:
+def with_ledger(world: World, spec: RunSpec, probes: dict[str, StoreProbe]) -> World:
     """The world with the launch ledger of the spec's store (read only): launched records,
-    checkpoint runtimes and smoke results, as the launch itself sees them."""
+    checkpoint runtimes and smoke results, as the launch itself sees them. The store is probed
+    once per prefix (`probes` keeps what each probe found); when it is unavailable, the lookups
+    raise StoreUnavailable and EXEC009 reports the store once."""
     prefix = resolve_store_prefix(None, spec.execution.store_prefix)
-    try:
-        ledger = Ledger(prefix)
-    except LedgerError as err:
-        failure = err
+    if prefix not in probes:
+        probes[prefix] = probe_store(prefix)
+    probe = probes[prefix]
+    if not probe.reachable:
+        def unavailable(*args: str) -> None:
+            raise StoreUnavailable(probe)
 
-        # The world rules that read the ledger then report this as PRE000, naming the store.
-        def unreadable(*args: str) -> None:
-            raise failure
-
-        return replace(world, ledger=unreadable, checkpoint_runtime=unreadable,
-                       smoke_record=unreadable, store_prefix=prefix)
+        return replace(world, ledger=unavailable, checkpoint_runtime=unavailable,
+                       smoke_record=unavailable, store_prefix=prefix, store_probe=probe)
+    ledger = Ledger(prefix)
     return replace(
         world, ledger=ledger.launched_record, checkpoint_runtime=ledger.checkpoint_runtime,
-        smoke_record=ledger.smoke_result, store_prefix=ledger.prefix,
+        smoke_record=ledger.smoke_result, store_prefix=ledger.prefix, store_probe=probe,
     )
 
 
@@ -107,6 +109,7 @@ def preflight(specs: tuple[str, ...], output_format: str, scope: str) -> None:
     still reported).
     """
     world: World | None = current_world() if scope == "all" else None
+    probes: dict[str, StoreProbe] = {}
     reports: list[dict[str, Any]] = []
     texts: list[str] = []
     invalid = refused = 0
@@ -121,7 +124,7 @@ def preflight(specs: tuple[str, ...], output_format: str, scope: str) -> None:
         if world is None:
             findings = run_preflight(spec)
         else:
-            findings = run_preflight(spec, scope="all", world=with_ledger(world, spec))
+            findings = run_preflight(spec, scope="all", world=with_ledger(world, spec, probes))
         refused += any(finding.is_error for finding in findings)
         texts.append(format_text(findings, source, spec.identity, spec.build_sources))
         reports.append(spec_report(source, spec.identity, findings, text=texts[-1]))

@@ -21,6 +21,7 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.world import World
 from rlaunch.spec.examples import worked_example
+from rlaunch.store.probe import StoreProbe
 
 Scope = Literal["spec", "world"]
 
@@ -67,7 +68,8 @@ class Example:
 
     `world` keys: `env`, `git_dirty`, `launcher_commit`, `store_prefix` as in `World`;
     `ledger` and `smoke_record`: the record returned for any `(name, version)`;
-    `checkpoint_runtime`: the runtime fingerprint found in any checkpoint root."""
+    `checkpoint_runtime`: the runtime fingerprint found in any checkpoint root; `store_probe`:
+    the fields of a StoreProbe."""
 
     base: str = "colocated-1x8"
     edits: Edits = field(default_factory=lambda: MappingProxyType({}))
@@ -101,6 +103,8 @@ class Example:
         ledger = given.pop("ledger", None)
         smoke = given.pop("smoke_record", None)
         checkpoint = given.pop("checkpoint_runtime", None)
+        if "store_probe" in given:
+            given["store_probe"] = StoreProbe(**given["store_probe"])
         given.setdefault("store_prefix", "/srv/rlaunch-store")
         return World(
             ledger=lambda name, version: ledger,

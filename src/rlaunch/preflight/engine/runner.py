@@ -6,6 +6,7 @@ module of the package, this one included."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Literal
 
@@ -13,11 +14,16 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.registry import Rule, registered_rules
 from rlaunch.preflight.engine.world import World
+from rlaunch.ledger import LedgerError
 from rlaunch.spec.run import RunSpec
+from rlaunch.store.fs import StoreError
+from rlaunch.store.probe import StoreUnavailable
 
 RunScope = Literal["spec", "all"]
 INTERNAL_CODE = "PRE000"
 """Code of the finding that reports a rule which crashed (a bug in rlaunch, never the user's)."""
+STORE_CODE = "EXEC009"
+"""Code of the finding that reports the store: its probe, and world rules that could not read it."""
 
 
 def all_rules() -> tuple[Rule, ...]:
@@ -46,18 +52,37 @@ def run_preflight(
         )
     check = Check(spec, world if scope == "all" else None)
     findings: list[Finding] = []
+    unchecked: list[str] = []
     for rule in rules_for(scope):
         try:
             findings.extend(rule.func(check))
+        except StoreUnavailable:
+            # The store's probe found it unavailable; EXEC009 says so once, naming these.
+            unchecked.append(rule.code)
+        except (LedgerError, StoreError, OSError) as exc:
+            # The store answered the probe, then failed a read: the store's, not a bug.
+            findings.append(Finding(
+                STORE_CODE, "error", (),
+                f"rule {rule.code} could not read the store ({type(exc).__name__}: {exc}); its"
+                " check did not run",
+                "Check that the store is reachable and readable with this machine's"
+                " credentials, then run preflight again.",
+            ))
         except Exception as exc:  # noqa: BLE001 - a crashing rule must not hide the others
             findings.append(
                 Finding(
                     INTERNAL_CODE, "error", (),
                     f"rule {rule.code} crashed on this spec ({type(exc).__name__}: {exc}); its"
                     " check did not run",
-                    "This is a bug in rlaunch (or a failing ledger/store lookup): report it with"
-                    " the spec.",
+                    "This is a bug in rlaunch: report it with the spec.",
                 )
             )
+    if unchecked:
+        findings = [
+            replace(finding, message=f"{finding.message}; not checked without it:"
+                                     f" {', '.join(unchecked)}")
+            if finding.code == STORE_CODE and not finding.paths else finding
+            for finding in findings
+        ]
     findings.sort(key=lambda finding: finding.severity != "error")
     return findings

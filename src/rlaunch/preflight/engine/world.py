@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlaunch.paths import default_store_prefix
+from rlaunch.store.probe import StoreProbe
 
 RecordLookup = Callable[[str, str], Mapping[str, Any] | None]
 """`(name, version) -> record | None`."""
@@ -49,6 +50,10 @@ class World:
     """Recorded smoke result of `name@version`: `status`, `geometry`, `runtime_fingerprint`."""
     store_prefix: str = field(default_factory=default_store_prefix)
     """Store prefix used when the spec leaves `execution.store_prefix` null."""
+    store_probe: StoreProbe | None = None
+    """What the one bounded probe of the store found (rlaunch.store.probe); None: not probed.
+    When it found the store unavailable, the lookups above raise StoreUnavailable instead of
+    asking the store again."""
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

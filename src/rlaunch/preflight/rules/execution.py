@@ -246,3 +246,22 @@ def host_resources(check: Check) -> Iterator[Finding]:
                 f"execution.allocation.{name} is {value}; a node needs at least 1",
                 f"Set execution.allocation.{name} to what one node provides.",
             )
+
+
+@rule(
+    "EXEC009",
+    "The store answers one bounded probe (reachable, credentials accepted, bucket exists).",
+    scope="world",
+    example=Example(world={"store_probe": {
+        "prefix": "gs://rlaunch-example/store", "state": "no-bucket",
+        "answer": "bucket 'rlaunch-example': FileNotFoundError: b/rlaunch-example/o",
+        "seconds": 0.3, "bound": 10.0}}),
+)
+def store_answers(check: Check) -> Iterator[Finding]:
+    """Every world rule that reads the ledger or checkpoint roots needs the store; the probe
+    (rlaunch.store.probe) asks it once, bounded, and this reports what it found, once, instead
+    of each rule waiting on the client's retries and then failing on its own."""
+    probe = check.world.store_probe if check.world is not None else None
+    if probe is None or probe.reachable:
+        return
+    yield error("EXEC009", (), probe.problem(), probe.fix())
