@@ -50,7 +50,8 @@ def add_the_field(root: Path) -> None:
     (root / MODEL).write_text(model)
 
     mapping = (root / MAPPING).read_text()
-    anchor = '    plan("model", "trainer.policy.model.path", _uri("model")),\n'
+    anchor = ('    plan("model", "trainer.policy.model.path", _uri("model"),'
+              ' how="`inputs.model.uri`"),\n')
     assert mapping.count(anchor) == 1, anchor
     (root / MAPPING).write_text(mapping.replace(anchor, anchor + ROW))
 

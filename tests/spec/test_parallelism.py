@@ -15,7 +15,6 @@ from rlaunch.spec.parallelism import (
     ParallelSizes,
     Strategy,
     dimensions,
-    integer_fields,
 )
 
 
@@ -73,12 +72,13 @@ def test_the_policy_and_the_reference_declare_their_sizes_once():
     ]
 
 
-def test_a_size_added_once_reaches_both_roles_and_the_counts():
+def test_a_size_marked_once_is_a_dimension_and_other_integers_are_not():
     class Wider(ParallelSizes):
         virtual_pipeline_size: Annotated[int, Dimension("VPP", megatron_only=True)]
+        lora_rank: int
 
     assert dimensions(Wider)[-1] == ("virtual_pipeline_size", Dimension("VPP", True))
-    assert integer_fields(Wider)[-1] == "virtual_pipeline_size"
+    assert "lora_rank" not in dict(dimensions(Wider))
 
 
 def test_the_plan_gives_each_trainer_role_its_layout():

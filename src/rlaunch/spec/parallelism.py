@@ -62,11 +62,6 @@ def dimensions(model: type[BaseModel] = ParallelSizes) -> tuple[tuple[str, Dimen
     )
 
 
-def integer_fields(model: type[BaseModel]) -> tuple[str, ...]:
-    """The names of a model's integer fields (the counts every role-plan section checks)."""
-    return tuple(name for name, info in model.model_fields.items() if info.annotation is int)
-
-
 @dataclass(frozen=True)
 class Parallelism:
     """How one trainer role lays its model over its GPUs."""

@@ -12,16 +12,19 @@ from typing import Any, Generic, TypeVar
 
 from rlaunch.preflight.engine.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
-from rlaunch.spec.parallelism import Parallelism, integer_fields
-from rlaunch.spec.roleplan import AuxRole, PolicyRole, ReferenceRole, RolloutRole
+from rlaunch.spec.parallelism import Parallelism, dimensions
 from rlaunch.spec.run import RunSpec
 
-# Every integer of a role is a count (a size of 1 when that dimension is unused): a field added
-# to a role's model is checked without another edit.
-POLICY_COUNTS = integer_fields(PolicyRole)
-AUX_COUNTS = integer_fields(AuxRole)
-REFERENCE_COUNTS = integer_fields(ReferenceRole)
-ROLLOUT_COUNTS = integer_fields(RolloutRole)
+# A trainer role's counts: its footprint and every parallel size (rlaunch.spec.parallelism), so a
+# size added to ParallelSizes is checked without another edit. Other integers of a role (a LoRA
+# rank may be 0) carry their own bounds in the model.
+AUX_COUNTS = ("num_nodes", "num_gpus_per_node")
+POLICY_COUNTS = AUX_COUNTS + tuple(name for name, _ in dimensions())
+REFERENCE_COUNTS = POLICY_COUNTS
+ROLLOUT_COUNTS = (
+    "num_engines", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+    "expert_parallel_size",
+)
 ALLOCATION_COUNTS = ("num_nodes", "gpus_per_node")
 BATCH_COUNTS = (
     "train_batch_size", "policy_mini_batch_size", "micro_train_batch_size_per_gpu",
