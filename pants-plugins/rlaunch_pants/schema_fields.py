@@ -16,13 +16,16 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from pants.engine.target import BoolField, Field, StringSequenceField
+from pants.util.frozendict import FrozenDict
 from pants.util.strutil import softwrap
 
 from rlaunch_pants import schema
+from rlaunch_pants import validation as v
 from rlaunch_pants.fields import (
     CheckedIntField,
     CheckedStringField,
     ChoiceField,
+    JsonDictField,
     SchemaDictField,
     dict_help,
     key_check,
@@ -115,17 +118,29 @@ def field_help(alias: str, path: str, item: Mapping[str, Any], intro: str = "") 
     return "\n\n".join(parts)
 
 
+# A string key's syntax (schema.json `syntax`, the model's `Syntax(...)`) -> its check.
+_SYNTAX = {
+    "commit": v.check_commit,
+    "sha256": v.check_sha256,
+    "version": v.check_version,
+}
+
+
 def key_field(
     path: str,
     *,
     alias: Optional[str] = None,
     class_name: Optional[str] = None,
     intro: str = "",
+    optional: bool = False,
 ) -> type[Field]:
     """The BUILD field of the schema key at `path` (`execution.priority`, `role_plan.policy`,
     `artifacts.hf_dataset.split`): its type's field class, required unless the model gives a
-    default, None allowed where the model's key is nullable."""
-    item = schema.entry(path)
+    default, None allowed where the model's key is nullable. `optional`: a key the BUILD file
+    may leave out though the model has no default (the plugin derives its value)."""
+    item = dict(schema.entry(path))
+    if optional:
+        item["default"] = None
     alias = alias or path.rsplit(".", 1)[-1]
     has_default = "default" in item
     attrs: dict[str, Any] = {
@@ -151,13 +166,19 @@ def key_field(
         base = CheckedIntField
     elif kind == "list":
         base = StringSequenceField
+    elif kind == "map" and "values" not in item:
+        base = JsonDictField
     elif kind == "str":
+        if "syntax" in item:
+            attrs["check"] = staticmethod(_SYNTAX[item["syntax"]])
         base = CheckedStringField
     else:
         raise TypeError(f"{path}: no BUILD field for a schema key of type {kind!r}")
     if has_default:
         default = item["default"]
-        attrs["default"] = tuple(default) if isinstance(default, list) else default
+        attrs["default"] = tuple(default) if isinstance(default, list) else (
+            FrozenDict(default) if isinstance(default, dict) else default
+        )
     name = class_name or f"{camel(path.replace('.', '_'))}Field"
     return type(name, (base,), attrs)
 

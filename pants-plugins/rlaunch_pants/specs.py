@@ -98,10 +98,12 @@ def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[st
     if isinstance(target, tt.HFModelTarget):
         # A model that ships its tokenizer: the tokenizer pin is the model's own.
         resolved["tokenizer_repo_id"] = (
-            target[af.HFModelTokenizerRepoIdField].value or target[af.HFRepoIdField].value
+            target[af.HFModelTokenizerRepoIdField].value
+            or target[af.HF_MODEL_FIELD["repo_id"]].value
         )
         resolved["tokenizer_revision"] = (
-            target[af.HFModelTokenizerRevisionField].value or target[af.HFRevisionField].value
+            target[af.HFModelTokenizerRevisionField].value
+            or target[af.HF_MODEL_FIELD["revision"]].value
         )
     return spec_dict(target, resolved)
 

@@ -20,15 +20,7 @@ from rlaunch_pants.sweep import RlSweepTarget
 
 class HFModelTarget(Target):
     alias = "hf_model"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        af.HFRepoIdField,
-        af.HFRevisionField,
-        af.HFModelTokenizerRepoIdField,
-        af.HFModelTokenizerRevisionField,
-        af.HFModelFactsField,
-        af.ArtifactVersionField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *af.HF_MODEL_FIELD.values())
     help = help_text(
         """
         A Hugging Face model pinned at a commit, with the facts about it that preflight needs.
@@ -50,7 +42,7 @@ class HFModelTarget(Target):
     )
 
     def validate(self) -> None:
-        repo = self[af.HFRepoIdField].value
+        repo = self[af.HF_MODEL_FIELD["repo_id"]].value
         tokenizer_repo = self[af.HFModelTokenizerRepoIdField].value
         if (
             tokenizer_repo is not None
@@ -66,15 +58,7 @@ class HFModelTarget(Target):
 
 class HFDatasetTarget(Target):
     alias = "hf_dataset"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        af.HFRepoIdField,
-        af.HFRevisionField,
-        af.HFDatasetConfigField,
-        af.HFDatasetSplitField,
-        af.ArtifactRowsField,
-        af.ArtifactVersionField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *af.HF_DATASET_FIELD.values())
     help = help_text(
         """
         One configuration (subset) and split of a Hugging Face dataset pinned at a commit.
@@ -94,15 +78,7 @@ class HFDatasetTarget(Target):
 
 class AdoptedArtifactTarget(Target):
     alias = "adopted_artifact"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        af.AdoptedArtifactUriField,
-        af.AdoptedArtifactSha256Field,
-        af.ArtifactKindField,
-        af.ModelFactsField,
-        af.ArtifactRowsField,
-        af.ArtifactVersionField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *af.ADOPTED_FIELD.values())
     help = help_text(
         """
         An object that already exists in a store, registered by its content checksum.
@@ -127,13 +103,8 @@ class BuiltArtifactTarget(Target):
     alias = "built_artifact"
     core_fields = (
         *COMMON_TARGET_FIELDS,
-        af.BuiltArtifactBuilderField,
-        af.BuiltArtifactConfigField,
-        af.ArtifactKindField,
+        *af.BUILT_FIELD.values(),
         af.BuiltArtifactDepsField,
-        af.ModelFactsField,
-        af.ArtifactRowsField,
-        af.ArtifactVersionField,
         af.BuiltArtifactDependenciesField,
     )
     help = help_text(

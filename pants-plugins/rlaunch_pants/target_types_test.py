@@ -25,51 +25,51 @@ def error_of(field: type, value: object, address: Address = QWEN) -> str:
 
 
 def test_revision_must_be_a_commit_sha() -> None:
-    assert error_of(af.HFRevisionField, "main") == (
+    assert error_of(af.HF_MODEL_FIELD["revision"], "main") == (
         "The 'revision' field in target experiments/x:qwen must be a 40-character hex commit "
         "sha, but was 'main'."
     )
     # Uppercase hex is another spelling of the sha: the Hub and git print lowercase.
     assert "40-character" in error_of(
-        af.HFRevisionField, "989AA7980E4CF806F80C7FEF2B1ADB7BC71AA306"
+        af.HF_MODEL_FIELD["revision"], "989AA7980E4CF806F80C7FEF2B1ADB7BC71AA306"
     )
     commit = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
-    assert af.HFRevisionField(commit, QWEN).value == commit
+    assert af.HF_MODEL_FIELD["revision"](commit, QWEN).value == commit
 
 
 def test_version_must_be_a_real_calendar_date_or_dev() -> None:
-    assert error_of(af.ArtifactVersionField, "2026.02.30") == (
+    assert error_of(af.HF_MODEL_FIELD["version"], "2026.02.30") == (
         "The 'version' field in target experiments/x:qwen must be a calendar version "
         "YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`; 2026-02-30 is not "
         "a date, but was '2026.02.30'."
     )
-    assert error_of(af.ArtifactVersionField, "v1") == (
+    assert error_of(af.HF_MODEL_FIELD["version"], "v1") == (
         "The 'version' field in target experiments/x:qwen must be a calendar version "
         "YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`, but was 'v1'."
     )
     for good in ("2026.11.29", "2024.02.29", "2026.11.29.2", "dev", "sft-dev", "exp.3-dev"):
-        assert af.ArtifactVersionField(good, QWEN).value == good
+        assert af.HF_MODEL_FIELD["version"](good, QWEN).value == good
     for bad in ("2026.11.29.0", "2025.02.29", "Dev", "-dev", "dev-1"):
-        error_of(af.ArtifactVersionField, bad)
+        error_of(af.HF_MODEL_FIELD["version"], bad)
 
 
 def test_counts_must_be_positive_integers() -> None:
-    assert error_of(af.ArtifactRowsField, -5) == (
+    assert error_of(af.HF_DATASET_FIELD["rows"], -5) == (
         "The 'rows' field in target experiments/x:qwen must be a positive integer, but was -5."
     )
     # `True` is an int to Python, but never what a count means.
-    assert "positive integer, but was True" in error_of(af.ArtifactRowsField, True)
+    assert "positive integer, but was True" in error_of(af.HF_DATASET_FIELD["rows"], True)
 
 
 def test_sha256_must_be_64_hex() -> None:
-    assert error_of(af.AdoptedArtifactSha256Field, "sha256:abc") == (
+    assert error_of(af.ADOPTED_FIELD["sha256"], "sha256:abc") == (
         "The 'sha256' field in target experiments/x:qwen must be a 64-character hex sha256 "
         "digest of the content, but was 'sha256:abc'."
     )
 
 
 def test_a_choice_lists_the_choices() -> None:
-    assert error_of(af.ArtifactKindField, "checkpoint") == (
+    assert error_of(af.ADOPTED_FIELD["kind"], "checkpoint") == (
         "The 'kind' field in target experiments/x:qwen must be one of 'model', 'tokenizer', "
         "'dataset', 'report', but was 'checkpoint'."
     )
@@ -164,7 +164,7 @@ def test_a_dict_field_value_is_frozen_with_sorted_keys() -> None:
 
 
 def test_built_artifact_config_must_be_json() -> None:
-    message = error_of(af.BuiltArtifactConfigField, {"seed": 1, "shape": {1, 2}})
+    message = error_of(af.BUILT_FIELD["config"], {"seed": 1, "shape": {1, 2}})
     assert message == (
         "The 'config' field in target experiments/x:qwen must be a dict of JSON values "
         "(strings, numbers, booleans, None, lists and dicts with string keys), but shape was "

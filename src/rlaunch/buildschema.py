@@ -37,7 +37,7 @@ from rlaunch.spec.artifacts import (
     HFModel,
     ModelFacts,
 )
-from rlaunch.spec.base import Bounds
+from rlaunch.spec.base import Bounds, Syntax
 from rlaunch.spec.catalog import PROFILES
 from rlaunch.spec.examples import worked_example
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
@@ -151,6 +151,9 @@ def model_keys(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:
         bounds = _bounds([*info.metadata, *metadata])
         if bounds:
             key["bounds"] = bounds
+        syntax_of = [item.name for item in [*info.metadata, *metadata] if isinstance(item, Syntax)]
+        if syntax_of:
+            key["syntax"] = syntax_of[0]
         if not info.is_required():
             key["default"] = to_jsonable_python(info.get_default(call_default_factory=True))
         if info.examples:

@@ -81,6 +81,11 @@ def test_the_schema_carries_bounds_defaults_examples_variants_and_targets() -> N
     assert schema["artifacts"]["adopted"]["keys"]["kind"]["choices"] == [
         "model", "tokenizer", "dataset", "report"]
     assert schema["artifacts"]["hf_dataset"]["keys"]["rows"]["bounds"] == {"ge": 1}
+    # Syntax a preflight rule checks, named so that the plugin checks the BUILD value too.
+    hf_model = schema["artifacts"]["hf_model"]["keys"]
+    assert (hf_model["revision"]["syntax"], hf_model["version"]["syntax"]) == ("commit", "version")
+    assert schema["artifacts"]["adopted"]["keys"]["sha256"]["syntax"] == "sha256"
+    assert schema["artifacts"]["built"]["keys"]["config"]["default"] == {}
     assert schema["targets"]["role_plan"] == {"section": "role_plan"}
     assert schema["targets"]["hf_model"] == {"artifact": "hf_model"}
     assert schema["example"]["role_plan"]["rollout"]["num_engines"] == 8
