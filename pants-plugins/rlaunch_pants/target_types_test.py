@@ -8,7 +8,7 @@ from pants.testutil.rule_runner import RuleRunner
 
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
-from rlaunch_pants import register
+from rlaunch_pants import register, schema
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import target_types as tt
 from rlaunch_pants.fields import SchemaDictField
@@ -75,16 +75,8 @@ def test_a_choice_lists_the_choices() -> None:
     )
 
 
-POLICY = {
-    "num_nodes": 1,
-    "num_gpus_per_node": 8,
-    "tensor_parallel_size": 1,
-    "pipeline_parallel_size": 1,
-    "context_parallel_size": 1,
-    "expert_parallel_size": 1,
-    "expert_tensor_parallel_size": 1,
-    "sequence_parallel_size": 1,
-}
+# The worked example's policy, as schema.json carries it.
+POLICY = dict(schema.example_value("role_plan.policy"))
 
 
 def test_role_plan_dict_reports_each_problem_with_the_key_as_written() -> None:
