@@ -227,19 +227,35 @@ FULL_SFT = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
          "prompt_parquet): Field required"),
         (lambda config: config.__setitem__("task", "aime"),
          "train_data.config.task of gsm8k-train-prompts@2026.11.30 (builder prompt_parquet): "
-         "'aime' is not a task of rlaunch.tasks (it has gsm8k)"),
+         "'aime' is not a task of rlaunch.tasks (it has gsm8k, math)"),
         (lambda config: config["ground_truth"].__setitem__("extract", "last"),
          "train_data.config.ground_truth.extract of gsm8k-train-prompts@2026.11.30 (builder "
          "prompt_parquet): 'last' is not an extractor of task 'gsm8k' (it has verbatim, "
-         "final_answer)"),
+         "final_answer, number)"),
+        # The builder writes the ground truth where skyrl-gym's env reads it; text2sql's rows
+        # it cannot write.
+        (lambda config: config.__setitem__("env_class", "text2sql"),
+         "train_data.config.env_class of gsm8k-train-prompts@2026.11.30 (builder "
+         "prompt_parquet): 'text2sql' is not an env whose rows prompt_parquet writes: each "
+         "skyrl-gym 0.4.0 env reads the ground truth from its own column of the row (aime reads "
+         "reward_model; gsm8k reads reward_spec: GSM8kEnv.__init__ and AIMEEnv.__init__ assert "
+         "it); set config.env_class to one of aime, gsm8k, and algorithm.environment to the "
+         "same"),
     ],
     ids=["typo-missing", "typo-extra", "column-list", "ground_truth-deleted", "task-unknown",
-         "extract-unknown"],
+         "extract-unknown", "env-class-unfed"],
 )
 def test_a_prompt_parquet_config_is_checked_before_it_builds(mutate, message) -> None:
     data = example()
     mutate(data["train_data"]["config"])
     assert message in messages(data, "ART010")
+
+
+def test_the_math_env_is_one_prompt_parquet_feeds() -> None:
+    data = example()
+    data["train_data"]["config"].update(env_class="aime", task="math",
+                                        ground_truth={"column": "answer", "extract": "number"})
+    assert messages(data, "ART010") == []
 
 
 @pytest.mark.parametrize(

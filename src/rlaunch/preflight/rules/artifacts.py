@@ -21,7 +21,7 @@ from rlaunch.spec.artifacts import (
 )
 from rlaunch.spec.builder_configs import BUILDER_CONFIGS, PromptConfig, config_problems
 from rlaunch.spec.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
-from rlaunch.tasks.prompts import GROUND_TRUTH, VERBATIM
+from rlaunch.tasks.prompts import GROUND_TRUTH, GROUND_TRUTH_COLUMN, VERBATIM
 
 # What each slot of a run accepts: a tokenizer may come from a model repo.
 SLOT_KINDS = {
@@ -275,6 +275,15 @@ def builders_registered(check: Check) -> Iterator[Finding]:
 
 def _prompt_config_problems(config: PromptConfig) -> list[tuple[str, str]]:
     """What prompt_parquet refuses at build time that its config alone decides."""
+    if config.env_class not in GROUND_TRUTH_COLUMN:
+        columns = "; ".join(f"{env} reads {column}"
+                            for env, column in sorted(GROUND_TRUTH_COLUMN.items()))
+        return [("config.env_class",
+                 f"{config.env_class!r} is not an env whose rows prompt_parquet writes: each "
+                 f"skyrl-gym 0.4.0 env reads the ground truth from its own column of the row "
+                 f"({columns}: GSM8kEnv.__init__ and AIMEEnv.__init__ assert it); set "
+                 f"config.env_class to one of {', '.join(sorted(GROUND_TRUTH_COLUMN))}, and "
+                 f"algorithm.environment to the same")]
     if config.task not in GROUND_TRUTH:
         return [("config.task", f"{config.task!r} is not a task of rlaunch.tasks (it has "
                                 f"{', '.join(sorted(GROUND_TRUTH))})")]
