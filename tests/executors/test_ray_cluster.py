@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 
 from builders.helpers import node, parse
+from contract.skyrl_env import contract_python
 from executors.helpers import allocation, edited, rendered
 from executors.support import ECHO_DIR, SRC, HeadWatch
+from executors.test_runtime_python import on_store, skyrl_launch, skyrl_without_store_backends
 from objectstores import ObjectStoreServer
 from rlaunch.builders import build_artifact
 from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus, jobs_api
@@ -314,3 +316,24 @@ def test_staging_runs_one_pinned_task_per_alive_node(
     assert f"RESULT {json.dumps([str(folder)])} 0" not in cold
     assert f"RESULT {json.dumps([str(folder)])} 0" in warm and "(0 bytes copied)" in warm
     assert (folder / "_record.json").is_file()
+
+
+def test_a_clusters_interpreter_without_gcsfs_is_refused_before_submitting(
+    cluster: str, tmp_path: Path
+) -> None:
+    """A remote cluster's `python` is asked by a probe job what the job needs (here the head
+    runs it with a SkyRL environment that lacks gcsfs, and with the contract env)."""
+    python = skyrl_without_store_backends(tmp_path)
+    launch = on_store(skyrl_launch(tmp_path), "gs://rlaunch-bucket/store")
+    with pytest.raises(ExecutorError) as caught:
+        ray_executor().check_cluster_python(launch, cluster, python, f"probe-{os.getpid()}")
+    assert str(caught.value) == (
+        f"the job reads and writes gs://rlaunch-bucket/store through gcsfs, fsspec's gs:// "
+        f"backend, but the cluster's interpreter `{python}` at {cluster} has no gcsfs "
+        f"installed (skyrl 0.3.0 brings s3fs with its skyrl-train extra, and gcsfs with "
+        f"none): staging would fail in the job, after the GPUs are allocated. Install gcsfs "
+        f"there (pip install gcsfs), or run on a cluster whose `{python}` is an environment "
+        f"that has it"
+    )
+    ray_executor().check_cluster_python(launch, cluster, contract_python(),
+                                        f"probe-ok-{os.getpid()}")
