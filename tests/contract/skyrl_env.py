@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,3 +33,10 @@ def contract_python(release: str = "0.3.0") -> str:
         pytest.fail(f"scripts/skyrl-contract-env {release} failed ({done.returncode}):\n"
                     f"{done.stderr}")
     return done.stdout.strip()
+
+
+def pin_release(data: dict[str, Any], release: str) -> dict[str, Any]:
+    """A RunSpec (as data) on the worked examples' SkyRL runtime, pinned to `release` instead."""
+    data["runtime"] = {**data["runtime"], "name": f"skyrl-{release}",
+                       "package": f"skyrl=={release}"}
+    return data

@@ -199,5 +199,6 @@ def launch_document(
         "artifacts": artifacts,
         "inputs": inputs,
         "resume": _resume(spec),
-        "skyrl": skyrl_subtree(spec, inputs=inputs, artifacts=artifacts),
+        "skyrl": skyrl_subtree(spec, inputs=inputs, artifacts=artifacts,
+                               release=spec.skyrl_release),
     }

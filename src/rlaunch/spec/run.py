@@ -16,11 +16,17 @@ from rlaunch.spec.artifacts import (
     walk,
 )
 from rlaunch.spec.base import SpecModel, fingerprint_of
-from rlaunch.spec.catalog import SKYRL_0_3_0_SETTINGS, is_eval_entrypoint, settings_catalog
+from rlaunch.spec.catalog import (
+    SKYRL_0_3_0_SETTINGS,
+    is_eval_entrypoint,
+    resolve,
+    settings_catalog,
+)
 from rlaunch.spec.execution import Allocation, Execution
 from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
 from rlaunch.spec.settings import SettingsCatalog
+from rlaunch.spec.skyrl_mapping import SKYRL_RELEASE
 from rlaunch.spec.sources import BuildSources
 
 SCHEMA_VERSION = 1
@@ -167,6 +173,19 @@ class RunSpec(SpecModel):
             runtime.profile, package=runtime.package,
             commit=runtime.git.commit if runtime.git is not None else None,
         )
+
+    @property
+    def skyrl_release(self) -> str:
+        """The SkyRL release whose config names the launch YAML's `skyrl` subtree is written in:
+        the pinned release of a SkyRL run, else SkyRL 0.3.0 (the names the smoke runtime reads,
+        and the release a SkyRL pin the catalog does not know is rendered for)."""
+        runtime = self.runtime
+        if runtime.profile == "skyrl":
+            release = resolve(runtime.profile, package=runtime.package,
+                              commit=runtime.git.commit if runtime.git is not None else None)
+            if release is not None:
+                return release.version
+        return SKYRL_RELEASE
 
     @model_validator(mode="after")
     def _settings_exist(self) -> RunSpec:
