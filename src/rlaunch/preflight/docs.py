@@ -108,13 +108,15 @@ def rules_table() -> str:
     width = max(len(rule.summary) for rule in rules)
     lines = [f"{'CODE':<9} {'FAMILY':<11} {'SCOPE':<6} RULE", f"{'-' * 9} {'-' * 11} {'-' * 6} "
              + "-" * min(width, 60)]
-    lines += [f"{r.code:<9} {r.family:<11} {r.scope:<6} {r.summary}" for r in rules]
+    lines += [f"{r.code:<9} {r.family:<11} {r.scope:<6} {r.summary}"
+              + (f" (SkyRL {', '.join(r.releases)} only)" if r.releases else "") for r in rules]
     return "\n".join(lines) + "\n"
 
 
 def rules_json() -> str:
     rules = [
-        {"code": r.code, "family": r.family, "scope": r.scope, "summary": r.summary}
+        {"code": r.code, "family": r.family, "scope": r.scope, "summary": r.summary,
+         "releases": r.releases}
         for r in _listed()
     ]
     return json.dumps({"rules": rules}, indent=2) + "\n"
@@ -191,8 +193,8 @@ def rules_markdown() -> str:
         for rule in (r for r in rules if r.family == family):
             why = " ".join((inspect.getdoc(rule.func) or "").split())
             lines += [
-                f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`; implemented in"
-                f" `{rule.implementation}`.", "",
+                f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`; releases:"
+                f" {rule.describe_releases()}; implemented in `{rule.implementation}`.", "",
                 *([why, ""] if why else []),
                 f"Example: {rule.example.describe()}.", "", "```", *example_findings(rule),
                 "```", "",

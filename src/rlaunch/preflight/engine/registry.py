@@ -38,7 +38,7 @@ RULE_MODULES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "runtime": ("runtime",),
     "execution": ("execution",),
     "smoke": ("smoke",),
-    "settings": ("settings",),
+    "settings": ("settings", "settings_weight_sync"),
     "memory": ("memory",),
     "pipeline": ("pipeline",),
 })
@@ -127,10 +127,22 @@ class Rule:
     summary: str
     func: RuleFunc
     example: Example
+    releases: tuple[str, ...] | None = None
+    """The SkyRL releases whose validators the rule mirrors: it runs only for a run whose
+    `skyrl` subtree is written for one of them (`RunSpec.skyrl_release`). None: every run."""
 
     @property
     def implementation(self) -> str:
         return implementation(self.func)
+
+    def applies_to(self, skyrl_release: str) -> bool:
+        return self.releases is None or skyrl_release in self.releases
+
+    def describe_releases(self) -> str:
+        """`every release`, or the releases it applies to, for the docs."""
+        if self.releases is None:
+            return "every release"
+        return "SkyRL " + ", ".join(self.releases) + " only"
 
 
 _RULES: dict[str, Rule] = {}
@@ -145,10 +157,11 @@ def family_of(module: str) -> str | None:
 
 
 def rule(
-    code: str, summary: str, *, example: Example, scope: Scope = "spec"
+    code: str, summary: str, *, example: Example, scope: Scope = "spec",
+    releases: tuple[str, ...] | None = None,
 ) -> Callable[[RuleFunc], RuleFunc]:
     """Register the decorated function as the rule `code` of the family RULE_MODULES declares for
-    its module."""
+    its module; `releases`: the SkyRL releases whose validators it mirrors (None: every run)."""
 
     def register(func: RuleFunc) -> RuleFunc:
         family = family_of(func.__module__)
@@ -159,7 +172,7 @@ def rule(
             )
         if code in _RULES:
             raise ValueError(f"rule code {code} is registered twice")
-        _RULES[code] = Rule(code, family, scope, summary, func, example)
+        _RULES[code] = Rule(code, family, scope, summary, func, example, releases)
         return func
 
     return register
@@ -187,6 +200,8 @@ class LaunchCheck:
     """Its real finding on an example; the example's docstring describes it for the docs."""
     family: str = LAUNCH_FAMILY
     scope: Scope = "world"
+    releases: tuple[str, ...] | None = None
+    """Every run (launch checks mirror no release's validators)."""
 
     @property
     def implementation(self) -> str:

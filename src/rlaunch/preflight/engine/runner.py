@@ -53,7 +53,10 @@ def run_preflight(
     check = Check(spec, world if scope == "all" else None)
     findings: list[Finding] = []
     unchecked: list[str] = []
+    release = spec.skyrl_release
     for rule in rules_for(scope):
+        if not rule.applies_to(release):
+            continue
         try:
             findings.extend(rule.func(check))
         except StoreUnavailable:

@@ -20,6 +20,7 @@ from rlaunch.preflight.rules import (  # noqa: F401
     pipeline,
     runtime,
     settings,
+    settings_weight_sync,
     smoke,
     versions,
 )
