@@ -30,7 +30,6 @@ from rlaunch.executors import (
     ExecutorError,
     ExecutorOptions,
     JobLost,
-    JobStatus,
     Submission,
     load_executor,
 )
@@ -40,13 +39,13 @@ from rlaunch.executors.job_progress import JobProgress
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
+    attempt_status,
     last_attempt,
     set_status,
     set_submission,
     set_wandb_url,
     start_attempt,
 )
-from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
 from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
@@ -59,6 +58,7 @@ from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
 from rlaunch.runtimes.skyrl import CHECK_FLAG
 from rlaunch.spec import RunSpec, identity
+from rlaunch.status import AttemptStatus
 from rlaunch.store import StoreError
 
 EXIT_OK = 0
@@ -99,7 +99,7 @@ class LaunchResult:
     yaml_digest: str
     dry_run: bool
     submission: Submission | None = None
-    status: JobStatus | None = None
+    status: AttemptStatus | None = None
     """The job's last known status; None when it could not be learned."""
     interrupted: bool = False
     followed: bool = False
@@ -109,7 +109,7 @@ class LaunchResult:
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.dry_run or self.status == JobStatus.SUCCEEDED:
+        if self.dry_run or self.status == AttemptStatus.SUCCEEDED:
             return EXIT_OK
         if self.followed or (self.status is not None and self.status.is_terminal()):
             return EXIT_JOB_FAILED
@@ -294,15 +294,17 @@ def _refuse_if_running(
     submitting or following) is settled here: the launch lock is held, so no launcher is
     still working on it."""
     attempt = last_attempt(ledger.read(spec.name, spec.version))
-    if not attempt or attempt.get("status") in TERMINAL:
+    recorded = attempt_status(attempt)
+    if not attempt or (recorded is not None and recorded.is_terminal()):
         return
     attempt_id = str(attempt.get("attempt_id"))
     if not attempt.get("submission"):
         reason = "its launcher stopped before the job was submitted"
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
+                      lambda record: set_status(record, attempt_id, AttemptStatus.SUBMIT_FAILED,
+                                           error=reason))
         say(f"rlaunch: {spec.identity} attempt {attempt_id} was left {attempt.get('status')}: "
-            f"{reason}; recorded as {SUBMIT_FAILED}")
+            f"{reason}; recorded as {AttemptStatus.SUBMIT_FAILED}")
         return
     submission = Submission.from_dict(attempt["submission"])
     try:
@@ -311,9 +313,10 @@ def _refuse_if_running(
     except JobLost as err:
         lost = str(err)
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, LOST, error=lost))
+                      lambda record: set_status(record, attempt_id, AttemptStatus.LOST,
+                                           error=lost))
         say(f"rlaunch: {spec.identity} attempt {attempt_id} was left {attempt.get('status')} "
-            f"and its job is gone; recorded as {LOST}")
+            f"and its job is gone; recorded as {AttemptStatus.LOST}")
         return
     except ExecutorError:
         return  # the executor cannot tell now; nothing is known to run
@@ -473,7 +476,7 @@ def _check_handoffs(
         return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
                             interrupted=True, followed=True)
     say(f"rlaunch: handoff check of {spec.identity}: "
-        f"{'passed' if status == JobStatus.SUCCEEDED else f'FAILED ({status})'}")
+        f"{'passed' if status == AttemptStatus.SUCCEEDED else f'FAILED ({status})'}")
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
                         followed=True)
 
@@ -514,14 +517,16 @@ def _submit_and_follow(
     except ExecutorError as err:
         reason = str(err)
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
+                      lambda record: set_status(record, attempt_id, AttemptStatus.SUBMIT_FAILED,
+                                           error=reason))
         raise LaunchRefused(reason) from None
     except KeyboardInterrupt:
         # E.g. while the local head starts: it is stopped (by the executor), no job was made.
         ledger.update(spec.name, spec.version, lambda record: set_status(
-            record, attempt_id, SUBMIT_FAILED, error="interrupted (Ctrl-C) while submitting"))
+            record, attempt_id, AttemptStatus.SUBMIT_FAILED,
+            error="interrupted (Ctrl-C) while submitting"))
         say(f"rlaunch: interrupted while submitting {spec.identity}; attempt {attempt_id} "
-            f"recorded as {SUBMIT_FAILED}")
+            f"recorded as {AttemptStatus.SUBMIT_FAILED}")
         return LaunchResult(spec.identity, yaml_path, digest, False, interrupted=True)
     ledger.update(spec.name, spec.version,
                   lambda record: set_submission(record, attempt_id, submission.to_dict()))
@@ -532,9 +537,10 @@ def _submit_and_follow(
         f"({submission.executor} at {submission.address}); attempt {attempt_id}")
     if not follow:
         say(f"rlaunch: detached; follow with `rlaunch logs {spec.identity} --follow`")
-        return LaunchResult(spec.identity, yaml_path, digest, False, submission, JobStatus.PENDING)
+        return LaunchResult(spec.identity, yaml_path, digest, False, submission,
+                            AttemptStatus.PENDING)
     interrupted = False
-    status: JobStatus | None = None
+    status: AttemptStatus | None = None
     try:
         status = follow_job(executor, submission, echo=echo,
                             redact=Redactor(credentials.values()), files=files)
@@ -558,7 +564,7 @@ def follow_job(
     echo: Say,
     redact: Redactor,
     files: AttemptFiles | None,
-) -> JobStatus:
+) -> AttemptStatus:
     """Stream the job's output to its end; meanwhile its training steps and staged bytes show
     as bars on a terminal (`job_progress`)."""
     with progress_board() as board:
@@ -568,7 +574,7 @@ def follow_job(
 
 def _settle(
     executor: Executor, submission: Submission, say: Say, *, stop: bool
-) -> JobStatus | None:
+) -> AttemptStatus | None:
     """Stop (if asked) and wait for the job's end; None when the executor cannot tell."""
     try:
         if stop:
@@ -591,15 +597,15 @@ def _record_wandb_url(ledger: Ledger, name: str, version: str, attempt_id: str,
 
 
 def record_status(
-    ledger: Ledger, name: str, version: str, attempt_id: str, status: JobStatus, say: Say
+    ledger: Ledger, name: str, version: str, attempt_id: str, status: AttemptStatus, say: Say
 ) -> None:
     """Write an observed status into the ledger (launch, `rlaunch status` and `stop` do); a
     smoke that SUCCEEDED is recorded for its full run."""
-    record = ledger.update(name, version, lambda r: set_status(r, attempt_id, status.value))
+    record = ledger.update(name, version, lambda r: set_status(r, attempt_id, status))
     say(f"rlaunch: {name}@{version} attempt {attempt_id}: {status}")
-    if status == JobStatus.SUCCEEDED:
+    if status == AttemptStatus.SUCCEEDED:
         _record_wandb_url(ledger, name, version, attempt_id, say)
-    if status != JobStatus.SUCCEEDED or not record.get("smoke_of"):
+    if status != AttemptStatus.SUCCEEDED or not record.get("smoke_of"):
         return
     if record_smoke_success(ledger, record, attempt_id) is None:
         say(f"rlaunch: smoke {name}@{version} exited 0 but wrote no terminal manifest; "

@@ -25,12 +25,13 @@ from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.job_progress import JobProgress
 from rlaunch.launch import LaunchRefused, LaunchRequest, launch, record_status, resolve_store
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
-from rlaunch.ledger.records import LOST, TERMINAL, set_status
+from rlaunch.ledger.records import attempt_status, set_status
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.pipeline import run_pipeline
 from rlaunch.progress import progress_board
 from rlaunch.spec import RunSpec, SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
+from rlaunch.status import AttemptStatus
 from rlaunch.view import RunStore, ViewError
 from rlaunch.view.plot import CURVES_FILE, plot_finished_run
 
@@ -220,7 +221,7 @@ def status_command(target: str, store: str | None) -> None:
     ledger, name, version, submission = _find(target, store)
     recorded = _recorded_status(ledger, name, version)
     where = f"{submission.executor} job {submission.submission_id} at {submission.address}"
-    if recorded in TERMINAL:
+    if recorded is not None and recorded.is_terminal():
         click.echo(f"{name}@{version} attempt {submission.attempt_id}: {recorded} ({where}; "
                    f"from the ledger)")
         return
@@ -230,10 +231,11 @@ def status_command(target: str, store: str | None) -> None:
     except JobLost as err:
         # Its launcher was killed and took the head with it: the job cannot be running.
         lost = str(err)
-        ledger.update(name, version,
-                      lambda record: set_status(record, submission.attempt_id, LOST, error=lost))
-        click.echo(f"{name}@{version} attempt {submission.attempt_id}: {LOST} (was {recorded}; "
-                   f"{lost})")
+        lost_status = AttemptStatus.LOST
+        ledger.update(name, version, lambda record: set_status(
+            record, submission.attempt_id, lost_status, error=lost))
+        click.echo(f"{name}@{version} attempt {submission.attempt_id}: {lost_status} (was "
+                   f"{recorded}; {lost})")
         return
     except ExecutorError as err:
         raise click.ClickException(
@@ -244,8 +246,8 @@ def status_command(target: str, store: str | None) -> None:
         record_status(ledger, name, version, submission.attempt_id, status, _say)
 
 
-def _recorded_status(ledger: Ledger, name: str, version: str) -> str:
-    return str((last_attempt(ledger.read(name, version)) or {}).get("status"))
+def _recorded_status(ledger: Ledger, name: str, version: str) -> AttemptStatus | None:
+    return attempt_status(last_attempt(ledger.read(name, version)))
 
 
 def _stored_log(ledger: Ledger, name: str, version: str, attempt_id: str) -> str | None:
@@ -265,7 +267,8 @@ def logs_command(target: str, store: str | None, follow: bool) -> None:
     A finished launch prints the copy kept in the store (`attempts/<id>/job.log`); a live one
     streams from its executor."""
     ledger, name, version, submission = _find(target, store)
-    if _recorded_status(ledger, name, version) in TERMINAL:
+    recorded = _recorded_status(ledger, name, version)
+    if recorded is not None and recorded.is_terminal():
         stored = _stored_log(ledger, name, version, submission.attempt_id)
         if stored is not None:
             click.echo(stored, nl=False)

@@ -10,8 +10,9 @@ import pytest
 
 from executors.helpers import rendered
 from executors.support import SRC
-from rlaunch.executors import ExecutorError, JobStatus
+from rlaunch.executors import ExecutorError
 from rlaunch.executors.iris import IrisExecutor, iris_run_command
+from rlaunch.status import AttemptStatus
 
 FAKE_IRIS = """#!/bin/sh
 # A stand-in Iris launcher for tests: records its arguments (and whether HF_TOKEN reached it,
@@ -76,7 +77,7 @@ def test_iris_runs_with_credentials_in_its_environment_only(tmp_path: Path, monk
     assert "--env HF_TOKEN --" in recorded
     assert "HF_TOKEN length 11" in recorded
     assert "hf_abcdefgh" not in recorded + submission.to_json()
-    assert executor.status(submission) == JobStatus.RUNNING
+    assert executor.status(submission) == AttemptStatus.RUNNING
     assert list(executor.logs(submission, follow=False)) == ["line one\n", "line two\n"]
     executor.stop(submission)
     assert "job stop --cluster test-cluster rlaunch-echo-run-dev-a1" in log.read_text()

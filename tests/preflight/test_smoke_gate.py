@@ -16,6 +16,7 @@ from rlaunch.preflight.docs import rules_markdown
 from rlaunch.preflight.engine.registry import launch_checks
 from rlaunch.preflight.launch_checks.smoke_gate import SMOKE_GATE_CODE, smoke_gate_findings
 from rlaunch.spec import parse_spec
+from rlaunch.status import AttemptStatus
 
 FULL = "echo-full@2026.11.29"
 
@@ -35,7 +36,8 @@ def run_smoke(ledger: Ledger, store: Path, *, manifest: bool) -> dict | None:
         runtime_fingerprint=smoke.runtime_fingerprint, geometry=role_geometry(smoke),
         launcher_commit=None, yaml_digest="sha256:y", yaml_path="/y", smoke_of=FULL,
         skip_smoke_gate=None))
-    record = ledger.update(smoke.name, smoke.version, lambda r: set_status(r, "s1", "SUCCEEDED"))
+    record = ledger.update(smoke.name, smoke.version,
+                           lambda r: set_status(r, "s1", AttemptStatus.SUCCEEDED))
     if manifest:
         path = store / "echo-smoke" / "dev" / "terminal.json"
         path.parent.mkdir(parents=True, exist_ok=True)

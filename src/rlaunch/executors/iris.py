@@ -28,26 +28,26 @@ from rlaunch.clock import utc_now
 from rlaunch.executors.base import (
     Executor,
     ExecutorError,
-    JobStatus,
     Submission,
     entrypoint_argv,
     shell_command,
 )
 from rlaunch.executors.job import shipped_package
 from rlaunch.render.launchdoc import LaunchDocument
+from rlaunch.status import AttemptStatus
 
 IRIS = "iris"
 # Iris job states (lower case in its CLI output) to ours.
 _STATES = {
-    "pending": JobStatus.PENDING,
-    "building": JobStatus.PENDING,
-    "running": JobStatus.RUNNING,
-    "succeeded": JobStatus.SUCCEEDED,
-    "failed": JobStatus.FAILED,
-    "worker_failed": JobStatus.FAILED,
-    "unschedulable": JobStatus.FAILED,
-    "killed": JobStatus.STOPPED,
-    "stopped": JobStatus.STOPPED,
+    "pending": AttemptStatus.PENDING,
+    "building": AttemptStatus.PENDING,
+    "running": AttemptStatus.RUNNING,
+    "succeeded": AttemptStatus.SUCCEEDED,
+    "failed": AttemptStatus.FAILED,
+    "worker_failed": AttemptStatus.FAILED,
+    "unschedulable": AttemptStatus.FAILED,
+    "killed": AttemptStatus.STOPPED,
+    "stopped": AttemptStatus.STOPPED,
 }
 
 
@@ -153,7 +153,7 @@ class IrisExecutor(Executor):
         return [_iris_executable(), "job", verb, "--cluster", str(submission.address),
                 *extra, submission.submission_id]
 
-    def status(self, submission: Submission) -> JobStatus:
+    def status(self, submission: Submission) -> AttemptStatus:
         done = subprocess.run(
             self._job_command("status", submission), capture_output=True, text=True, check=False
         )

@@ -25,7 +25,6 @@ from rlaunch.executors.base import (
     ExecutorError,
     ExecutorOptions,
     JobLost,
-    JobStatus,
     Submission,
     entrypoint_argv,
     shell_command,
@@ -43,6 +42,7 @@ from rlaunch.executors.local_head import (
 from rlaunch.executors.runtime_python import job_python
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
+from rlaunch.status import AttemptStatus
 
 
 class LocalExecutor(Executor):
@@ -125,7 +125,7 @@ class LocalExecutor(Executor):
             ) from None
         return submission.address
 
-    def status(self, submission: Submission) -> JobStatus:
+    def status(self, submission: Submission) -> AttemptStatus:
         return jobs_api.status(self._address(submission), submission.submission_id)
 
     def logs(self, submission: Submission, follow: bool) -> Iterator[str]:

@@ -31,7 +31,6 @@ from rlaunch.executors import jobs_api
 from rlaunch.executors.base import (
     Executor,
     ExecutorError,
-    JobStatus,
     Submission,
     entrypoint_argv,
     shell_command,
@@ -47,6 +46,7 @@ from rlaunch.executors.runtime_python import (
 )
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
+from rlaunch.status import AttemptStatus
 
 STAGED_YAML = "launch.yaml"
 _PROBE_JOB_TIMEOUT_S = 120.0
@@ -125,7 +125,7 @@ class RayClusterExecutor(Executor):
                         submission_id=probe_id, env_vars={})
         status = jobs_api.wait_terminal(address, probe_id, _PROBE_JOB_TIMEOUT_S)
         output = "".join(jobs_api.logs(address, probe_id, False))
-        if status != JobStatus.SUCCEEDED:
+        if status != AttemptStatus.SUCCEEDED:
             raise ExecutorError(
                 f"the probe job {probe_id} that asks the cluster's interpreter `{python}` at "
                 f"{address} for its packages ended {status.value}: {output.strip()[-400:]}"
@@ -193,7 +193,7 @@ class RayClusterExecutor(Executor):
             raise ExecutorError(f"submission {submission.submission_id} has no Jobs API address")
         return submission.address
 
-    def status(self, submission: Submission) -> JobStatus:
+    def status(self, submission: Submission) -> AttemptStatus:
         address = self._recorded_address(submission)
         jobs_api.probe(address, self.options.connect_timeout_s)
         return jobs_api.status(address, submission.submission_id)

@@ -11,6 +11,7 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.syntax import CALENDAR, is_calendar, is_dev, next_calendar
+from rlaunch.status import AttemptStatus
 
 OLD_FINGERPRINT = "sha256:" + "0" * 64
 OTHER_RUNTIME = "sha256:" + "1" * 64
@@ -180,7 +181,7 @@ def calendar_runs_once(check: Check) -> Iterator[Finding]:
     if world is None or not is_calendar(spec.version):
         return
     record = world.ledger(spec.name, spec.version) or {}
-    finished = [a for a in record.get("attempts", ()) if a.get("status") == "SUCCEEDED"]
+    finished = [a for a in record.get("attempts", ()) if a.get("status") == AttemptStatus.SUCCEEDED]
     if not finished:
         return
     where = ""
