@@ -13,7 +13,8 @@ from pants.util.strutil import help_text
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
-from rlaunch_pants.schema_fields import section_fields
+from rlaunch_pants import schema
+from rlaunch_pants.schema_fields import SpecFieldSet, camel, section_fields, spec_field_set
 from rlaunch_pants.settings_fields import SkyrlSettingsTarget
 from rlaunch_pants.sweep import RlSweepTarget
 
@@ -194,6 +195,23 @@ ALL_TARGET_TYPES: tuple[type[Target], ...] = (
     RlSweepTarget,
     SkyrlSettingsTarget,
 )
+
+
+# Each target type's spec field set: what it holds of the RunSpec (schema.json `targets`), from
+# its fields. The run's own references are resolved by specs.py and handed to its field set.
+SPEC_FIELD_SETS: dict[str, type[SpecFieldSet]] = {
+    alias: spec_field_set(f"{camel(alias)}SpecFieldSet", schema.TARGETS[alias], fields)
+    for alias, fields in (
+        (HFModelTarget.alias, af.HF_MODEL_FIELD),
+        (HFDatasetTarget.alias, af.HF_DATASET_FIELD),
+        (AdoptedArtifactTarget.alias, af.ADOPTED_FIELD),
+        (BuiltArtifactTarget.alias, af.BUILT_FIELD),
+        (RlRuntimeTarget.alias, RUNTIME_FIELD),
+        (RolePlanTarget.alias, pf.ROLE_PLAN_FIELD),
+        (RlExecutionTarget.alias, pf.EXECUTION_FIELD),
+        (RlRunTarget.alias, {"version": rf.RlRunVersionField, **rf.RUN_KEY_FIELD}),
+    )
+}
 
 
 def target_types() -> list[type[Target]]:

@@ -90,9 +90,7 @@ def test_role_plan_dict_reports_each_problem_with_the_key_as_written() -> None:
     assert error_of(policy_field, misspelt, PLAN) == (
         "The 'policy' field in target experiments/x:plan has 3 problems:\n"
         "  - has an unknown key 'tensor_paralel_size' (did you mean 'tensor_parallel_size'?); "
-        "the keys are: num_nodes, num_gpus_per_node, tensor_parallel_size, "
-        "pipeline_parallel_size, context_parallel_size, expert_parallel_size, "
-        "expert_tensor_parallel_size, sequence_parallel_size\n"
+        f"the keys are: {', '.join(schema.section_keys('role_plan.policy'))}\n"
         "  - is missing the key 'tensor_parallel_size' (Megatron TP; 1 for FSDP); every key "
         "must be set: there are no silent defaults\n"
         "  - is missing the key 'sequence_parallel_size' (FSDP (Ulysses) sequence parallel size; "

@@ -8,8 +8,14 @@ import pytest
 
 from rlaunch.buildschema import SCHEMA_PATH, SchemaGap, build_schema, model_keys, schema_text
 from rlaunch.spec.base import SpecModel
+from rlaunch.spec.roleplan import PolicyRole
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+POLICY_KEYS = (
+    "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
+    "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
+    "sequence_parallel_size",
+)
 
 
 def test_the_checked_in_schema_is_what_the_models_say() -> None:
@@ -22,11 +28,9 @@ def test_the_checked_in_schema_is_what_the_models_say() -> None:
 def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> None:
     schema = build_schema()
     policy = schema["run_spec"]["role_plan"]["keys"]["policy"]["keys"]
-    assert list(policy) == [
-        "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
-        "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
-        "sequence_parallel_size",
-    ]
+    # In the model's order; a key added to the policy role adds itself here.
+    assert list(policy) == list(PolicyRole.model_fields)
+    assert [key for key in policy if key in POLICY_KEYS] == list(POLICY_KEYS)
     assert policy["tensor_parallel_size"] == {
         "type": "int", "nullable": False, "doc": "Megatron TP; 1 for FSDP.",
     }
