@@ -104,7 +104,7 @@ def test_entity_project_and_credentials_reach_skyrls_task_and_actors_and_no_file
 
     key = publish(head.gcs_address, values)
     try:
-        env = with_setup_hook(on_head(skyrl_driver_env, head), key)
+        env = with_setup_hook(on_head(skyrl_driver_env, head), key, str(tmp_path / "work"))
         ran = subprocess.run([sys.executable, str(DRIVER), str(env_vars_path), *NAMES],
                              env=env, capture_output=True, text=True, timeout=180, check=False)
     finally:
@@ -113,8 +113,9 @@ def test_entity_project_and_credentials_reach_skyrls_task_and_actors_and_no_file
     seen = json.loads(ran.stdout.strip().splitlines()[-1])
     expected = {"WANDB_API_KEY": sha(api_key), "AWS_SECRET_ACCESS_KEY": sha(aws_secret),
                 "WANDB_ENTITY": sha("rlaunch-team"), "WANDB_PROJECT": sha("rlaunch-project")}
-    assert seen["task"] == expected
-    assert seen["actor"] == expected
+    # and the working folder SkyRL's pathlib outputs go to (rlaunch.runtimes.skyrl_pathlib_outputs)
+    assert seen["task"] == {**expected, "cwd": str(tmp_path / "work")}
+    assert seen["actor"] == {**expected, "cwd": str(tmp_path / "work")}
     assert seen["driver"]["WANDB_API_KEY"] == sha(PLACEHOLDER)
 
     temp_dir = Path(head.temp_dir)

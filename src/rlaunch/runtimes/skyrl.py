@@ -44,8 +44,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from rlaunch.paths import ATTEMPT_ENV
+from rlaunch.paths import ATTEMPT_ENV, join
 from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 from rlaunch.spec.catalog import is_eval_entrypoint
@@ -61,6 +62,14 @@ from rlaunch.runtimes.staging import (
     stage_inputs,
 )
 from rlaunch.runtimes.staging_ray import on_a_ray_cluster, stage_on_nodes
+from rlaunch.runtimes.skyrl_pathlib_outputs import (
+    CWD,
+    LOGS,
+    STORE_LOGS,
+    collect,
+    collect_on_nodes,
+    work_root,
+)
 from rlaunch.runtimes.worker_env import (
     WorkerEnvError,
     driver_env,
@@ -121,11 +130,12 @@ def workers_values(launch: LaunchDocument) -> dict[str, str]:
 
 
 def supervise(argv: list[str], env: dict[str, str],
-              on_line: Callable[[str], None] | None = None) -> int:
-    """Run `argv` as a child, its output passed through line by line; SIGINT, SIGTERM and
-    SIGHUP go to the child, and its exit status is returned (-N: killed by signal N)."""
+              on_line: Callable[[str], None] | None = None, cwd: Path | None = None) -> int:
+    """Run `argv` as a child (in `cwd`), its output passed through line by line; SIGINT,
+    SIGTERM and SIGHUP go to the child, and its exit status is returned (-N: killed by signal
+    N)."""
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, bufsize=1)
+                             text=True, bufsize=1, cwd=cwd)
     previous = {sig: signal.getsignal(sig) for sig in _FORWARDED}
 
     def forward(signum: int, frame: object) -> None:
@@ -146,6 +156,24 @@ def supervise(argv: list[str], env: dict[str, str],
             signal.signal(sig, handler)
 
 
+def move_pathlib_outputs(launch: LaunchDocument, attempt: str, work: Path) -> None:
+    """SkyRL's logs and pathlib-written store files, from every node into the run's folder in
+    the store (rlaunch.runtimes.skyrl_pathlib_outputs); a failure is said, not raised: the
+    run's result does not depend on them."""
+    attempt_uri = join(launch.artifacts.attempts_root, attempt)
+    try:
+        if on_a_ray_cluster():
+            written = collect_on_nodes(str(work), attempt_uri, say)
+        else:
+            written = collect(str(work), attempt_uri)
+    except (OSError, ValueError, StoreError) as err:
+        say(f"SkyRL's logs and dumps not moved into the store: {type(err).__name__}: {err}")
+        return
+    if written:
+        say(f"SkyRL's logs and dumps: {len(written)} files moved into the store, under "
+            f"{join(attempt_uri, STORE_LOGS)} and where SkyRL meant them ({written[-1]})")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     check_only = CHECK_FLAG in args
@@ -158,31 +186,37 @@ def main(argv: list[str] | None = None) -> int:
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    work = work_root(node_cache_root(), launch.run.id, attempt)
     values = workers_values(launch)
     address = os.environ.get("RAY_ADDRESS") if on_a_ray_cluster() else None
-    if address is None or not values:
-        return run(launch, check_only, {**os.environ, **values}, None)
+    if address is None:
+        return run(launch, check_only, attempt, work, {**os.environ, **values}, None)
     try:
-        key = publish(address, values)
+        key = publish(address, values) if values else None
     except WorkerEnvError as err:
         print(f"error: {err}; SkyRL was not started", file=sys.stderr)
         return 2
     # This process's own Ray (staging) and SkyRL's driver both run the setup hook in their
-    # workers; SkyRL's driver holds a placeholder where SkyRL would log a value.
-    os.environ.update(with_setup_hook(os.environ, key))
-    say(f"{', '.join(sorted(values))} reach every Ray worker of the run through the GCS entry "
-        f"{key} (rlaunch.runtimes.worker_env)")
+    # workers: it changes into SkyRL's working folder and sets the values; SkyRL's driver holds
+    # a placeholder where SkyRL would log a value.
+    os.environ.update(with_setup_hook(os.environ, key, str(work / CWD)))
+    if key is not None:
+        say(f"{', '.join(sorted(values))} reach every Ray worker of the run through the GCS "
+            f"entry {key} (rlaunch.runtimes.worker_env)")
     try:
-        return run(launch, check_only, {**os.environ, **values},
+        return run(launch, check_only, attempt, work, {**os.environ, **values},
                    driver_env({**os.environ, **values}, values))
     finally:
-        withdraw(address, key)
+        if key is not None:
+            withdraw(address, key)
 
 
-def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
-        skyrl_env: dict[str, str] | None) -> int:
+def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
+        env: dict[str, str], skyrl_env: dict[str, str] | None) -> int:
     """Stage, check and run SkyRL; `env` is the handoff check's environment, `skyrl_env`
-    SkyRL's driver's (`env` when None)."""
+    SkyRL's driver's (`env` when None); `work` the node-local folder of SkyRL's pathlib outputs
+    (rlaunch.runtimes.skyrl_pathlib_outputs)."""
     try:
         staged = stage(launch)
     except (StagingError, StoreError) as err:
@@ -198,7 +232,6 @@ def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
     local = local_overrides(tree, staged)
     for line in rewrites(tree, local):
         say(f"staged path {line}")
-    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     evaluates = is_eval_entrypoint(launch.runtime.profile, launch.runtime.entrypoint)
     if evaluates:
         # SkyRL's eval dumps with pathlib under export_path: a local folder, read back after.
@@ -206,6 +239,8 @@ def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
         local["trainer"]["export_path"] = str(dump_root)
         say(f"eval stage: SkyRL dumps its results under {dump_folder(dump_root)}; the report "
             f"goes to {launch.artifacts.export_root}")
+    # SkyRL writes its logs with pathlib under log_path: a local folder, moved to the store after.
+    local["trainer"]["log_path"] = str(work / LOGS)
     overrides = skyrl_cli_args(local)
     say(f"handoff check: {' '.join(handoff_command([])[1:])} ({len(overrides)} overrides)")
     checked = supervise(handoff_command(overrides), env)
@@ -227,8 +262,13 @@ def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
     say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
     urls: list[str] = []
     started = time.monotonic()
-    status = supervise(argv_out, env if skyrl_env is None else skyrl_env,
-                       on_line=lambda line: urls.extend(_WANDB_URL.findall(line)))
+    (work / CWD).mkdir(parents=True, exist_ok=True)
+    try:
+        status = supervise(argv_out, env if skyrl_env is None else skyrl_env,
+                           on_line=lambda line: urls.extend(_WANDB_URL.findall(line)),
+                           cwd=work / CWD)
+    finally:
+        move_pathlib_outputs(launch, attempt, work)
     if status != 0:
         say(f"SkyRL exited with status {status} after {time.monotonic() - started:.0f} s")
         return status if status > 0 else 128 - status

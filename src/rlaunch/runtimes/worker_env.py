@@ -17,8 +17,9 @@ the job's details. So, on a Ray cluster (RAY_ADDRESS set, as Ray sets it for eve
    `ray._private.worker.init`) a `worker_process_setup_hook`, this module's `setup`, and the
    key's name (`with_setup_hook`). SkyRL's driver inherits it from the adapter;
 3. Ray runs the hook first in every worker process of the job (`skyrl_entrypoint`, the worker
-   actors, the engines): it reads the entry and sets the values in `os.environ`, over what the
-   runtime env set;
+   actors, the engines): it changes into the run's working folder (CWD_ENV, where SkyRL's
+   pathlib outputs go: rlaunch.runtimes.skyrl_pathlib_outputs), reads the entry and sets the
+   values in `os.environ`, over what the runtime env set;
 4. SkyRL's driver holds WANDB_API_KEY as PLACEHOLDER (`driver_env`): SkyRL's `validate_cfg`
    only asserts it is set, and `prepare_runtime_environment` copies it into the runtime env,
    that is into Ray's log; each worker's hook sets the real value;
@@ -43,6 +44,8 @@ KEY_ENV = "RLAUNCH_WORKER_ENV_KEY"
 """The name of the GCS entry (never a value): the only thing the runtime env carries."""
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 """ray._private.runtime_env.constants.RAY_JOB_CONFIG_JSON_ENV_VAR, a variable of that name."""
+CWD_ENV = "RLAUNCH_WORKER_CWD"
+"""The folder every worker process works in (rlaunch.runtimes.skyrl_pathlib_outputs)."""
 KEY_PREFIX = "rlaunch_worker_env_"
 PLACEHOLDER = "set-in-each-ray-worker-by-rlaunch.runtimes.worker_env"
 SECRET_NAMES_SKYRL_FORWARDS = ("WANDB_API_KEY",)
@@ -85,13 +88,17 @@ def withdraw(address: str, key: str) -> None:
     _gcs(address).internal_kv_del(key.encode(), False, None)
 
 
-def with_setup_hook(env: Mapping[str, str], key: str) -> dict[str, str]:
-    """`env` with the job config variable naming the setup hook and the entry, merged into the
-    job's own runtime env (Ray refuses a `ray.init` whose runtime env repeats a key of it)."""
+def with_setup_hook(env: Mapping[str, str], key: str | None,
+                    cwd: str | None = None) -> dict[str, str]:
+    """`env` with the job config variable naming the setup hook, the entry and the working
+    folder, merged into the job's own runtime env (Ray refuses a `ray.init` whose runtime env
+    repeats a key of it)."""
     config = json.loads(env.get(JOB_CONFIG_ENV) or "{}")
     runtime_env = dict(config.get("runtime_env") or {})
     runtime_env["worker_process_setup_hook"] = SETUP_HOOK
-    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), KEY_ENV: key}
+    named = {KEY_ENV: key, CWD_ENV: cwd}
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}),
+                               **{name: value for name, value in named.items() if value}}
     return {**env, JOB_CONFIG_ENV: json.dumps({**config, "runtime_env": runtime_env})}
 
 
@@ -103,7 +110,12 @@ def driver_env(env: Mapping[str, str], values: Mapping[str, str]) -> dict[str, s
 
 
 def setup() -> None:
-    """Ray's worker_process_setup_hook: the entry's values into this worker's environment."""
+    """Ray's worker_process_setup_hook: into the run's working folder, and the entry's values
+    into this worker's environment."""
+    cwd = os.environ.get(CWD_ENV)
+    if cwd:
+        os.makedirs(cwd, exist_ok=True)
+        os.chdir(cwd)
     key = os.environ.get(KEY_ENV)
     if not key:
         return
