@@ -27,7 +27,7 @@ from rlaunch.spec.examples import worked_example
 from rlaunch.spec.io import parse_spec
 from rlaunch.store.tokenizers import TokenizerContents, read_tokenizer
 
-CONTRACT = Path(__file__).resolve().parents[1] / "contract"
+CONTRACT = Path(__file__).resolve().parents[2] / "contract"
 SMALL = {**TINY_QWEN, "vocab_size": 20}
 VARIANTS = {
     "chatml": [],

@@ -72,7 +72,7 @@ def test_a_code_cannot_be_registered_twice() -> None:
     with pytest.raises(ValueError) as refused:
         not_a_family(test_a_code_cannot_be_registered_twice)
     assert str(refused.value) == (
-        "rule GEO999: module preflight.test_registry is declared in no family; add it to"
+        "rule GEO999: module preflight.engine.test_registry is declared in no family; add it to"
         " RULE_MODULES in rlaunch.preflight.engine.registry"
     )
 
