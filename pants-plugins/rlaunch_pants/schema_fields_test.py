@@ -39,8 +39,9 @@ def test_the_model_default_is_the_field_default_and_in_the_help() -> None:
         False, "normal", "normal")
     assert pf.EXECUTION_FIELD["credentials"](NO_VALUE, CLUSTER).value == ()
     assert pf.EXECUTION_FIELD["cluster"](NO_VALUE, CLUSTER).value is None
-    assert "Scheduling priority: `low`, `normal` or `high`. Default: `\"normal\"`." in (
-        priority.help)
+    assert ("Scheduling priority: `low`, `normal` or `high`; for `iris`, its priority band:"
+            " `production`, `interactive` or `batch` (EXEC010). Default: `\"normal\"`."
+            ) in priority.help
     assert priority.help.endswith('\n\n    priority="normal"')
     assert pf.EXECUTION_FIELD["executor"].required
 

@@ -25,9 +25,19 @@ def test_exec002_executor_target() -> None:
         "execution.executor ray needs the Ray Jobs API address (http://host:8265), but"
         " execution.address is 'ray://head:10001'"
     ]
-    assert messages(example(edits={"execution.executor": "iris"}), "EXEC002") == [
-        "execution.executor iris needs execution.cluster, but it is null"
+    assert messages(example(edits={"execution.executor": "iris", "execution.address": None}),
+                    "EXEC002") == [
+        "execution.executor iris needs execution.cluster or execution.address, but both are null"
     ]
+    assert messages(example(edits={"execution.executor": "iris",
+                                   "execution.address": "iris-controller:10000"}),
+                    "EXEC002") == [
+        "execution.executor iris takes execution.address as the Iris controller URL, but it is"
+        " 'iris-controller:10000'"
+    ]
+    controller = example(edits={"execution.executor": "iris",
+                                "execution.address": "http://127.0.0.1:10000"})
+    assert messages(controller, "EXEC002") == []
     assert messages(example(edits={"execution.executor": "local"}), "EXEC002") == [
         "execution.executor local simulates GPUs, but execution.allocation.accelerator is 'H100'"
     ]
@@ -37,6 +47,17 @@ def test_exec002_executor_target() -> None:
     iris = example(edits={"execution.executor": "iris", "execution.cluster": "us-east-a"})
     assert messages(iris, "EXEC002") == []
     assert messages(example(), "EXEC002") == []
+
+
+def test_exec010_iris_takes_a_priority_band() -> None:
+    iris = {"execution.executor": "iris", "execution.cluster": "us-east-a"}
+    assert messages(example(edits={**iris, "execution.priority": "high"}), "EXEC010") == [
+        "execution.priority 'high' does not apply to executor iris, which schedules by priority"
+        " band (production, interactive, batch)"
+    ]
+    for band in ("production", "interactive", "batch"):
+        assert messages(example(edits={**iris, "execution.priority": band}), "EXEC010") == []
+    assert messages(example(edits={"execution.priority": "high"}), "EXEC010") == []
 
 
 def test_exec003_credentials_are_names_and_a_pasted_secret_is_never_printed() -> None:

@@ -9,6 +9,7 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.preflight.rules.artifacts_format import SKYRL_PROFILE
+from rlaunch.spec.execution import IRIS_PRIORITY_BANDS
 from rlaunch.spec.syntax import ENV_NAME
 
 
@@ -31,8 +32,8 @@ def executor_registered(check: Check) -> Iterator[Finding]:
 
 @rule(
     "EXEC002",
-    "ray needs an http(s) address, iris a cluster, local the sim accelerator.",
-    example=Example(edits={"execution.executor": "iris"}),
+    "ray needs an http(s) address, iris a controller URL or a cluster, local the sim accelerator.",
+    example=Example(edits={"execution.executor": "iris", "execution.address": None}),
 )
 def executor_target(check: Check) -> Iterator[Finding]:
     execution = check.spec.execution
@@ -46,11 +47,22 @@ def executor_target(check: Check) -> Iterator[Finding]:
                 f" execution.address is {shown}",
                 "Set execution.address to the dashboard URL, e.g. http://head-node:8265.",
             )
+    elif execution.executor == "iris" and execution.address is not None:
+        if not execution.address.startswith(("http://", "https://")):
+            yield error(
+                "EXEC002", ("execution.address", "execution.executor"),
+                "execution.executor iris takes execution.address as the Iris controller URL,"
+                f" but it is {execution.address!r}",
+                "Set execution.address to the controller URL (http://host:port), or to null and"
+                " execution.cluster to a cluster config file or name.",
+            )
     elif execution.executor == "iris" and not execution.cluster:
         yield error(
-            "EXEC002", ("execution.cluster", "execution.executor"),
-            "execution.executor iris needs execution.cluster, but it is null",
-            "Set execution.cluster to the Iris cluster name.",
+            "EXEC002", ("execution.cluster", "execution.address", "execution.executor"),
+            "execution.executor iris needs execution.cluster or execution.address, but both are"
+            " null",
+            "Set execution.cluster to an Iris cluster config file or cluster name, or"
+            " execution.address to the controller URL.",
         )
     elif execution.executor == "local" and execution.allocation.accelerator != "sim":
         yield error(
@@ -265,3 +277,19 @@ def store_answers(check: Check) -> Iterator[Finding]:
     if probe is None or probe.reachable:
         return
     yield error("EXEC009", (), probe.problem(), probe.fix())
+
+
+@rule(
+    "EXEC010",
+    "iris schedules by priority band: execution.priority is production, interactive or batch.",
+    example=Example(edits={"execution.executor": "iris", "execution.cluster": "us-east-a"}),
+)
+def iris_priority_band(check: Check) -> Iterator[Finding]:
+    execution = check.spec.execution
+    if execution.executor == "iris" and execution.priority not in IRIS_PRIORITY_BANDS:
+        yield error(
+            "EXEC010", ("execution.priority", "execution.executor"),
+            f"execution.priority {execution.priority!r} does not apply to executor iris, which"
+            f" schedules by priority band ({', '.join(IRIS_PRIORITY_BANDS)})",
+            "Set execution.priority to production, interactive or batch.",
+        )
