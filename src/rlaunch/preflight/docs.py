@@ -44,9 +44,14 @@ FAMILY_TEXT = {
     "settings": "A run's extra SkyRL settings (`settings`) where SkyRL 0.3.0 or vLLM refuses,"
     " ignores or rewrites them. Their names and types are checked when the spec is read.",
     "memory": "Each phase of the run fits in one GPU of the allocated accelerator: the policy's"
-    " training step, the reference's forward pass, each vLLM engine's weights and KV cache, and"
-    " the weight sync under colocate_all. Every finding shows the terms of its sum; the formulas"
-    " and their sources are in docs/memory.md. Not applied to simulated GPUs (`sim`).",
+    " training step, the forward-only passes (the policy's old log-probs, the reference's), each"
+    " vLLM engine's weights and KV cache, and the weight sync under colocate_all. An error is"
+    " certain: the phase cannot fit even with the shortest micro batch the spec allows (its"
+    " weights, gradients and optimizer state alone overflow), or vLLM refuses to start (MEM004)."
+    " A phase that fits short sequences but not its worst case (every sequence at full length;"
+    " SkyRL removes a micro batch's padding, so it pays for the tokens there) is a warning that"
+    " names the length at which it starts to fail. Every finding shows the terms of its sum; the"
+    " formulas and their sources are in docs/memory.md. Not applied to simulated GPUs (`sim`).",
     "pipeline": "A stage that reads another run's export (a pipeline): versions and tokenizer"
     " across the two stages, and the upstream finished before the stage launches (world)."
     + BEYOND_SKYRL,

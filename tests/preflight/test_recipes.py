@@ -1,0 +1,68 @@
+"""SkyRL 0.3.0's published recipes (tests/preflight/recipes.py) pass preflight with no error;
+where their worst case does not fit, the memory rules warn with the length at which it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlaunch.preflight import run_preflight
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.rules.memory import memory_estimates
+from rlaunch.spec import parse_spec
+from tests.preflight.recipes import RECIPES
+
+
+def preflight(name: str) -> list[tuple[str, str, str]]:
+    spec = parse_spec(RECIPES[name](), name)
+    return [(f.code, f.severity, f.message) for f in run_preflight(spec, scope="spec")]
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_every_published_recipe_passes_preflight_without_an_error(name: str) -> None:
+    assert [f for f in preflight(name) if f[1] == "error" or f[0] == "PRE000"] == []
+
+
+def mem(name: str) -> list[tuple[str, str, str]]:
+    return [f for f in preflight(name) if f[0].startswith("MEM")]
+
+
+def test_dapo_math_7b_warns_about_its_worst_case_naming_the_length_that_fails() -> None:
+    [(code, severity, message)] = mem("dapo-math-7b")
+    assert (code, severity) == ("MEM002", "warning")
+    assert message.startswith(
+        "The policy's training step fails with out-of-memory once a micro batch's 16 sequences "
+        "average more than 6519 tokens (104319 tokens on this GPU; SkyRL removes a micro "
+        "batch's padding, trainer.remove_microbatch_padding): the worst case, every sequence "
+        "at 10240 tokens, is ")
+    assert message.endswith("(143% of one H100, 80.0 GiB); shorter sequences fit (19.1 GiB "
+                            "fixed + 626688 B per token)")
+
+
+def test_skyrl_sql_forward_micro_batch_is_checked_though_its_training_micro_batch_fits() -> None:
+    [(code, severity, message)] = mem("skyrl-sql-7b")
+    assert (code, severity) == ("MEM003", "warning")
+    assert message.startswith(
+        "The policy's forward pass (old log-probs) fails with out-of-memory once a micro "
+        "batch's 8 sequences average more than 23312 tokens (186498 tokens on this GPU; ")
+
+
+def phases(name: str) -> dict[str, str]:
+    check = Check(parse_spec(RECIPES[name](), name))
+    return {e.phase: e.sum_text() for e in memory_estimates(check)}
+
+
+def test_gsm8k_1_5b_on_4_h100_fits_with_bf16_logits() -> None:
+    assert mem("gsm8k-1.5b") == []
+    assert phases("gsm8k-1.5b")["policy training"] == (
+        "weights + grads + Adam 1.54e9 params x 16 B / 4 shards = 5.8 GiB + unsharded root + "
+        "one layer (0.23e9 + 0.05e9 params) x 4 B = 1.0 GiB + activations (gradient "
+        "checkpointing) (28 layers x 2 B + one layer 34 B) x micro 64 x 1536 tokens x hidden "
+        "1536 = 12.7 GiB + logits (bf16) 2 B x micro 64 x 1536 tokens x vocab 151936 = 27.8 "
+        "GiB = 47.3 GiB")
+
+
+def test_a_megatron_lora_plan_is_costed_as_lora() -> None:
+    assert mem("megatron-lora-qwen3-30b-a3b") == []
+    assert phases("megatron-lora-qwen3-30b-a3b")["policy training"].startswith(
+        "frozen weights (0.38e9 + 3.63e9 params on this GPU) x 2 B = 7.5 GiB + LoRA rank 64 "
+        "weights + grads + Adam ")
