@@ -72,7 +72,7 @@ from rlaunch.runtimes.skyrl_pathlib_outputs import (
 )
 from rlaunch.runtimes.worker_env import (
     WorkerEnvError,
-    driver_env,
+    driver_environment,
     publish,
     with_setup_hook,
     withdraw,
@@ -191,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     values = workers_values(launch)
     address = os.environ.get("RAY_ADDRESS") if on_a_ray_cluster() else None
     if address is None:
-        return run(launch, check_only, attempt, work, {**os.environ, **values}, None)
+        # SkyRL starts a Ray of its own, whose processes inherit its driver's environment.
+        return run(launch, check_only, attempt, work, {**os.environ, **values},
+                   driver_environment(os.environ, values, key=None, cwd=str(work / CWD)))
     try:
         key = publish(address, values) if values else None
     except WorkerEnvError as err:
@@ -206,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             f"entry {key} (rlaunch.runtimes.worker_env)")
     try:
         return run(launch, check_only, attempt, work, {**os.environ, **values},
-                   driver_env({**os.environ, **values}, values))
+                   driver_environment(os.environ, values, key=key, cwd=None))
     finally:
         if key is not None:
             withdraw(address, key)

@@ -20,9 +20,10 @@ node-local folder `work_root` (the same path on every node):
    a cluster, SkyRL's own Ray inherits the driver's), so `Path("gs://b/run/export")` is
    `work_root/cwd/gs:/b/run/export`;
 3. after SkyRL exits, whatever its status, every node moves its files into the store (`collect`):
-   the logs under `{attempts_root}/{attempt}/skyrl-logs/<host>/`, and every file under
+   the logs under `{attempts_root}/{attempt}/skyrl-logs/<host>/`, every file under
    `cwd/<scheme>:/` to `<scheme>://...`, the store path SkyRL meant (the eval dumps under the
-   run's export root, `export/dumped_evals/`).
+   run's export root, `export/dumped_evals/`), and anything else left in `cwd` (an offline
+   wandb run's `wandb/`) under `{attempts_root}/{attempt}/skyrl-cwd/<host>/`.
 With a local store the paths are absolute and SkyRL writes into the store itself.
 """
 
@@ -40,6 +41,7 @@ from rlaunch.store.fs import open_location
 LOGS = "logs"
 CWD = "cwd"
 STORE_LOGS = "skyrl-logs"
+STORE_CWD = "skyrl-cwd"
 SCHEMES = ("gs", "gcs", "s3")
 """The object-store schemes SkyRL's io knows (skyrl/backends/skyrl_train/utils/io/io.py,
 `is_cloud_path`)."""
@@ -58,17 +60,29 @@ def collect(work: str, attempt_uri: str) -> list[str]:
     written: list[str] = []
     logs = root / LOGS
     host = socket.gethostname()
-    for path in sorted(p for p in logs.rglob("*") if p.is_file()) if logs.is_dir() else []:
+    for path in _files(logs):
         written.append(_upload(path, join(attempt_uri, STORE_LOGS, host,
                                           path.relative_to(logs).as_posix())))
-    for scheme in SCHEMES:
-        meant = root / CWD / f"{scheme}:"
-        if not meant.is_dir():
-            continue
-        for path in sorted(p for p in meant.rglob("*") if p.is_file()):
-            written.append(_upload(path, f"{scheme}://{path.relative_to(meant).as_posix()}"))
+    cwd = root / CWD
+    for path in _files(cwd):
+        first, *rest = path.relative_to(cwd).parts
+        if first.endswith(":") and first[:-1] in SCHEMES and rest:
+            written.append(_upload(path, f"{first[:-1]}://{'/'.join(rest)}"))
+        else:  # whatever else SkyRL's processes left there (wandb/ of an offline run)
+            written.append(_upload(path, join(attempt_uri, STORE_CWD, host,
+                                              path.relative_to(cwd).as_posix())))
     shutil.rmtree(root, ignore_errors=True)
     return written
+
+
+def _files(root: Path) -> list[Path]:
+    """The regular files under `root`, sorted; symbolic links are not followed (wandb's
+    `latest-run` names a run folder that is there already)."""
+    found = []
+    for folder, _, names in os.walk(root):
+        found.extend(Path(folder) / name for name in names
+                     if not (Path(folder) / name).is_symlink())
+    return sorted(found)
 
 
 def _upload(path: Path, uri: str) -> str:

@@ -27,7 +27,9 @@ the job's details. So, on a Ray cluster (RAY_ADDRESS set, as Ray sets it for eve
    the entry in the GCS's memory until the cluster stops: no file either way.
 
 Without a cluster, SkyRL's `ray.init` starts a Ray of its own from the driver, whose processes
-inherit the driver's environment: the values reach them as the driver has them.
+inherit the driver's environment. The driver then holds the placeholder too, the values in
+VALUES_ENV (inherited by every process of that Ray, never in a runtime env), and the same job
+config variable with the hook, which sets them (`driver_environment`).
 
 Imports only the standard library; Ray (present wherever this runs on a cluster) lazily.
 """
@@ -46,6 +48,8 @@ JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 """ray._private.runtime_env.constants.RAY_JOB_CONFIG_JSON_ENV_VAR, a variable of that name."""
 CWD_ENV = "RLAUNCH_WORKER_CWD"
 """The folder every worker process works in (rlaunch.runtimes.skyrl_pathlib_outputs)."""
+VALUES_ENV = "RLAUNCH_WORKER_ENV_VALUES"
+"""Without a cluster: the values, in the environment SkyRL's own Ray inherits from its driver."""
 KEY_PREFIX = "rlaunch_worker_env_"
 PLACEHOLDER = "set-in-each-ray-worker-by-rlaunch.runtimes.worker_env"
 SECRET_NAMES_SKYRL_FORWARDS = ("WANDB_API_KEY",)
@@ -56,10 +60,16 @@ class WorkerEnvError(Exception):
     """The values could not be handed to the workers; the message names the channel."""
 
 
+WANDB_SETTINGS = ("WANDB_MODE", "WANDB_BASE_URL")
+"""wandb's settings that the launching environment may set, carried to the workers too."""
+
+
 def worker_values(credential_names: list[str], wandb: tuple[str, str] | None,
                   env: Mapping[str, str]) -> dict[str, str]:
-    """The named credentials `env` holds, and the W&B entity and project."""
-    values = {name: env[name] for name in credential_names if env.get(name)}
+    """The named credentials `env` holds, wandb's settings it has, and the W&B entity and
+    project."""
+    values = {name: env[name] for name in (*credential_names, *WANDB_SETTINGS)
+              if env.get(name)}
     if wandb is not None:
         values["WANDB_ENTITY"], values["WANDB_PROJECT"] = wandb
     return values
@@ -109,6 +119,16 @@ def driver_env(env: Mapping[str, str], values: Mapping[str, str]) -> dict[str, s
                       if name in values}}
 
 
+def driver_environment(env: Mapping[str, str], values: Mapping[str, str], *,
+                       key: str | None, cwd: str | None) -> dict[str, str]:
+    """SkyRL's driver's environment: with `key` (a GCS entry on a cluster) or, without a
+    cluster, the values inherited in VALUES_ENV; the setup hook; the placeholder."""
+    driver = driver_env({**env, **values}, values)
+    if key is None and values:
+        driver[VALUES_ENV] = json.dumps(dict(values))
+    return with_setup_hook(driver, key, cwd)
+
+
 def setup() -> None:
     """Ray's worker_process_setup_hook: into the run's working folder, and the entry's values
     into this worker's environment."""
@@ -116,6 +136,9 @@ def setup() -> None:
     if cwd:
         os.makedirs(cwd, exist_ok=True)
         os.chdir(cwd)
+    inherited = os.environ.pop(VALUES_ENV, None)
+    if inherited:
+        os.environ.update(json.loads(inherited))
     key = os.environ.get(KEY_ENV)
     if not key:
         return
