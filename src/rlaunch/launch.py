@@ -46,6 +46,7 @@ from rlaunch.ledger import (
     set_wandb_url,
     start_attempt,
 )
+from rlaunch.ledger.checkpoints import list_checkpoints
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
 from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
@@ -151,7 +152,8 @@ def build_world(
         checkpoint_runtime=ledger.checkpoint_runtime,
         smoke_record=ledger.smoke_result,
     )
-    return replace(world, env=dict(env), store_prefix=ledger.prefix)
+    return replace(world, env=dict(env), store_prefix=ledger.prefix,
+                   checkpoints=list_checkpoints)
 
 
 CHECK_GATE_REASON = "--check-handoffs: nothing trains"

@@ -42,7 +42,8 @@ def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> Non
         "model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data",
     ]
     assert [rule["code"] for rule in schema["world_rules"]] == [
-        "EXEC004", "EXEC009", "PIPE003", "VER002", "VER003", "VER004", "VER005",
+        "EXEC004", "EXEC009", "PIPE003", "RES001", "RES002", "RES003", "RES004", "VER002",
+        "VER003", "VER004", "VER005",
     ]
     assert schema["run_export_slots"] == ["model", "reference_model", "critic_model"]
     assert schema["patterns"]["commit"] == "[0-9a-f]{40}"

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from rlaunch.ledger import Ledger
+from rlaunch.ledger.checkpoints import list_checkpoints
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
 from rlaunch.preflight.engine.report import format_json, format_text, spec_report
@@ -35,11 +36,13 @@ def with_ledger(world: World, spec: RunSpec, probes: dict[str, StoreProbe]) -> W
             raise StoreUnavailable(probe)
 
         return replace(world, ledger=unavailable, checkpoint_runtime=unavailable,
-                       smoke_record=unavailable, store_prefix=prefix, store_probe=probe)
+                       smoke_record=unavailable, checkpoints=unavailable, store_prefix=prefix,
+                       store_probe=probe)
     ledger = Ledger(prefix)
     return replace(
         world, ledger=ledger.launched_record, checkpoint_runtime=ledger.checkpoint_runtime,
-        smoke_record=ledger.smoke_result, store_prefix=ledger.prefix, store_probe=probe,
+        smoke_record=ledger.smoke_result, checkpoints=list_checkpoints,
+        store_prefix=ledger.prefix, store_probe=probe,
     )
 
 

@@ -65,6 +65,9 @@ FAMILY_TEXT = {
     " or the KL would read ids as other strings); special tokens named differently over the same"
     " vocabulary are a warning (generation stops at the run's eos; ids mean the same); a"
     " different chat template is no finding at all.",
+    "resume": "A run that resumes is checked against the checkpoint root it would load: the"
+    " pointer, a complete step folder, shards of this plan's world size, no save left past"
+    " the pointer.",
 }
 
 INTRO = f"""\

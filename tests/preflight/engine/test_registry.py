@@ -22,17 +22,18 @@ from rlaunch.preflight.engine.registry import (
 from rlaunch.spec import parse_spec
 
 RULES = all_rules()
-WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004", "EXEC009", "PIPE003"}
+WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004", "EXEC009", "PIPE003",
+               "RES001", "RES002", "RES003", "RES004"}
 
 
 def test_codes_are_unique_stable_and_grouped_by_family() -> None:
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 110
+    assert len(codes) == len(set(codes)) == 114
     prefixes = {
         "geometry": "GEO", "allocation": "ALLOC", "batch": "BATCH", "context": "CTX",
         "algorithm": "ALGO", "artifacts": "ART", "versions": "VER", "paths": "PATH",
         "runtime": "RT", "execution": "EXEC", "smoke": "SMOKE", "settings": "SET", "memory": "MEM",
-        "pipeline": "PIPE",
+        "pipeline": "PIPE", "resume": "RES",
     }
     assert set(prefixes) == set(FAMILIES)
     for r in RULES:

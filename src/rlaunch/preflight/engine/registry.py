@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rlaunch.ledger.checkpoints import CheckpointListing
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.world import World
@@ -41,6 +42,7 @@ RULE_MODULES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "settings": ("settings", "settings_weight_sync"),
     "memory": ("memory",),
     "pipeline": ("pipeline",),
+    "resume": ("resume",),
 })
 """Every rule family, in the order `rlaunch rules` lists them, with its modules (under
 RULES_PACKAGE). A new rule module is added here, under its family."""
@@ -69,7 +71,8 @@ class Example:
     `world` keys: `env`, `git_dirty`, `launcher_commit`, `store_prefix` as in `World`;
     `ledger` and `smoke_record`: the record returned for any `(name, version)`;
     `checkpoint_runtime`: the runtime fingerprint found in any checkpoint root; `store_probe`:
-    the fields of a StoreProbe."""
+    the fields of a StoreProbe; `checkpoints`: the fields of the CheckpointListing found at any
+    checkpoint root or step folder."""
 
     base: str = "colocated-1x8"
     edits: Edits = field(default_factory=lambda: MappingProxyType({}))
@@ -103,6 +106,12 @@ class Example:
         ledger = given.pop("ledger", None)
         smoke = given.pop("smoke_record", None)
         checkpoint = given.pop("checkpoint_runtime", None)
+        listing = given.pop("checkpoints", None)
+        if listing is not None:
+            listing = CheckpointListing(**{**listing, "steps": tuple(listing["steps"]),
+                                           "files": None if listing["files"] is None
+                                           else frozenset(listing["files"])})
+        given["checkpoints"] = lambda path: listing
         if "store_probe" in given:
             given["store_probe"] = StoreProbe(**given["store_probe"])
         given.setdefault("store_prefix", "/srv/rlaunch-store")

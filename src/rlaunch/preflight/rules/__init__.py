@@ -18,6 +18,7 @@ from rlaunch.preflight.rules import (  # noqa: F401
     memory,
     paths,
     pipeline,
+    resume,
     runtime,
     settings,
     settings_weight_sync,
