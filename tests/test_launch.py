@@ -163,6 +163,19 @@ def test_a_launch_runs_the_job_records_it_and_never_writes_a_credential(
     assert copy.stat().st_mode & 0o777 == 0o444
     assert b"RLAUNCH_TEST_SECRET" in yaml_bytes  # the name is in the YAML, the value never
 
+    # Where the launch's time went, phase by phase, for its last line (the echo runtime writes
+    # no terminal manifest: no runtime phases).
+    assert list(result.laps.seconds) == [
+        "preflight", "inputs", "head and submission", "job", "wind-down"]
+    assert result.runtime_timings is None
+    seconds = result.laps.seconds
+    assert result.timings_line() == (
+        f"rlaunch: timings of echo-secret@dev ({sum(seconds.values()):.1f} s): "
+        + ", ".join(f"{name} {value:.1f} s" for name, value in seconds.items()))
+    line = result.timings_line(result.laps.started_at - 2.5)
+    assert line.startswith("rlaunch: timings of echo-secret@dev (")
+    assert " s since ./pants started): start-up 2.5 s, preflight " in line
+
 
 def test_a_dry_run_writes_the_yaml_and_records_nothing(world: World) -> None:
     spec = world.spec(name="echo-dry")

@@ -25,6 +25,7 @@ from typing import Any
 from rlaunch.builders import BuildError, materialize
 from rlaunch.builders.run_export import consumed_exports
 from rlaunch.builders.upstream_tokenizer import upstream_tokenizer_payloads
+from rlaunch.clock import Laps
 from rlaunch.executors import (
     Executor,
     ExecutorError,
@@ -105,6 +106,32 @@ class LaunchResult:
     interrupted: bool = False
     followed: bool = False
     """The launch waited for the job's end (then only SUCCEEDED exits 0)."""
+    laps: Laps | None = None
+    """Where a submitted launch's time went, by phase (`timings_line`)."""
+    runtime_timings: Mapping[str, float] | None = None
+    """The job's own phases, from its terminal manifest (`metrics.timings_s`), when it wrote
+    them."""
+
+    def timings_line(self, started_at: float | None = None) -> str:
+        """`rlaunch: timings of name@version (N s since ./pants started): start-up ..., preflight
+        ..., inputs ..., job ... (its runtime: ...), ...`. `started_at`: when the command began
+        (time.time()), for the start-up before this process had a say."""
+        laps = self.laps.seconds if self.laps is not None else {}
+        total = sum(laps.values())
+        parts = []
+        if started_at is not None and self.laps is not None:
+            startup = max(self.laps.started_at - started_at, 0.0)
+            total += startup
+            parts.append(f"start-up {startup:.1f} s")
+        for name, seconds in laps.items():
+            part = f"{name} {seconds:.1f} s"
+            if name == "job" and self.runtime_timings:
+                inner = ", ".join(f"{phase} {value:.1f} s"
+                                  for phase, value in self.runtime_timings.items())
+                part += f" (its runtime: {inner})"
+            parts.append(part)
+        since = " since ./pants started" if started_at is not None else ""
+        return f"rlaunch: timings of {self.identity} ({total:.1f} s{since}): {', '.join(parts)}"
 
     @property
     def exit_code(self) -> int:
@@ -388,6 +415,7 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
     end, unless `keep_head` or `hold_head` is set."""
     spec, dry_run, check_handoffs = request.spec, request.dry_run, request.check_handoffs
     skip_smoke_gate, follow = request.skip_smoke_gate, request.follow
+    laps = Laps()
     env = dict(os.environ if request.env is None else request.env)
     echo = echo or (lambda text: print(text, end="", flush=True))
     if check_handoffs:
@@ -405,6 +433,7 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
                      upstream_runs_first=request.upstream_runs_first if dry_run else ())
     spec = plan.spec
     rendered = render(plan, request.out)
+    laps.lap("preflight")
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     executor_name = spec.execution.executor
     options = ExecutorOptions(keep_head=request.keep_head or not follow,
@@ -427,8 +456,10 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
         # Nothing is recorded for a check, so no lock: the YAML goes where the user expects it.
         write_atomically(yaml_path, rendered.text)
         with executor:
-            return _check_handoffs(plan, executor, yaml_path, digest, document, env=env,
-                                   echo=echo, say=say, verify=request.verify)
+            result = _check_handoffs(plan, executor, yaml_path, digest, document, env=env,
+                                     echo=echo, say=say, verify=request.verify, laps=laps)
+        laps.lap("wind-down")
+        return result
     ledger = Ledger(plan.store_prefix)
     lock = ledger.launch_lock(spec.name, spec.version)
     try:
@@ -438,11 +469,13 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
     try:
         write_atomically(yaml_path, rendered.text)
         with executor:
-            return _submit_and_follow(plan, executor, ledger, rendered,
-                                      env=env, follow=follow, echo=echo, say=say,
-                                      verify=request.verify)
+            result = _submit_and_follow(plan, executor, ledger, rendered,
+                                        env=env, follow=follow, echo=echo, say=say,
+                                        verify=request.verify, laps=laps)
     finally:
         lock.release()
+    laps.lap("wind-down")
+    return result
 
 
 def _check_handoffs(
@@ -456,11 +489,14 @@ def _check_handoffs(
     echo: Say,
     say: Say,
     verify: bool,
+    laps: Laps,
 ) -> LaunchResult:
     """Build the inputs, submit the adapter's check mode, follow it to its end. The job gets
     the run's credentials, as a training job would: staging reads the store with them."""
     spec = plan.spec
+    executor.prepare(document)
     materialize_inputs(plan, say, verify=verify)
+    laps.lap("inputs")
     attempt_id = f"check-{new_attempt_id()}"
     credentials = credential_values(spec.execution.credentials, env)
     try:
@@ -468,6 +504,7 @@ def _check_handoffs(
                                      env={**credentials, LAUNCH_DIGEST_ENV: digest})
     except ExecutorError as err:
         raise LaunchRefused(str(err)) from None
+    laps.lap("head and submission")
     say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); nothing trains")
     try:
@@ -477,10 +514,11 @@ def _check_handoffs(
         status = _settle(executor, submission, say, stop=True)
         return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
                             interrupted=True, followed=True)
+    laps.lap("job")
     say(f"rlaunch: handoff check of {spec.identity}: "
         f"{'passed' if status == AttemptStatus.SUCCEEDED else f'FAILED ({status})'}")
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
-                        followed=True)
+                        followed=True, laps=laps)
 
 
 def _submit_and_follow(
@@ -494,10 +532,14 @@ def _submit_and_follow(
     echo: Say,
     say: Say,
     verify: bool,
+    laps: Laps,
 ) -> LaunchResult:
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options, say)
+    # The executor gets ready (a local head starts) while the inputs build.
+    executor.prepare(rendered.document)
     materialize_inputs(plan, say, verify=verify)
+    laps.lap("inputs")
     try:
         consumed = consumed_exports(spec, plan.store_prefix)
     except (BuildError, StoreError, LedgerError) as err:
@@ -535,6 +577,7 @@ def _submit_and_follow(
     files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,
                          attempt_id)
     files.write_submission(submission)
+    laps.lap("head and submission")
     say(f"rlaunch: submitted {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); attempt {attempt_id}")
     if not follow:
@@ -553,10 +596,25 @@ def _submit_and_follow(
     except ExecutorError as err:
         say(f"rlaunch: lost the job's log stream ({err}); asking for its status")
         status = _settle(executor, submission, say, stop=False)
+    laps.lap("job")
+    runtime_timings = None
     if status is not None:
         record_status(ledger, spec.name, spec.version, attempt_id, status, say)
+        if status == AttemptStatus.SUCCEEDED:
+            runtime_timings = _runtime_timings(ledger, spec.name, spec.version, attempt_id)
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status, interrupted,
-                        followed=True)
+                        followed=True, laps=laps, runtime_timings=runtime_timings)
+
+
+def _runtime_timings(ledger: Ledger, name: str, version: str,
+                     attempt_id: str) -> Mapping[str, float] | None:
+    """The job's phases as its terminal manifest gives them (the smoke runtime writes them)."""
+    manifest = read_terminal_manifest(ledger.prefix, name, version) or {}
+    timings = (manifest.get("metrics") or {}).get("timings_s")
+    if manifest.get("attempt_id") != attempt_id or not isinstance(timings, list):
+        return None
+    return {str(pair[0]): float(pair[1]) for pair in timings
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], (int, float))}
 
 
 def follow_job(

@@ -6,6 +6,7 @@ a run in the ledger (by spec file or `name@version`) and ask its executor.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -127,7 +128,23 @@ def launch_command(
     # A handoff check trains nothing: there are no curves to plot.
     if result.followed and result.submission is not None and not check_handoffs:
         _plot_curves(spec, store, result.yaml_path.parent / CURVES_FILE)
+        if result.laps is not None:
+            result.laps.lap("curves")
+    if result.laps is not None:
+        _say(result.timings_line(_pants_started_at()))
     sys.exit(result.exit_code)
+
+
+PANTS_STARTED_ENV = "RLAUNCH_PANTS_STARTED_AT"
+"""Set by ./pants to the time it started (seconds since the epoch): the launch's last line
+counts Pants' own start-up from there."""
+
+
+def _pants_started_at() -> float | None:
+    try:
+        return float(os.environ[PANTS_STARTED_ENV])
+    except (KeyError, ValueError):
+        return None
 
 
 def _plot_curves(spec: RunSpec, store: str | None, out: Path) -> None:

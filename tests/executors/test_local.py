@@ -167,3 +167,41 @@ def test_another_allocation_replaces_the_head_and_close_stops_exactly_it(
     assert read_record(heads.state_dir) is None
     with pytest.raises(ExecutorError, match="is no longer running: a launch stops the head"):
         local.status(submission)
+
+
+def test_prepare_starts_the_head_in_the_background_and_close_stops_an_unused_one(
+    heads: HeadWatch, tmp_path: Path
+) -> None:
+    # A launch refused while its inputs build: the head prepare started (here still starting)
+    # is stopped by close, even with keep_head (nothing was submitted to it).
+    assert read_record(heads.state_dir) is None
+    path, launch = rendered(tmp_path)
+    said: list[str] = []
+    local = executor(heads, keep_head=True, said=said)
+    local.prepare(launch)
+    deadline = time.monotonic() + 120
+    while read_record(heads.state_dir) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    record = read_record(heads.state_dir)
+    heads.snapshot()
+    local.close()
+    assert wait_gone(process_tree({record.session_id})) == set()
+    assert not Path(record.temp_dir).exists()
+    assert read_record(heads.state_dir) is None
+    assert said[0].startswith("rlaunch: starting a local Ray head on 127.0.0.1 (1 simulated GPUs")
+    assert said[-1].startswith(f"rlaunch: stopping the local Ray head (session {record.session_id}")
+
+    # Prepared, then submitted to: the job runs on the head prepare started, which this
+    # executor owns (close stops it).
+    local = executor(heads, keep_head=False)
+    local.prepare(launch)
+    submission = local.submit(path, launch, env={}, attempt_id="a7")
+    record = read_record(heads.state_dir)
+    heads.snapshot()
+    assert local.started_head == record
+    assert submission.address == record.dashboard_url
+    assert "echo-runtime: done" in output(local, submission)
+    assert wait_terminal(local, submission, 30) == AttemptStatus.SUCCEEDED
+    local.close()
+    assert wait_gone(process_tree({record.session_id})) == set()
+    assert read_record(heads.state_dir) is None

@@ -127,6 +127,11 @@ class Executor(abc.ABC):
     ) -> Submission:
         """Start the job. `env` holds the credential values for the job's environment only."""
 
+    def prepare(self, launch: LaunchDocument) -> None:
+        """Start, in the background, what `submit` will need, while the caller builds the
+        inputs (local: the Ray head). Errors surface in `submit`; `close` ends what it started.
+        Optional: by default nothing is started early."""
+
     @abc.abstractmethod
     def status(self, submission: Submission) -> AttemptStatus:
         """The job's status: one of the job statuses (`AttemptStatus.is_job_status`)."""

@@ -27,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from rlaunch.executors.head_ready import (
     START_TIMEOUT_ENV,
     HeadEndpoints,
     HeadNotReady,
+    HeadStartCancelled,
     start_timeout_s,
     wait_ready,
 )
@@ -335,8 +337,15 @@ def _head_env() -> dict[str, str]:
 
 
 def start_head(
-    allocation: Allocation, state_dir: Path, say: Callable[[str], None]
+    allocation: Allocation,
+    state_dir: Path,
+    say: Callable[[str], None],
+    *,
+    cancelled: Callable[[], bool] | None = None,
 ) -> HeadRecord:
+    """Start a head and wait until it is ready. `cancelled`: the caller waits in the background
+    (LocalExecutor.prepare) and may stop waiting: no spinner then (the foreground shows its
+    own), and once `cancelled()` is true the head is stopped and HeadStartCancelled raised."""
     timeout_s = start_timeout_s()
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
@@ -367,12 +376,14 @@ def start_head(
         dashboard_url=record.dashboard_url,
     )
     try:
-        with progress("waiting for the local Ray head"):
+        with (progress("waiting for the local Ray head") if cancelled is None
+              else nullcontext()):
             answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
-                                head_alive=lambda: bool(owned_pids(record)))
+                                head_alive=lambda: bool(owned_pids(record)),
+                                cancelled=cancelled or (lambda: False))
     except (HeadNotReady, KeyboardInterrupt) as err:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
-        if isinstance(err, KeyboardInterrupt):
+        if isinstance(err, (KeyboardInterrupt, HeadStartCancelled)):
             stop_head(record, state_dir, say)
             raise
         kept = state_dir / FAILED_START_LOGS
@@ -389,9 +400,14 @@ def start_head(
 
 
 def ensure_head(
-    allocation: Allocation, state_dir: Path, say: Callable[[str], None]
+    allocation: Allocation,
+    state_dir: Path,
+    say: Callable[[str], None],
+    *,
+    cancelled: Callable[[], bool] | None = None,
 ) -> tuple[HeadRecord, bool]:
-    """The head to submit to, and whether it was started now (by this call)."""
+    """The head to submit to, and whether it was started now (by this call). `cancelled`: see
+    `start_head`."""
     # Launches that start at once share one head: the check-and-start is serialized.
     with exclusive(state_dir / "head.lock"):
         record = read_record(state_dir)
@@ -426,7 +442,7 @@ def ensure_head(
                     )
                 say("rlaunch: the local Ray head was started for another allocation; replacing it")
             stop_head(record, state_dir, say)
-        return start_head(allocation, state_dir, say), True
+        return start_head(allocation, state_dir, say, cancelled=cancelled), True
 
 
 def stop_if_started_since(

@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         f"metrics -> {metrics.path}")
     owned = False
     try:
+        run.laps.lap("reading inputs")
         owned = connect(config, say)
+        run.laps.lap("connecting to Ray")
         manifest = run.run(metrics=metrics, timeout_s=timeout_s)
         manifest["attempt_id"] = attempt
         manifest["metrics_path"] = str(metrics.path)
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(first 5) -> {summary['reward_mean_last5']:.3f} (last 5); export "
         f"{manifest['export_path']} {manifest['weights_sha256']}; manifest "
         f"{config.terminal_manifest}")
+    say(f"timings: {run.laps.line()}")
     return 0
 
 
