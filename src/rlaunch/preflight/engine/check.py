@@ -59,6 +59,16 @@ class Check:
     def __init__(self, spec: RunSpec, world: World | None = None) -> None:
         self.spec = spec
         self.world = world
+        self._derived: dict[Callable[[Check], Any], Any] = {}
+
+    def derived(self, compute: Callable[[Check], T]) -> T:
+        """`compute(self)`, computed once per Check: a value several rules derive from the spec
+        (placement groups, the memory picture), kept beside the rules' module that owns it."""
+        try:
+            return self._derived[compute]
+        except KeyError:
+            value = self._derived[compute] = compute(self)
+            return value
 
     @cached_property
     def artifacts(self) -> list[tuple[str, Artifact]]:

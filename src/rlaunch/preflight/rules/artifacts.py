@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -80,6 +81,20 @@ def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
                 )
 
 
+@lru_cache(maxsize=1024)
+def _repo_id_problem(value: str) -> str | None:
+    """Why the Hub refuses a repo id (huggingface_hub's validate_repo_id), or None; cached, as
+    a search preflights the same repo ids many times."""
+    # Lazily: huggingface_hub costs start-up time that a spec without Hub artifacts never pays.
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError as err:
+        return str(err).split(":")[0].rstrip(".")
+    return None
+
+
 @rule(
     "ART011",
     "Every Hugging Face repo id is one the Hub accepts (huggingface_hub's validate_repo_id).",
@@ -87,9 +102,6 @@ def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
 )
 def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
     """A repo id the Hub refuses passed check and failed at download, after the launch began."""
-    # Lazily: huggingface_hub costs start-up time that a spec without Hub artifacts never pays.
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
     seen: set[tuple[str, str]] = set()
     for path, artifact in check.artifacts:
         if isinstance(artifact, HFModel):
@@ -103,10 +115,8 @@ def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
         seen.add((artifact.name, artifact.version))
         for name in fields:
             value = getattr(artifact, name)
-            try:
-                validate_repo_id(value)
-            except HFValidationError as err:
-                reason = str(err).split(":")[0].rstrip(".")
+            reason = _repo_id_problem(value)
+            if reason is not None:
                 yield error(
                     "ART011", (f"{path}.{name}",),
                     f"{path}.{name} {value[:100]!r} is not a Hugging Face repo id: {reason}",

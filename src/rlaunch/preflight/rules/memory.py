@@ -81,7 +81,12 @@ class Memory:
 
 def memory_of(check: Check) -> Memory | None:
     """The run's memory picture, or None when the rules cannot apply: simulated GPUs, an
-    unknown accelerator (MEM001), unusable facts or roles (other rules report them)."""
+    unknown accelerator (MEM001), unusable facts or roles (other rules report them). Computed
+    once per check."""
+    return check.derived(_memory_of)
+
+
+def _memory_of(check: Check) -> Memory | None:
     spec = check.spec
     accelerator = spec.execution.allocation.accelerator
     gpu = accelerator_memory(accelerator)

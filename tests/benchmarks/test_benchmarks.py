@@ -1,0 +1,36 @@
+"""Each benchmark of benchmarks/ that runs on this machine alone, once at its smallest size: it
+must run to the end and print its figures (the figures themselves are not asserted: timing on a
+shared machine is no test)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_benchmark(name: str, *args: str) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / name), *args],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
+    lines = run_benchmark("preflight_throughput.py", "--plans", "50", "--seconds", "0.2")
+    rate = r"[\d,]+ plans per CPU second \(\d+ us/plan\)"
+    assert len(lines) == 3, lines
+    assert re.fullmatch(
+        rf"random plans \(50, \d+ with an error finding\), parse \+ every rule: {rate};"
+        r" (meets|BELOW) the target of 10,000", lines[0]), lines[0]
+    assert re.fullmatch(rf"worked examples \(6\), parse \+ every rule: {rate}", lines[1]), lines[1]
+    assert re.fullmatch(
+        r"run_preflight alone on the parsed random plans: [\d,]+ plans per CPU second \(load"
+        r" average [\d.]+ on \d+ cores\)", lines[2]), lines[2]
