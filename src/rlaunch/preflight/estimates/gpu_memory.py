@@ -51,15 +51,20 @@ FSDP_ADAM = 8  # Adam's two fp32 moments, resident on the GPU between steps when
 # i.e. without the 5 a s / h term of materialized attention scores).
 LAYER_ACTIVATION = 34
 CHECKPOINT_INPUT = 2  # gradient checkpointing keeps each layer's bf16 input
-# Logits: one bf16 tensor, 2 B per token per vocabulary entry, and no second copy. The LM head
-# computes in bf16 (FSDP2's MixedPrecisionPolicy(param_dtype=bf16), skyrl/backends/skyrl_train/
-# distributed/fsdp_strategy.py; transformers 5's Qwen2ForCausalLM.forward no longer upcasts
-# logits to fp32); `HFModelWrapper.forward` (skyrl/backends/skyrl_train/workers/model_wrapper.py)
-# divides them by the temperature in place (`logits_BSV.div_(temperature)`) and takes log-probs
-# with `logprobs_from_logits(..., inplace_backward=True)` (skyrl/backends/skyrl_train/utils/
+# Logits, bytes per token per vocabulary entry. The LM head computes in bf16 (FSDP2's
+# MixedPrecisionPolicy(param_dtype=bf16), skyrl/backends/skyrl_train/distributed/
+# fsdp_strategy.py; transformers 5's Qwen2ForCausalLM.forward does not upcast them);
+# `HFModelWrapper.forward` (skyrl/backends/skyrl_train/workers/model_wrapper.py) divides them by
+# the temperature in place (`logits_BSV.div_(temperature)`) and takes log-probs with
+# `logprobs_from_logits(..., inplace_backward=True)` (skyrl/backends/skyrl_train/utils/
 # torch_utils.py): flash-attn's cross entropy keeps one fp32 value per token and writes its
-# gradient into the logits' own buffer.
-LOGITS = 2
+# gradient into the logits' own buffer. A forward-only pass holds the one bf16 tensor: 2 B.
+# A training step's backward holds two: the in-place divide is recorded by autograd, and its
+# backward (grad / temperature) allocates a new bf16 gradient while the cross entropy's
+# in-place one still holds the logits' buffer: 4 B at the backward's peak. Measured on CPU by
+# benchmarks/memory_terms.py (2.04 B above the logits with the divide, 0.82 B without).
+LOGITS_FORWARD = 2
+LOGITS_TRAINING = 4
 # The fewest tokens a sequence can have: one prompt token and one generated token. With SkyRL's
 # padding removal (`trainer.remove_microbatch_padding`, default true) a micro batch costs the
 # tokens it holds; without it, its longest sequence times its size. Either way the spec allows
@@ -220,8 +225,10 @@ def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
             "activations (no checkpointing)", layers * layer,
             f"{layers} layers x {LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
             tokens))
-    terms.append(Term("logits (bf16)", LOGITS * tokens * facts.vocab_size / shape.tensor,
-                      f"{LOGITS} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
+    logits = LOGITS_TRAINING if backward else LOGITS_FORWARD
+    name = "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)"
+    terms.append(Term(name, logits * tokens * facts.vocab_size / shape.tensor,
+                      f"{logits} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
     return terms
 
 
