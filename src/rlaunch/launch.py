@@ -552,7 +552,9 @@ def _submit_and_follow(
         record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
         runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
         launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(job_yaml),
-        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed))
+        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed,
+        runtime_pin=spec.runtime.pin_label,
+        fingerprint_beside_runtime=spec.fingerprint_beside_runtime))
     credentials = credential_values(spec.execution.credentials, env)
     try:
         # The job checks the YAML it reads against the digest recorded above.

@@ -43,7 +43,7 @@ def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> Non
     ]
     assert [rule["code"] for rule in schema["world_rules"]] == [
         "EXEC004", "EXEC009", "PIPE003", "RES001", "RES002", "RES003", "RES004", "VER002",
-        "VER003", "VER004", "VER005",
+        "VER003", "VER004", "VER005", "VER006",
     ]
     assert schema["run_export_slots"] == ["model", "reference_model", "critic_model"]
     assert schema["patterns"]["commit"] == "[0-9a-f]{40}"

@@ -4,6 +4,8 @@
       "schema_version": 1, "identity": "name@version", "name": ..., "version": ...,
       "fingerprint": "sha256:..." | null,       # of the last launch (null: never launched)
       "runtime_fingerprint": "sha256:..." | null,
+      "runtime_pin": "skyrl==0.3.0" | "<repo>@<commit>" | null,   # absent in older records
+      "fingerprint_beside_runtime": "sha256:..." | null,  # RunSpec's; absent in older records
       "geometry": {...} | null,                 # role geometry (RolePlan.geometry()) launched
       "launcher_commit": "<40-hex>" | null,
       "yaml_digest": "sha256:..." | null,       # of the launch YAML's bytes
@@ -80,14 +82,20 @@ def start_attempt(
     smoke_of: str | None,
     skip_smoke_gate: str | None,
     run_exports: Mapping[str, Mapping[str, Any]] | None = None,
+    runtime_pin: str | None = None,
+    fingerprint_beside_runtime: str | None = None,
 ) -> None:
     """Record a launch about to be submitted (before the executor is called: a crash between
     submit and the next write still leaves the attempt, and its fingerprint, on record).
     `run_exports`: the contents of the other runs' exports it reads (the pipeline plan compares
-    them with the exports in the store: `rlaunch.pipeline.plan`); None: not known."""
+    them with the exports in the store: `rlaunch.pipeline.plan`); None: not known.
+    `runtime_pin` (`skyrl==0.3.0`) and `fingerprint_beside_runtime` (RunSpec's) let a later
+    launch on another runtime tell an upgrade from a changed run (VER006)."""
     record.update(
         fingerprint=fingerprint,
         runtime_fingerprint=runtime_fingerprint,
+        runtime_pin=runtime_pin,
+        fingerprint_beside_runtime=fingerprint_beside_runtime,
         geometry=dict(geometry),
         launcher_commit=launcher_commit,
         yaml_digest=yaml_digest,

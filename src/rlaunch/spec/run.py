@@ -269,6 +269,22 @@ class RunSpec(SpecModel):
         """Hash of what the run *is*: everything but where it runs. Of the execution only
         the allocation counts; executor, address, priority, credentials, W&B and store
         prefix may change without a new version."""
+        return fingerprint_of(self._content())
+
+    @property
+    def fingerprint_beside_runtime(self) -> str:
+        """The fingerprint of everything but the runtime pin and the checkpoint compatibility
+        it states (`resume.compatible_runtimes`): equal for a run and its upgrade to another
+        runtime release when nothing else changed (VER006 lets such an upgrade keep its
+        calendar version when the spec states compatibility with the runtime launched before)."""
+        content = self._content()
+        del content["runtime"]
+        del content["resume"]["compatible_runtimes"]
+        if content["smoke_of"] is not None:
+            del content["smoke_of"]["runtime"]
+        return fingerprint_of(content)
+
+    def _content(self) -> dict[str, Any]:
         content = self.model_dump(mode="json", exclude={"name", "version", "execution"})
         # Runs without settings keep the fingerprints they had before settings existed.
         if not content["settings"]:
@@ -284,7 +300,7 @@ class RunSpec(SpecModel):
             for part in parents:
                 node = node[part]
             node[last] = {"identity": identity(export), "fingerprint": fingerprint(export)}
-        return fingerprint_of(content)
+        return content
 
     def input_identities(self) -> dict[str, str]:
         return {slot: identity(artifact) for slot, artifact in self.slots().items()}

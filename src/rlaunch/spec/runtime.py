@@ -39,6 +39,13 @@ class RuntimePin(SpecModel):
     """Ids of fixes the run needs from the runtime; preflight proves the pinned runtime contains
     each (the catalog lists them per profile)."""
 
+    @property
+    def pin_label(self) -> str:
+        """The pin as messages write it: `skyrl==0.3.0`, or `<repo>@<commit>`."""
+        if self.git is not None:
+            return f"{self.git.repo}@{self.git.commit}"
+        return self.package or self.name
+
 
 def runtime_fingerprint(runtime: RuntimePin) -> str:
     """What identifies the runtime's code: profile, pin and entrypoint (not its name)."""

@@ -22,13 +22,13 @@ from rlaunch.preflight.engine.registry import (
 from rlaunch.spec import parse_spec
 
 RULES = all_rules()
-WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "EXEC004", "EXEC009", "PIPE003",
-               "RES001", "RES002", "RES003", "RES004"}
+WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "VER006", "EXEC004", "EXEC009",
+               "PIPE003", "RES001", "RES002", "RES003", "RES004"}
 
 
 def test_codes_are_unique_stable_and_grouped_by_family() -> None:
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 114
+    assert len(codes) == len(set(codes)) == 115
     prefixes = {
         "geometry": "GEO", "allocation": "ALLOC", "batch": "BATCH", "context": "CTX",
         "algorithm": "ALGO", "artifacts": "ART", "versions": "VER", "paths": "PATH",

@@ -171,3 +171,57 @@ def test_ver005_a_finished_calendar_version_is_not_launched_again() -> None:
     assert findings(example(), "VER005", world=world(ledger=lambda n, v: failed)) == []
     dev = example(edits={"version": "dev"})
     assert findings(dev, "VER005", world=world(ledger=lambda n, v: record)) == []
+
+
+def _launched_on_0_3_0() -> tuple[dict, dict]:
+    """The worked example as launched on skyrl==0.3.0 (its ledger record), and the same run
+    with only the pin moved to skyrl==0.4.0."""
+    launched = parse_spec(example())
+    record = {
+        "fingerprint": launched.fingerprint, "runtime_fingerprint": launched.runtime_fingerprint,
+        "runtime_pin": "skyrl==0.3.0",
+        "fingerprint_beside_runtime": launched.fingerprint_beside_runtime, "status": "FAILED",
+    }
+    upgraded = example(edits={"runtime.package": "skyrl==0.4.0", "runtime.name": "skyrl-0.4.0"})
+    return upgraded, record
+
+
+def test_ver006_an_upgraded_run_at_the_same_calendar_version_is_refused_with_the_fix() -> None:
+    upgraded, record = _launched_on_0_3_0()
+    spec = parse_spec(upgraded)
+    ledger = world(ledger=lambda name, version: record)
+    [finding] = findings(upgraded, "VER006", world=ledger)
+    assert finding.message == (
+        f"colocated-1x8@2026.11.29 was launched on skyrl==0.3.0 (runtime"
+        f" {record['runtime_fingerprint']}); this spec pins skyrl==0.4.0 (runtime"
+        f" {spec.runtime_fingerprint}): a runtime change is a fresh version, and the spec states"
+        " no checkpoint compatibility with the runtime it was launched on")
+    assert finding.fix == (
+        "Bump the version to 2026.11.29.1 (a fresh checkpoint root; `rlaunch upgrade-check`"
+        " lists what skyrl==0.4.0 changes), or, if the checkpoints skyrl==0.3.0 wrote load in"
+        " skyrl==0.4.0, state it: resume.compatible_runtimes:"
+        f" [\"{record['runtime_fingerprint']}\"].")
+    # Only the runtime changed: VER006's to judge, not VER002's.
+    assert messages(upgraded, "VER002", world=ledger) == []
+    fresh = dict(upgraded, version="2026.11.29.1")
+    assert messages(fresh, "VER006", world=world(ledger=lambda name, version: None)) == []
+
+
+def test_ver006_stated_compatibility_keeps_the_version_and_ver003_still_guards_resume() -> None:
+    upgraded, record = _launched_on_0_3_0()
+    upgraded["resume"]["compatible_runtimes"] = [record["runtime_fingerprint"]]
+    ledger = world(ledger=lambda name, version: record,
+                   checkpoint_runtime=lambda root: record["runtime_fingerprint"])
+    assert messages(upgraded, "VER006", world=ledger) == []
+    assert messages(upgraded, "VER002", world=ledger) == []
+    assert messages(upgraded, "VER003", world=ledger) == []
+    # A root written by a release the spec does not name is still refused on resume.
+    elsewhere = world(ledger=lambda name, version: record,
+                      checkpoint_runtime=lambda root: OTHER_RUNTIME)
+    assert messages(upgraded, "VER003", world=elsewhere) == [
+        "resume.mode latest would load gs://rlaunch-example/store/colocated-1x8/2026.11.29/"
+        f"checkpoints, written by runtime {OTHER_RUNTIME}, but this run's runtime skyrl-0.4.0 is"
+        f" {parse_spec(upgraded).runtime_fingerprint}"]
+    # Anything else changed too: VER002 refuses, compatibility or not.
+    upgraded["seed"] = 7
+    assert len(messages(upgraded, "VER002", world=ledger)) == 1
