@@ -13,8 +13,10 @@ from rlaunch.preflight.estimates.gpu_memory import (
     kv_bytes_per_token,
     policy_training,
 )
+from rlaunch.preflight.rules.geometry_roles import _with_critic
 from rlaunch.spec import parse_spec
 from rlaunch.spec.artifacts import ModelFacts
+from rlaunch.spec.examples import QWEN25_14B
 from rlaunch.spec.parallelism import Parallelism
 from tests.preflight.helpers import example, findings, messages
 
@@ -184,3 +186,32 @@ def test_kv_cache_per_token_is_the_vllm_papers_800_kb_for_opt_13b() -> None:
     assert formula == "2 x 40 layers x 40 KV heads x head dim 128 x 2 B = 819200 B/token"
     # Over TP 4 each rank keeps 10 of the 40 KV heads: a quarter.
     assert kv_bytes_per_token(opt13b, EngineShape(4, 1, 1, 1), 2)[0] == 819_200 // 4
+
+
+def test_a_critic_is_costed_without_logits_and_refused_when_it_cannot_fit() -> None:
+    """A GAE run on 8 x L4: the 1.5B policy fits; a 14B critic (SkyRL's
+    `get_llm_for_sequence_regression`: no LM head, a value head) does not, whatever the
+    lengths."""
+    def critic_14b(data: dict[str, Any]) -> None:
+        _with_critic(True)(data)
+        data["critic_model"] = dict(QWEN25_14B, name="qwen2.5-14b-critic")
+        data["execution"]["allocation"]["accelerator"] = "L4"
+    data = example(edits=critic_14b)
+    assert estimates(data)["critic training"] == (
+        "weights + grads + Adam 13.99e9 params x 16 B / 8 shards = 26.1 GiB + unsharded root + "
+        "one layer (0.78e9 + 0.28e9 params) x 4 B = 3.9 GiB + activations (gradient "
+        "checkpointing) (48 layers x 2 B + one layer 34 B) x micro 4 x 1536 tokens x hidden "
+        "5120 = 3.8 GiB = 33.8 GiB")
+    [(code, severity, message)] = [f for f in mem_findings(data) if f[1] == "error"]
+    assert (code, severity) == ("MEM002", "error")
+    assert message.startswith(
+        "The critic's training step does not fit on one GPU even at the shortest micro batch "
+        "the spec allows (4 sequences of 2 tokens): weights + grads + Adam 13.99e9 params x 16 "
+        "B / 8 shards = 26.1 GiB + unsharded root + one layer (0.78e9 + 0.28e9 params) x 4 B = "
+        "3.9 GiB = 30.0 GiB before any activation")
+    assert findings(data, "MEM002")[-1].fix.startswith(
+        "Offload the critic (settings.trainer.critic.fsdp_config.cpu_offload: true)")
+    assert estimates(example(edits=_with_critic(True)))["critic forward"] == (
+        "weights 1.54e9 params x 4 B / 8 shards = 0.7 GiB + unsharded root + one layer (0.23e9 "
+        "+ 0.05e9 params) x 2 B = 0.5 GiB + activations (forward, one layer) 34 B x micro 8 x "
+        "1536 tokens x hidden 1536 = 0.6 GiB = 1.8 GiB")

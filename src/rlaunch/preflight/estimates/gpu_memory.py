@@ -200,9 +200,10 @@ class Activations:
 
 
 def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
-                     backward: bool) -> list[Term]:
+                     backward: bool, logits: bool = True) -> list[Term]:
     """Activations of a training micro batch (with or without gradient checkpointing) or of a
-    forward-only pass (one layer at a time), and the logits."""
+    forward-only pass (one layer at a time), and the logits (none for a critic: its value head
+    gives one number per token)."""
     tokens = shape.micro_batch * shape.sequence // shape.split
     hidden, layers = facts.hidden_size, facts.num_hidden_layers
     where = f"micro {shape.micro_batch} x {shape.sequence} tokens" + (
@@ -225,10 +226,12 @@ def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
             "activations (no checkpointing)", layers * layer,
             f"{layers} layers x {LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
             tokens))
-    logits = LOGITS_TRAINING if backward else LOGITS_FORWARD
+    if not logits:
+        return terms
+    size = LOGITS_TRAINING if backward else LOGITS_FORWARD
     name = "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)"
-    terms.append(Term(name, logits * tokens * facts.vocab_size / shape.tensor,
-                      f"{logits} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
+    terms.append(Term(name, size * tokens * facts.vocab_size / shape.tensor,
+                      f"{size} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
     return terms
 
 
@@ -258,9 +261,23 @@ def optimizer_shards(layout: Parallelism) -> tuple[int, int]:
             max(layout.world // layout.expert_group, 1))
 
 
+def critic_facts(facts: ModelFacts) -> ModelFacts:
+    """The critic's model: SkyRL's `get_llm_for_sequence_regression`
+    (skyrl/backends/skyrl_train/workers/model_wrapper.py) loads the base model without its LM
+    head and adds a value head of hidden x 1, so an untied LM head's vocab x hidden parameters
+    are not there (a tied one is the input embedding, which stays)."""
+    if is_tied(facts):
+        return facts
+    return facts.model_copy(update={
+        "num_parameters": facts.num_parameters - facts.vocab_size * facts.hidden_size})
+
+
 def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
-                    checkpointing: bool, offload: bool, lora_rank: int) -> Estimate:
-    """The policy's forward and backward of one micro batch, with its optimizer state."""
+                    checkpointing: bool, offload: bool, lora_rank: int,
+                    role: str = "policy") -> Estimate:
+    """A trainer's forward and backward of one micro batch, with its optimizer state: the
+    policy's, or (`role` "critic", facts from `critic_facts`) the critic's, which has no
+    logits."""
     params = facts.num_parameters
     terms: list[Term] = []
     if shape.strategy == "megatron" and lora_rank > 0:
@@ -302,12 +319,14 @@ def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activati
                               f"{billions(params)} params x {FSDP_TRAIN_STATE} B / "
                               f"{shape.world} shards"))
         terms += fsdp_unsharded_terms(facts, UNSHARDED_TRAIN)
-    terms += activation_terms(facts, activations, checkpointing, backward=True)
-    return Estimate("policy training", tuple(terms))
+    terms += activation_terms(facts, activations, checkpointing, backward=True,
+                              logits=role == "policy")
+    return Estimate(f"{role} training", tuple(terms))
 
 
 def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
-                   offload: bool, optimizer_resident: bool, lora_rank: int) -> Estimate:
+                   offload: bool, optimizer_resident: bool, lora_rank: int,
+                   role: str = "policy") -> Estimate:
     """The policy's forward-only pass for the old log-probs (`micro_forward_batch_size_per_gpu`).
     `WorkerDispatch.forward` (skyrl/backends/skyrl_train/workers/worker_dispatch.py) puts the
     model on the GPU without its optimizer (`_ensure_on_gpu(need_optimizer=False)`); the
@@ -338,8 +357,9 @@ def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activatio
                               f"{shape.world} shards"))
     if shape.strategy != "megatron":
         terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
-    terms += activation_terms(facts, activations, checkpointing=True, backward=False)
-    return Estimate("policy forward", tuple(terms))
+    terms += activation_terms(facts, activations, checkpointing=True, backward=False,
+                              logits=role == "policy")
+    return Estimate(f"{role} forward", tuple(terms))
 
 
 def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,

@@ -37,6 +37,7 @@ from rlaunch.preflight.estimates.gpu_memory import (
     Estimate,
     Term,
     accelerator_memory,
+    critic_facts,
     engine_weights,
     gib,
     kv_bytes_per_token,
@@ -50,6 +51,8 @@ from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
 
 REF_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
+CRITIC_OFFLOAD = "trainer.critic.fsdp_config.cpu_offload"
+CRITIC_LORA_RANK = "trainer.critic.model.lora.rank"
 CHECKPOINTING = "trainer.gradient_checkpointing"
 ENGINE_DTYPE = "generator.inference_engine.model_dtype"
 TRAINER_BF16 = "trainer.bf16"
@@ -140,6 +143,31 @@ def _policy_forward(check: Check, memory: Memory) -> Estimate:
         optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
         lora_rank=int(spec.skyrl_setting(LORA_RANK)),
     )
+
+
+def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
+    """The critic's training step or its forward pass (values), when the plan has a critic:
+    its own model (`critic_model`, else the policy's) without the LM head, FSDP over the
+    critic's GPUs with the policy's sizes, `trainer.critic.*` offload and LoRA as set."""
+    spec = check.spec
+    if spec.role_plan.critic is None:
+        return None
+    model = spec.critic_model
+    facts = getattr(model, "facts", None) if model is not None else memory.facts
+    if facts is None or not all(value > 0 for _, value in facts.counts()):
+        return None
+    offload = bool(spec.skyrl_setting(CRITIC_OFFLOAD))
+    rank = int(spec.skyrl_setting(CRITIC_LORA_RANK))
+    shape = check.parallelism("critic")
+    if training:
+        return policy_training(
+            critic_facts(facts), shape, memory.activations,
+            checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=offload,
+            lora_rank=rank, role="critic")
+    return policy_forward(
+        critic_facts(facts), shape, memory.forward, offload=offload,
+        optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
+        lora_rank=rank, role="critic")
 
 
 def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
@@ -243,7 +271,8 @@ def qwen14b_on_l4(data: dict) -> None:
 
 @rule(
     "MEM002",
-    "The policy's training step fits on one GPU (weights, grads, Adam, activations, logits).",
+    "The policy's training step fits on one GPU (weights, grads, Adam, activations, logits), "
+    "and the critic's when there is one.",
     example=Example(edits=qwen14b_on_l4),
 )
 def policy_fits(check: Check) -> Iterator[Finding]:
@@ -269,12 +298,24 @@ def policy_fits(check: Check) -> Iterator[Finding]:
         " lower role_plan.batch.micro_train_batch_size_per_gpu or the lengths, shard over more "
         "GPUs, or take a larger accelerator.",
     )
+    critic = _critic(check, memory, training=True)
+    if critic is not None:
+        model = "critic_model" if check.spec.critic_model is not None else "model"
+        yield from _verdict(
+            check, "MEM002",
+            (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
+             "role_plan.critic.num_nodes", f"{model}.facts.num_parameters"),
+            "The critic's training step", critic, memory, memory.activations,
+            f"Offload the critic ({_set(CRITIC_OFFLOAD)}: true), train LoRA adapters "
+            f"({_set(CRITIC_LORA_RANK)}), lower role_plan.batch.micro_train_batch_size_per_gpu "
+            "or the lengths, give the critic more GPUs, or take a larger accelerator.",
+        )
 
 
 @rule(
     "MEM003",
-    "The forward-only passes fit on one GPU: the policy's old log-probs and the reference's "
-    "(weights, one layer, logits of micro_forward_batch_size_per_gpu).",
+    "The forward-only passes fit on one GPU: the policy's old log-probs, the reference's, the "
+    "critic's values (weights, one layer, logits of micro_forward_batch_size_per_gpu).",
     example=Example(edits={ACCELERATOR: "L4", "role_plan.batch.micro_forward_batch_size_per_gpu":
                            64}),
 )
@@ -296,7 +337,10 @@ def forward_fits(check: Check) -> Iterator[Finding]:
                f"offload the policy ({_set(CPU_OFFLOAD)}: true)"),
               (_reference_forward(check, memory), "The reference's forward pass",
                f"{model}.facts.num_parameters",
-               f"offload the reference ({_set(REF_OFFLOAD)}: true)")]
+               f"offload the reference ({_set(REF_OFFLOAD)}: true)"),
+              (_critic(check, memory, training=False), "The critic's forward pass (values)",
+               f"{'critic_model' if spec.critic_model is not None else 'model'}.facts."
+               "num_parameters", f"offload the critic ({_set(CRITIC_OFFLOAD)}: true)")]
     for estimate, what, facts_path, offload in passes:
         if estimate is None:
             continue
@@ -444,9 +488,10 @@ def memory_estimates(check: Check) -> list[Estimate]:
     if memory is None:
         return []
     estimates = [_policy_estimate(check, memory), _policy_forward(check, memory)]
-    reference = _reference_forward(check, memory)
-    if reference is not None:
-        estimates.append(reference)
+    for estimate in (_reference_forward(check, memory), _critic(check, memory, training=True),
+                     _critic(check, memory, training=False)):
+        if estimate is not None:
+            estimates.append(estimate)
     budget = _engine_budget(check, memory)
     if budget is not None:
         limit, weights, _, formula = budget
