@@ -34,3 +34,10 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
     assert re.fullmatch(
         r"run_preflight alone on the parsed random plans: [\d,]+ plans per CPU second \(load"
         r" average [\d.]+ on \d+ cores\)", lines[2]), lines[2]
+
+
+def test_install_prints_when_uv_and_the_pants_venv_were_done() -> None:
+    lines = run_benchmark("install.py", "--only", "pants")
+    assert lines[-1:] and re.fullmatch(
+        r"uv: uv done after [\d.]+ s, pants done after [\d.]+ s; total [\d.]+ s \(load average"
+        r" [\d.]+ on \d+ cores\)", lines[-1]), lines
