@@ -73,3 +73,32 @@ def test_a_megatron_lora_plan_is_costed_as_lora() -> None:
     assert phases("megatron-lora-qwen3-30b-a3b")["policy training"].startswith(
         "frozen weights (0.38e9 + 3.63e9 params on this GPU) x 2 B = 7.5 GiB + LoRA rank 64 "
         "weights + grads + Adam ")
+
+
+def test_a_token_cap_bounds_the_micro_batch_and_names_the_tokens_that_fail() -> None:
+    """`trainer.max_tokens_per_microbatch`: SkyRL packs micro batches by tokens, a longer
+    sequence alone; DAPO at a cap of 32768 fits, at 100000 warns at the tokens that fail."""
+    data = RECIPES["dapo-math-7b"]()
+    data["settings"]["trainer.max_tokens_per_microbatch"] = 32768
+    spec = parse_spec(data, "capped")
+    assert [f for f in run_preflight(spec, scope="spec") if f.code.startswith("MEM")] == []
+    [policy] = [e for e in memory_estimates(Check(spec)) if e.phase == "policy training"]
+    assert "x micro batch max(max_tokens_per_microbatch 32768, 10240) tokens x vocab 152064 = " \
+           "18.6 GiB = 47.5 GiB" in policy.sum_text()
+    data["settings"]["trainer.max_tokens_per_microbatch"] = 100000
+    [message] = [f.message for f in run_preflight(parse_spec(data, "loose"), scope="spec")
+                 if f.code == "MEM002"]
+    assert message.startswith(
+        "The policy's training step fails with out-of-memory once a micro batch packs more "
+        "than 70235 tokens (trainer.max_tokens_per_microbatch 100000; a longer sequence is a "
+        "micro batch of its own)")
+
+
+def test_a_forward_micro_batch_larger_than_a_gpus_share_is_that_share() -> None:
+    """SkyRL chunks what a DP rank has: with the SkyRL-SQL recipe's mini batch of 256 prompts
+    x 5 samples over 8 GPUs, a forward micro batch of 1024 is 160 sequences."""
+    data = RECIPES["skyrl-sql-7b"]()
+    data["role_plan"]["batch"]["micro_forward_batch_size_per_gpu"] = 1024
+    [forward] = [e for e in memory_estimates(Check(parse_spec(data, "wide")))
+                 if e.phase == "policy forward"]
+    assert "micro 160 x 32000 tokens" in forward.sum_text()

@@ -197,6 +197,26 @@ class Activations:
     """Ulysses SP (FSDP) or CP (Megatron): divides the sequence."""
     tensor: int
     """Megatron TP with sequence parallelism: divides activations and the vocabulary."""
+    token_cap: int = 0
+    """`trainer.max_tokens_per_microbatch` when > 0: SkyRL packs micro batches by tokens
+    (`TokenBasedBatchIterator`, skyrl/backends/skyrl_train/workers/worker_utils.py) and
+    ignores the sample count; a sequence longer than the cap is a micro batch of its own, so a
+    micro batch holds at most max(cap, sequence) tokens."""
+
+    @property
+    def tokens(self) -> int:
+        """The most tokens a micro batch puts on this GPU."""
+        whole = max(self.token_cap, self.sequence) if self.token_cap > 0 else (
+            self.micro_batch * self.sequence)
+        return whole // self.split
+
+    def text(self) -> str:
+        """The micro batch in words, for a term's formula."""
+        split = f" / {self.split}" if self.split > 1 else ""
+        if self.token_cap > 0:
+            return (f"micro batch max(max_tokens_per_microbatch {self.token_cap}, "
+                    f"{self.sequence}) tokens{split}")
+        return f"micro {self.micro_batch} x {self.sequence} tokens{split}"
 
 
 def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
@@ -204,10 +224,9 @@ def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
     """Activations of a training micro batch (with or without gradient checkpointing) or of a
     forward-only pass (one layer at a time), and the logits (none for a critic: its value head
     gives one number per token)."""
-    tokens = shape.micro_batch * shape.sequence // shape.split
+    tokens = shape.tokens
     hidden, layers = facts.hidden_size, facts.num_hidden_layers
-    where = f"micro {shape.micro_batch} x {shape.sequence} tokens" + (
-        f" / {shape.split}" if shape.split > 1 else "")
+    where = shape.text()
     per_tp = f" / TP {shape.tensor}" if shape.tensor > 1 else ""
     layer = LAYER_ACTIVATION * tokens * hidden / shape.tensor
     terms = []

@@ -57,6 +57,8 @@ CHECKPOINTING = "trainer.gradient_checkpointing"
 ENGINE_DTYPE = "generator.inference_engine.model_dtype"
 TRAINER_BF16 = "trainer.bf16"
 PADDING_REMOVAL = "trainer.remove_microbatch_padding"
+TOKEN_CAP = "trainer.max_tokens_per_microbatch"
+PER_MINIBATCH = "trainer.recompute_old_logprobs_per_minibatch"
 # Above this share of a GPU a phase fits on paper, but CUDA contexts, NCCL buffers and the
 # allocator's fragmentation (not in the sums) may take the rest.
 THIN = 0.9
@@ -111,14 +113,33 @@ def _memory_of(check: Check) -> Memory | None:
     tensor = policy.tensor_parallel_size if megatron else 1
     batch = plan.batch
     rollout = plan.rollout
+    cap = spec.skyrl_setting(TOKEN_CAP)
+    cap = cap if isinstance(cap, int) and cap > 0 else 0
     return Memory(
         gpu=gpu * GIB, accelerator=accelerator, facts=facts, reference_facts=reference_facts,
-        activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor),
-        forward=Activations(batch.micro_forward_batch_size_per_gpu, sequence, split, tensor),
+        activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor,
+                                cap),
+        forward=Activations(_forward_micro_batch(check), sequence, split, tensor, cap),
         engine=EngineShape(rollout.tensor_parallel_size, rollout.pipeline_parallel_size,
                            rollout.data_parallel_size, rollout.expert_parallel_size),
         sequence=sequence,
     )
+
+
+def _forward_micro_batch(check: Check) -> int:
+    """The forward micro batch as SkyRL cuts it: `micro_forward_batch_size_per_gpu` sequences,
+    or all a GPU has when it has fewer (`SampleBasedBatchIterator` chunks what it is given): the
+    mini batch's share of a DP rank with `trainer.recompute_old_logprobs_per_minibatch` (the
+    default), else the whole training batch's."""
+    spec = check.spec
+    batch = spec.role_plan.batch
+    micro = batch.micro_forward_batch_size_per_gpu
+    dp = check.policy_dp
+    if dp is None:
+        return micro
+    prompts = (batch.policy_mini_batch_size if spec.skyrl_setting(PER_MINIBATCH)
+               else batch.train_batch_size)
+    return max(min(micro, prompts * batch.n_samples_per_prompt // dp), 1)
 
 
 def _policy_estimate(check: Check, memory: Memory) -> Estimate:
@@ -195,7 +216,9 @@ def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimat
     """Error when the phase cannot fit for any input the spec allows (its fixed terms and a
     micro batch of the shortest sequences); a warning naming the length at which it starts to
     fail when only longer sequences overflow; a warning above 90% otherwise."""
-    shortest = shape.micro_batch * SHORTEST_SEQUENCE / shape.split
+    shortest = (1 if shape.token_cap else shape.micro_batch) * SHORTEST_SEQUENCE / shape.split
+    smallest = (f"one sequence of {SHORTEST_SEQUENCE} tokens" if shape.token_cap else
+                f"{shape.micro_batch} sequences of {SHORTEST_SEQUENCE} tokens")
     if not estimate.tokens and estimate.total > memory.gpu:
         yield error(code, paths, f"{what} does not fit on one GPU: {_share(estimate, memory)}",
                     fix)
@@ -203,14 +226,17 @@ def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimat
         fixed = " + ".join(term.text() for term in estimate.terms if not term.tokens)
         yield error(code, paths,
                     f"{what} does not fit on one GPU even at the shortest micro batch the spec "
-                    f"allows ({shape.micro_batch} sequences of {SHORTEST_SEQUENCE} tokens): "
+                    f"allows ({smallest}): "
                     f"{fixed} = {gib(estimate.fixed)} before any activation, and "
                     f"{gib(estimate.at(shortest))} with them; at full length "
                     f"{_share(estimate, memory)}", fix)
     elif estimate.total > memory.gpu:
         fit = estimate.tokens_that_fit(memory.gpu)
         length = fit * shape.split // max(shape.micro_batch, 1)
-        when = (f"a micro batch's {shape.micro_batch} sequences average more than {length} "
+        when = (f"a micro batch packs more than {fit * shape.split} tokens ({TOKEN_CAP} "
+                f"{shape.token_cap}; a longer sequence is a micro batch of its own)"
+                if shape.token_cap else
+                f"a micro batch's {shape.micro_batch} sequences average more than {length} "
                 f"tokens ({fit} tokens on this GPU; SkyRL removes a micro batch's padding, "
                 f"{PADDING_REMOVAL})" if _padding_removed(check) else
                 f"a micro batch's longest sequence exceeds {length} tokens (SkyRL pads a micro "
