@@ -49,7 +49,7 @@ from pathlib import Path
 from rlaunch.paths import ATTEMPT_ENV, join
 from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
-from rlaunch.spec.catalog import is_eval_entrypoint
+from rlaunch.spec.catalog import is_eval_entrypoint, resolve
 from rlaunch.runtimes.skyrl_eval import dump_folder, eval_manifest, local_dump_root
 from rlaunch.runtimes.skyrl_outputs import OutputError, terminal_manifest, write_manifest
 from rlaunch.runtimes.staging import (
@@ -174,6 +174,15 @@ def move_pathlib_outputs(launch: LaunchDocument, attempt: str, work: Path) -> No
             f"{join(attempt_uri, STORE_LOGS)} and where SkyRL meant them ({written[-1]})")
 
 
+
+def skyrl_release(launch: LaunchDocument) -> str:
+    """The catalogued SkyRL release the launch pins, or "" (a pin the catalog does not know: the
+    adapter then assumes what every known release does, e.g. the variables any copies)."""
+    runtime = launch.runtime
+    found = resolve(runtime.profile, package=runtime.package,
+                    commit=runtime.git.commit if runtime.git is not None else None)
+    return found.version if found is not None else ""
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     check_only = CHECK_FLAG in args
@@ -189,11 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = work_root(node_cache_root(), launch.run.id, attempt)
     values = workers_values(launch)
+    release = skyrl_release(launch)
     address = os.environ.get("RAY_ADDRESS") if on_a_ray_cluster() else None
     if address is None:
         # SkyRL starts a Ray of its own, whose processes inherit its driver's environment.
         return run(launch, check_only, attempt, work, {**os.environ, **values},
-                   driver_environment(os.environ, values, key=None, cwd=str(work / CWD)))
+                   driver_environment(os.environ, values, key=None, cwd=str(work / CWD),
+                                      release=release))
     try:
         key = publish(address, values) if values else None
     except WorkerEnvError as err:
@@ -208,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             f"entry {key} (rlaunch.runtimes.worker_env)")
     try:
         return run(launch, check_only, attempt, work, {**os.environ, **values},
-                   driver_environment(os.environ, values, key=key, cwd=None))
+                   driver_environment(os.environ, values, key=key, cwd=None, release=release))
     finally:
         if key is not None:
             withdraw(address, key)

@@ -53,7 +53,25 @@ VALUES_ENV = "RLAUNCH_WORKER_ENV_VALUES"
 KEY_PREFIX = "rlaunch_worker_env_"
 PLACEHOLDER = "set-in-each-ray-worker-by-rlaunch.runtimes.worker_env"
 SECRET_NAMES_SKYRL_FORWARDS = ("WANDB_API_KEY",)
-"""Of the credentials, those SkyRL's `prepare_runtime_environment` copies into its runtime env."""
+"""Of the credentials, those SkyRL 0.3.0's `prepare_runtime_environment` copies into its runtime
+env."""
+SKYRL_FORWARDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "0.3.0": (SECRET_NAMES_SKYRL_FORWARDS, ()),
+    # 0.4.0's `prepare_runtime_environment` also copies HF_HOME, HF_TOKEN, HF_HUB_OFFLINE and
+    # HF_ENDPOINT, and every variable whose name starts with SKYRL_.
+    "0.4.0": ((*SECRET_NAMES_SKYRL_FORWARDS, "HF_HOME", "HF_TOKEN", "HF_HUB_OFFLINE",
+               "HF_ENDPOINT"), ("SKYRL_",)),
+}
+"""SkyRL release -> (names, name prefixes) its `prepare_runtime_environment`
+(skyrl/train/utils/utils.py) copies from the driver's environment into the Ray runtime env,
+which Ray logs: a value the adapter hands the workers is a placeholder there."""
+
+
+def skyrl_forwards(name: str, release: str) -> bool:
+    """Whether SkyRL `release` copies the variable `name` into its runtime env (an unknown
+    release: every name either release copies)."""
+    known = [SKYRL_FORWARDS[release]] if release in SKYRL_FORWARDS else SKYRL_FORWARDS.values()
+    return any(name in names or name.startswith(prefixes) for names, prefixes in known)
 
 
 class WorkerEnvError(Exception):
@@ -112,18 +130,19 @@ def with_setup_hook(env: Mapping[str, str], key: str | None,
     return {**env, JOB_CONFIG_ENV: json.dumps({**config, "runtime_env": runtime_env})}
 
 
-def driver_env(env: Mapping[str, str], values: Mapping[str, str]) -> dict[str, str]:
-    """SkyRL's driver environment on a cluster: what SkyRL copies into its runtime env holds
-    PLACEHOLDER, never the value."""
-    return {**env, **{name: PLACEHOLDER for name in SECRET_NAMES_SKYRL_FORWARDS
-                      if name in values}}
+def driver_env(env: Mapping[str, str], values: Mapping[str, str],
+               release: str = "0.3.0") -> dict[str, str]:
+    """SkyRL's driver environment on a cluster: each value SkyRL `release` copies into its
+    runtime env holds PLACEHOLDER, never the value."""
+    return {**env, **{name: PLACEHOLDER for name in values if skyrl_forwards(name, release)}}
 
 
 def driver_environment(env: Mapping[str, str], values: Mapping[str, str], *,
-                       key: str | None, cwd: str | None) -> dict[str, str]:
+                       key: str | None, cwd: str | None,
+                       release: str = "0.3.0") -> dict[str, str]:
     """SkyRL's driver's environment: with `key` (a GCS entry on a cluster) or, without a
-    cluster, the values inherited in VALUES_ENV; the setup hook; the placeholder."""
-    driver = driver_env({**env, **values}, values)
+    cluster, the values inherited in VALUES_ENV; the setup hook; the placeholders."""
+    driver = driver_env({**env, **values}, values, release)
     if key is None and values:
         driver[VALUES_ENV] = json.dumps(dict(values))
     return with_setup_hook(driver, key, cwd)
