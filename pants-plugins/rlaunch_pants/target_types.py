@@ -17,6 +17,7 @@ from rlaunch_pants import schema
 from rlaunch_pants.schema_fields import SpecFieldSet, camel, section_fields, spec_field_set
 from rlaunch_pants.settings_fields import SkyrlSettingsTarget
 from rlaunch_pants.sweep import RlSweepTarget
+from rlaunch_pants.validation import keyed_problems
 
 
 class HFModelTarget(Target):
@@ -129,6 +130,20 @@ class BuiltArtifactTarget(Target):
             )
         """
     )
+
+
+    def validate(self) -> None:
+        builder = self[af.BuiltArtifactBuilderField].value
+        known = schema.SCHEMA["builder_configs"].get(builder)
+        if known is None:
+            return  # a third-party builder reads its own config (preflight ART009 names it)
+        problems = keyed_problems(known["keys"], self[af.BUILT_FIELD["config"]].value or {},
+                                  "config")
+        if problems:
+            raise InvalidFieldException(
+                f"The 'config' field in target {self.address} does not fit builder "
+                f"{builder!r}: {'; '.join(problems)}."
+            )
 
 
 # ---------------------------------------------------------------------------------------------

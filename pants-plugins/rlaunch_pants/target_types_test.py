@@ -303,3 +303,27 @@ def test_the_help_examples_are_valid_build_values(target_type: type) -> None:
         dict_fields[alias](value, PLAN)  # raises InvalidFieldException if a key drifted
     if target_type.alias in ("role_plan", "rl_run", "rl_execution", "hf_model"):
         assert written, f"{target_type.alias}: no dict example found in its help"
+
+
+def test_a_builder_config_is_checked_against_its_builder_at_parse(rule_runner: RuleRunner) -> None:
+    # The keys and types of rlaunch's own builders' configs come from schema.json; values are
+    # preflight's (ART010). A module:Class builder's config is its own.
+    rule_runner.write_files({
+        "m/BUILD": (
+            'built_artifact(name="sft", builder="sft_model", kind="model", version="dev",'
+            ' config={"d_model": 64, "n_layrs": 2, "n_heads": 4, "n_kv_heads": 2,'
+            ' "max_position_embeddings": 64, "steps": "3", "seed": 0})\n'
+            'built_artifact(name="own", builder="lab.builders:SFT", kind="model",'
+            ' version="dev", config={"n_layrs": 2})\n'
+        ),
+    })
+    with pytest.raises(ExecutionError) as raised:
+        rule_runner.get_target(Address("m", target_name="sft"))
+    assert (
+        "m/BUILD:1: The 'config' field in target m:sft does not fit builder 'sft_model': "
+        "config.n_layrs is not a key of it; did you mean 'n_layers'? (its keys: d_model, "
+        "n_layers, n_heads, n_kv_heads, max_position_embeddings, steps, seed, batch_size, "
+        "learning_rate); config.n_layers is missing; config.steps must be an integer, but was "
+        "'3'."
+    ) in str(raised.value)
+    assert rule_runner.get_target(Address("m", target_name="own")).address.target_name == "own"

@@ -38,6 +38,7 @@ from rlaunch.spec.artifacts import (
     ModelFacts,
 )
 from rlaunch.spec.base import Bounds, Syntax
+from rlaunch.spec.builder_configs import BUILDER_CONFIGS
 from rlaunch.spec.catalog import PROFILES
 from rlaunch.spec.examples import worked_example
 from rlaunch.spec.run import SCHEMA_VERSION, RunSpec
@@ -208,6 +209,13 @@ def build_schema() -> dict[str, Any]:
             for variant in BUILD_ARTIFACTS
         },
         "targets": BUILD_TARGETS,
+        # The config of each of rlaunch's own builders (a built_artifact's `config`, by
+        # `builder`): the plugin checks keys and types at BUILD parse, preflight values (ART010).
+        "builder_configs": {
+            name: {"doc": " ".join((model.__doc__ or "").split()),
+                   "keys": model_keys(model, "config")}
+            for name, model in BUILDER_CONFIGS.items()
+        },
         "example": worked_example(EXAMPLE),
         "settings": settings_schema(),
         "patterns": {
