@@ -54,6 +54,12 @@ def test_algo003_megatron_constraints_each_reported() -> None:
          f" reference sequence_parallel_size 4{tail}"),
     ]
     assert messages(example(MEGATRON), "ALGO003") == []
+    # A 0.4.0 run is told what 0.4.0's validate_megatron_cfg takes.
+    upgraded = example(MEGATRON, {"role_plan.rollout.weight_sync_backend": "gloo",
+                                  "runtime.package": "skyrl==0.4.0"})
+    assert messages(upgraded, "ALGO003") == [
+        "strategy megatron does not support weight sync gloo (SkyRL 0.4.0 supports vllm, nccl,"
+        " delta or sharded_rdt weight sync, no critic and SP 1 with Megatron)"]
     # FSDP may use gloo.
     assert messages(example(edits={"role_plan.rollout.weight_sync_backend": "gloo"}),
                     "ALGO003") == []
