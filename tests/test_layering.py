@@ -38,6 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "preflight.estimates",  # GPU memory and placement models
         "preflight.rules preflight.launch_checks",  # rules by family; checks only a launch makes
         "preflight",  # the package, `rlaunch rules` and `rlaunch preflight`
+        "plans",  # the role plans of a GPU budget that preflight accepts (`rlaunch plans`)
         "builders",
         "executors",
         "launch",
