@@ -22,6 +22,12 @@ def test_set001_lora_needs_vllm() -> None:
     assert finding.paths == (
         "settings.trainer.policy.model.lora.rank", "role_plan.rollout.backend")
     assert messages(_settings({LORA: 32}), "SET001") == []
+    # A run on 0.4.0 (the same validate_cfg assert) is told its own release.
+    upgraded = _settings({LORA: 32}, **{"role_plan.rollout.backend": "sglang",
+                                        "runtime.package": "skyrl==0.4.0"})
+    assert messages(upgraded, "SET001") == [
+        "LoRA rank 32 with rollout backend sglang: SkyRL 0.4.0 loads LoRA adapters into vLLM "
+        "engines only"]
 
 
 def test_set002_gpu_memory_utilization_is_a_fraction() -> None:
