@@ -3,8 +3,10 @@
 The controller runs in a process of its own (a new session, so it and the task processes it
 starts are stopped together), in process with its autoscaler and thread workers, on 127.0.0.1
 at the port its config names, with:
-- HOME and TMPDIR inside the test's folder: the controller writes a login token under
-  `~/.iris/` and its database, log store and task working directories under the temp dir;
+- HOME inside the test's folder (the controller writes a login token under `~/.iris/`) and
+  TMPDIR a short folder of its own under /tmp, removed at the end: the controller keeps its
+  database, log store and task working directories there, and a task's private Ray its unix
+  sockets, whose paths must stay under 108 characters;
 - PYTHONPATH naming rlaunch's sources (and whatever the test adds): local tasks run in the
   controller's own environment (the worker unpacks the workspace bundle into its cache, but no
   `uv sync` runs), so that is what the job finds importable;
@@ -25,10 +27,12 @@ never used: thread workers have none).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +97,8 @@ class Controller:
     tmp: Path
 
     def stop(self) -> None:
-        """SIGTERM to its session (Iris closes the cluster on it), SIGKILL after 30 s."""
+        """SIGTERM to its session (Iris closes the cluster on it), SIGKILL after 30 s; then its
+        temp folder goes."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -101,6 +106,7 @@ class Controller:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -112,9 +118,8 @@ def start_controller(folder: Path, *, pythonpath: list[Path]) -> Controller:
     port = free_port()
     config = folder / "local.yaml"
     config.write_text(CONFIG.format(port=port))
-    home, tmp = folder / "home", folder / "tmp"
+    home, tmp = folder / "home", Path(tempfile.mkdtemp(prefix="iris-", dir="/tmp"))
     home.mkdir(exist_ok=True)
-    tmp.mkdir(exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),

@@ -24,7 +24,7 @@ from iris.rpc import job_pb2
 from executors.helpers import rendered
 from executors.support import ECHO_DIR, SRC, wait_gone
 from irisserver import Controller, free_port, start_controller
-from rlaunch.executors import ExecutorError, Submission
+from rlaunch.executors import ExecutorError, JobLost, Submission
 from rlaunch.executors.iris import IrisExecutor
 from rlaunch.render import LaunchDocument
 from rlaunch.status import AttemptStatus
@@ -168,14 +168,18 @@ def _arguments_holding(value: str) -> list[str]:
 
 
 def _files_holding(folders: list[Path], value: str) -> set[Path]:
+    """Files under `folders` holding `value` (os.walk: the workers remove working directories
+    while it reads)."""
     holding = set()
     for folder in folders:
-        for path in folder.rglob("*"):
-            try:
-                if path.is_file() and value.encode() in path.read_bytes():
-                    holding.add(path)
-            except OSError:
-                continue
+        for root, _, names in os.walk(folder):
+            for name in names:
+                path = Path(root) / name
+                try:
+                    if path.is_file() and value.encode() in path.read_bytes():
+                        holding.add(path)
+                except OSError:
+                    continue
     return holding
 
 
@@ -282,3 +286,16 @@ def test_a_priority_that_is_not_an_iris_band_is_refused(tmp_path: Path,
         "interactive, batch"
     )
     assert os.environ.get(SECRET_NAME) is None
+
+
+def test_a_job_the_controller_does_not_know_is_lost(controller: Controller) -> None:
+    submission = Submission(executor="iris", submission_id="/nobody/rlaunch-gone-dev-a8",
+                            address=controller.url, attempt_id="a8",
+                            submitted_at="2026-12-01T00:00:00Z", entrypoint=("bash",))
+    with pytest.raises(JobLost) as caught, IrisExecutor() as executor:
+        executor.status(submission)
+    assert str(caught.value) == (
+        f"the Iris controller at {controller.url} does not know job /nobody/rlaunch-gone-dev-a8 "
+        f"(a local controller forgets its jobs when it stops). The job's output is in the run's "
+        f"attempts/a8/job.log"
+    )

@@ -29,7 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
@@ -99,6 +99,7 @@ _STATES = {
 """Iris's job states to rlaunch's: building (the worker syncs the environment) is still
 pending; a job that could not be scheduled or whose worker died has failed."""
 
+T = TypeVar("T")
 _CONNECT_TIMEOUT_MS = 10_000
 _LOG_POLL_S = 0.5
 
@@ -191,12 +192,18 @@ def connect(target: str) -> _Connection:
                 f"set execution.address to the URL that command prints"
             )
         return _Connection(f"http://127.0.0.1:{port}", token)
-    address = config.controller_address()
-    bundle = config.provider_bundle()
-    if not address:
-        address = bundle.controller.discover_controller(proto.controller)
-    tunnel = bundle.controller.tunnel(address=address)
-    url = tunnel.__enter__()
+    try:
+        address = config.controller_address()
+        bundle = config.provider_bundle()
+        if not address:
+            address = bundle.controller.discover_controller(proto.controller)
+        tunnel = bundle.controller.tunnel(address=address)
+        url = tunnel.__enter__()
+    except (ConnectError, OSError, RuntimeError, ValueError) as err:
+        raise ExecutorError(
+            f"cannot reach the controller of Iris cluster config {path} (execution.cluster): "
+            f"{err}; check with `iris --config {path} job list`"
+        ) from None
     return _Connection(url, token, lambda: tunnel.__exit__(None, None, None))
 
 
@@ -341,9 +348,12 @@ class IrisExecutor(Executor):
         cluster, client = self._client(submission.address, "the submission record")
         return cluster, client, JobName.from_wire(submission.submission_id)
 
-    def _state(self, client: IrisClient, job: JobName, submission: Submission) -> int:
+    @staticmethod
+    def _ask(submission: Submission, what: str, call: Callable[[], T]) -> T:
+        """One call about the job: a job the controller does not know is lost (JobLost), any
+        other refusal an ExecutorError saying `what` was asked."""
         try:
-            return int(client.job_state(job))
+            return call()
         except ConnectError as err:
             if err.code == Code.NOT_FOUND:
                 raise JobLost(
@@ -353,13 +363,13 @@ class IrisExecutor(Executor):
                     f"attempts/{submission.attempt_id}/job.log"
                 ) from None
             raise ExecutorError(
-                f"the Iris controller at {submission.address} could not say where job "
-                f"{submission.submission_id} is: {err}"
+                f"the Iris controller at {submission.address} did not {what} job "
+                f"{submission.submission_id}: {err}"
             ) from None
 
     def status(self, submission: Submission) -> AttemptStatus:
         _, client, job = self._job(submission)
-        state = self._state(client, job, submission)
+        state = int(self._ask(submission, "say where", lambda: client.job_state(job)))
         if state not in _STATES:
             raise ExecutorError(
                 f"the Iris controller answered state {job_pb2.JobState.Name(state)} for job "
@@ -372,19 +382,14 @@ class IrisExecutor(Executor):
         """The job's output from Iris's log store, every replica's; with several replicas each
         line names its task (`[task 1] ...`)."""
         cluster, client, job = self._job(submission)
-        replicas = client.status(job).task_count
+        replicas = self._ask(submission, "describe", lambda: client.status(job)).task_count
         source, scope = build_log_source(job)
         cursor = 0
         while True:
             finished = not follow or self.status(submission).is_terminal()
             while True:  # everything logged so far, in pages
-                try:
-                    page = cluster.fetch_logs(source, match_scope=scope, cursor=cursor)
-                except ConnectError as err:
-                    raise ExecutorError(
-                        f"the Iris controller at {submission.address} did not give the logs of "
-                        f"job {submission.submission_id}: {err}"
-                    ) from None
+                page = self._ask(submission, "give the logs of", lambda: cluster.fetch_logs(
+                    source, match_scope=scope, cursor=cursor))
                 for entry in page.entries:
                     task = entry.key[len(source):].split(":", 1)[0]
                     prefix = f"[task {task}] " if replicas > 1 else ""
@@ -398,13 +403,7 @@ class IrisExecutor(Executor):
 
     def stop(self, submission: Submission) -> None:
         _, client, job = self._job(submission)
-        try:
-            client.terminate(job)
-        except ConnectError as err:
-            raise ExecutorError(
-                f"the Iris controller at {submission.address} did not stop job "
-                f"{submission.submission_id}: {err}"
-            ) from None
+        self._ask(submission, "stop", lambda: client.terminate(job))
 
     def close(self) -> None:
         for connection, cluster, _ in self._connections.values():

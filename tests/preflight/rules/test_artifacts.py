@@ -186,6 +186,10 @@ def test_art007_local_paths_inside_a_local_store_are_fine() -> None:
     ]
     for name in ("colocated-1x8", "disaggregated-8x8-tp8", "megatron-moe-5x8"):
         assert messages(example(name), "ART007") == []
+    # An Iris cluster config file is the launcher's, as `iris --config` reads it: not ambient.
+    iris = example(edits={"execution.executor": "iris", "execution.store_prefix": None,
+                          "execution.cluster": "/home/me/iris/local.yaml"})
+    assert messages(iris, "ART007") == []
 
 
 def test_art009_a_built_artifact_names_a_registered_builder() -> None:

@@ -13,13 +13,15 @@ from rlaunch.preflight.engine.finding import Finding, error
 from rlaunch.preflight.engine.registry import Example, rule
 
 # Checked by their own rules: the store prefix is where the store is (PATH003), the resume path
-# must lie in it (ALGO006), and the executor address is a network URL.
+# must lie in it (ALGO006), and the executor address is a network URL. The Iris cluster may be
+# a cluster config file: the launcher reads it to reach the controller, as `iris --config` does;
+# nothing of the run is read from it (EXEC002, and the executor when it connects).
 # Two SkyRL settings are scratch directories on the worker nodes, which SkyRL requires to be
 # local: the profiler's trace directory (`TorchProfilerConfig.validate` refuses a cloud URI) and
 # the LoRA adapter hand-off directory. They are written by the job, never read from the launching
 # machine.
 EXEMPT = frozenset({
-    "execution.store_prefix", "resume.path", "execution.address",
+    "execution.store_prefix", "resume.path", "execution.address", "execution.cluster",
     "settings.trainer.policy.torch_profiler_config.save_path",
     "settings.trainer.policy.model.lora.lora_sync_path",
 })
