@@ -17,7 +17,7 @@ def run_benchmark(name: str, *args: str) -> list[str]:
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / name), *args],
         capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}"},
     )
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
@@ -41,3 +41,12 @@ def test_install_prints_when_uv_and_the_pants_venv_were_done() -> None:
     assert lines[-1:] and re.fullmatch(
         r"uv: uv done after [\d.]+ s, pants done after [\d.]+ s; total [\d.]+ s \(load average"
         r" [\d.]+ on \d+ cores\)", lines[-1]), lines
+
+
+def test_plans_search_prints_the_time_of_each_strategy() -> None:
+    lines = run_benchmark("plans_search.py", "--nodes", "1", "--gpus-per-node", "2")
+    assert [line.split(" on ")[0] for line in lines] == ["fsdp", "megatron"], lines
+    for line in lines:
+        assert re.fullmatch(
+            r"\w+ on 1 x 2 H100: [\d.]+ CPU s \([\d.]+ s wall\); \d+ preflighted, \d+ pruned,"
+            r" \d+ valid plans in \d+ geometries", line), line
