@@ -7,9 +7,10 @@ that environment's interpreter; unset, the launcher's own interpreter is used if
 installed. Either way the interpreter is asked which versions of the distributions the job
 needs it has (`importlib.metadata`): the runtime's pinned release, and the fsspec backend of
 every object store the launch reads or writes (gcsfs for gs://, s3fs for s3://; skyrl 0.3.0's
-extras carry s3fs, in `skyrl-train`, and no gcsfs). One that lacks any is refused before
-anything is submitted, naming the package, the setting and the fix. A remote Ray cluster's
-interpreter is asked the same by a probe job (`probe_command`, `missing_on_cluster`).
+extras carry s3fs, in `skyrl-train`, and no gcsfs; 0.4.0's `skyrl-train` carries both). One
+that lacks any is refused before anything is submitted, naming the package, the setting and the
+fix. A remote Ray cluster's interpreter is asked the same by a probe job (`probe_command`,
+RayClusterExecutor.check_cluster_python).
 """
 
 from __future__ import annotations
@@ -114,8 +115,8 @@ def refusal(launch: LaunchDocument, versions: Mapping[str, str | None], where: s
     for distribution, uri in store_backends(launch).items():
         if versions.get(distribution, "") is None:
             extras = (" (skyrl 0.3.0 brings s3fs with its skyrl-train extra, and gcsfs with "
-                      "none)" if distribution == "gcsfs" and known is not None
-                      and known.package == "skyrl" else "")
+                      "none)" if distribution == "gcsfs" and runtime.package == "skyrl==0.3.0"
+                      else "")
             return (f"the job reads and writes {uri} through {distribution}, fsspec's "
                     f"{uri.split('://', 1)[0]}:// backend, but {where} has no {distribution} "
                     f"installed{extras}: staging would fail in the job, after the GPUs are "

@@ -202,16 +202,17 @@ def limits(check: Check) -> Iterator[Finding]:
 
 @rule(
     "EXEC007",
-    "The export policy is one SkyRL 0.3.0 carries out: hf_save_interval -1 (with export_final)"
-    " or >= 1; a SkyRL run that exports nothing fails; export_final false is not honoured.",
+    "The export policy is one SkyRL carries out: hf_save_interval -1 (with export_final) or"
+    " >= 1; a SkyRL run that exports nothing fails; export_final false is not honoured.",
     example=Example(edits={"checkpoint.export_final": False}),
 )
 def export_policy(check: Check) -> Iterator[Finding]:
-    # SkyRL 0.3.0 exports only while trainer.hf_save_interval > 0 (RayPPOTrainer.train,
-    # skyrl/train/trainer.py: the loop's `hf_model_save` condition and the "Safety net" after
-    # the loop, which exports the last step unless the loop just did). rlaunch.render.skyrl
-    # renders -1 with export_final as an interval no run reaches, so only that final save and
-    # the epoch ends export.
+    # SkyRL 0.3.0 and 0.4.0 export only while trainer.hf_save_interval > 0
+    # (RayPPOTrainer.train, skyrl/train/trainer.py: the loop's `hf_model_save` condition and
+    # the "Safety net" after the loop, which exports the last step unless the loop just did;
+    # tests/contract/test_export_policy_vs_skyrl.py evaluates both releases' own conditions).
+    # The SkyRL mapping renders -1 with export_final as an interval no run reaches, so only
+    # that final save and the epoch ends export.
     checkpoint = check.spec.checkpoint
     interval = checkpoint.hf_save_interval
     if interval == 0 or interval < -1:
@@ -226,14 +227,16 @@ def export_policy(check: Check) -> Iterator[Finding]:
     elif interval == -1 and check.spec.runtime.profile == SKYRL_PROFILE:
         yield error(
             "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
-            "checkpoint.export_final is false and hf_save_interval is -1: SkyRL 0.3.0 exports"
-            " nothing (RayPPOTrainer.train exports only while hf_save_interval > 0), so the"
-            " run ends without the export its terminal manifest names and fails",
+            "checkpoint.export_final is false and hf_save_interval is -1: SkyRL"
+            f" {check.spec.skyrl_release} exports nothing (RayPPOTrainer.train exports only"
+            " while hf_save_interval > 0), so the run ends without the export its terminal"
+            " manifest names and fails",
             "Set checkpoint.export_final to true, or hf_save_interval to a step count.",
         )
     else:
-        last = ("SkyRL 0.3.0 exports the last step whenever hf_save_interval > 0"
-                " (RayPPOTrainer.train's final save)" if interval > 0
+        last = (f"SkyRL {check.spec.skyrl_release} exports the last step whenever"
+                " hf_save_interval > 0 (RayPPOTrainer.train's final save)"
+                if check.spec.runtime.profile == SKYRL_PROFILE
                 else "the smoke runtime always exports the last step")
         yield warning(
             "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
