@@ -1,7 +1,8 @@
 """The export policy reaches SkyRL as SkyRL reads it, for each catalogued release (0.3.0, 0.4.0):
 every run the launch renders ends with an export of its last step, decided by
 `RayPPOTrainer.train`'s own conditions (skyrl/train/trainer.py: the loop's `hf_model_save` and
-the "Safety net" after the loop) evaluated on the config SkyRL's own `SkyRLTrainConfig.from_cli_overrides` builds from the rendered arguments
+the "Safety net" after the loop) evaluated on the config SkyRL's own
+`SkyRLTrainConfig.from_cli_overrides` builds from the rendered arguments
 (tests/contract/export_schedule.py, in the contract env).
 
 The cases: each experiment's own checkpoint settings, as its BUILD file writes them (so a GPU
