@@ -165,14 +165,22 @@ class RunSpec(SpecModel):
     """The full run this run is the smoke test of; null for a full run."""
 
     _build_sources: BuildSources | None = PrivateAttr(default=None)
+    _catalog: tuple[RuntimePin, SettingsCatalog | str] | None = PrivateAttr(default=None)
+    """The runtime the catalog was looked up for, and the catalog: preflight asks it for tens
+    of settings per spec."""
 
     def settings_catalog(self) -> SettingsCatalog | str:
         """The settings the pinned runtime release reads, or why the catalog has none."""
         runtime = self.runtime
-        return settings_catalog(
+        known = self._catalog
+        if known is not None and known[0] is runtime:
+            return known[1]
+        catalog = settings_catalog(
             runtime.profile, package=runtime.package,
             commit=runtime.git.commit if runtime.git is not None else None,
         )
+        self._catalog = (runtime, catalog)
+        return catalog
 
     @property
     def skyrl_release(self) -> str:
