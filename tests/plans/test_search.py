@@ -112,6 +112,28 @@ def test_the_plans_without_any_valid_plan_say_so(tmp_path: Path) -> None:
         " preflight SPEC`) for errors no plan can fix, or give a larger budget")
 
 
+def test_an_unreadable_spec_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "spec.json"
+    result = CliRunner().invoke(main, ["plans", str(missing), "--nodes", "1",
+                                       "--gpus-per-node", "8", "--accelerator", "H100"])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: SPEC {missing}: cannot read the file: No such file or"
+                             " directory\n")
+
+
+def test_a_model_that_is_no_hf_model_is_refused(tmp_path: Path) -> None:
+    spec_file, model_file = tmp_path / "spec.json", tmp_path / "model.json"
+    base = experiment("qwen2.5-1.5b-gsm8k")
+    spec_file.write_text(json.dumps(base))
+    model_file.write_text(json.dumps(base["train_data"]))
+    result = CliRunner().invoke(main, ["plans", str(spec_file), "--model", str(model_file),
+                                       "--nodes", "1", "--gpus-per-node", "8",
+                                       "--accelerator", "H100"])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: --model {model_file}: not an hf_model document (its"
+                             " `type` must be hf_model, with its facts)\n")
+
+
 @pytest.mark.parametrize("name", GPU_EXPERIMENTS)
 def test_the_search_finds_each_gpu_experiments_own_plan(name: str) -> None:
     base = experiment(name)

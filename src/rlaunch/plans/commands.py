@@ -18,11 +18,9 @@ def base_document(spec_file: str, *, model_file: str | None, release: str | None
                   train_batch: int | None, samples: int | None,
                   lengths: dict[str, int | None]) -> dict[str, Any]:
     """The spec the plans are searched for: SPEC with the model, release and targets given."""
-    try:
-        base = read_document(spec_file)
-        model = read_document(model_file) if model_file is not None else None
-    except DocumentError as err:
-        raise click.ClickException(str(err)) from None
+    base, model = _read(spec_file, "SPEC"), None
+    if model_file is not None:
+        model = _read(model_file, "--model")
     if not isinstance(base, dict) or not isinstance(base.get("role_plan"), dict):
         raise click.ClickException(f"{spec_file}: not a RunSpec document (no role_plan mapping);"
                                    " give a spec file such as `./pants package` writes"
@@ -46,6 +44,13 @@ def base_document(spec_file: str, *, model_file: str | None, release: str | None
     if given:
         base["lengths"] = {**base["lengths"], **given}
     return base
+
+
+def _read(path: str, what: str) -> Any:
+    try:
+        return read_document(path)
+    except DocumentError as err:
+        raise click.ClickException(f"{what} {path}: {err}") from None
 
 
 @click.command("plans")
