@@ -158,7 +158,7 @@ def artifact_identities(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """`(field path, name@version)` of every artifact a run uses, dependencies included."""
     found = []
     for slot in ARTIFACT_SLOTS:
-        if spec[slot] is not None:
+        if spec.get(slot) is not None:  # a slot with a default (environment_data) may be absent
             for path, artifact in walk_artifacts(slot, spec[slot]):
                 found.append((path, f"{artifact['name']}@{artifact['version']}"))
     return found

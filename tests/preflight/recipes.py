@@ -79,6 +79,22 @@ QWEN25_0_5B = {
 }
 
 
+# The recipe's databases (`hf download NovaSky-AI/SkyRL-SQL-653-data-newfmt`, its db_files/data
+# folder), adopted from the store: preflight does not read it; adopting verifies the sha256,
+# which is written here as the recipe's data at a digest not computed on this machine.
+SKYRL_SQL_DBS = {
+    "type": "adopted",
+    "name": "skyrl-sql-653-dbs",
+    "version": "2026.11.01",
+    "kind": "dataset",
+    "uri": "gs://rlaunch-example/adopted/skyrl-sql-653/db_files/data",
+    "sha256": "3b1f0c7e5a2d4f6e8b9a0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f",
+    "facts": None,
+    "rows": None,
+}
+TEXT2SQL_DB_PATH = "environment.skyrl_gym.text2sql.db_path"
+
+
 def _recipe(name: str, model: dict[str, Any], nodes: int, gpus: int, engines: int,
             engine_tp: int, *, kl: bool = True) -> dict[str, Any]:
     """The recipe's model on `nodes` x `gpus` H100, colocated, with `engines` vLLM engines of TP
@@ -135,13 +151,17 @@ def skyrl_sql_7b() -> dict[str, Any]:
     """examples/train/text_to_sql/run_skyrl_sql.sh: Qwen2.5-Coder-7B-Instruct, GRPO multi-turn
     (6 turns, input up to 29000 tokens, 3000 generated), colocated on 1 node of 8 x H100, 2
     engines of TP 4, micro batches 1 (train) and 8 (forward), the reference offloaded. Its
-    `environment.skyrl_gym.text2sql.db_path` (the SQL databases) is not set here: a RunSpec
-    has no artifact for what an environment reads yet (ART007 refuses the ambient path)."""
+    databases (`environment.skyrl_gym.text2sql.db_path=$HOME/data/sql/db_files/data` in the
+    script) are `environment_data`, staged onto the nodes, their folder given to that
+    setting."""
     data = _recipe("skyrl-sql-7b", QWEN25_CODER_7B, 1, 8, 2, 4, kl=False)
     _batch(data, train=256, mini=256, micro_train=1, micro_forward=8, samples=5)
     data["lengths"].update(max_prompt_length=6000, max_input_length=29000,
                            max_generate_length=3000, max_turns=6)
     data["algorithm"]["temperature"] = 0.6
+    data["algorithm"]["environment"] = "text2sql"
+    data["environment_data"] = copy.deepcopy(SKYRL_SQL_DBS)
+    data["environment_data_setting"] = TEXT2SQL_DB_PATH
     data["settings"] = {"generator.inference_engine.gpu_memory_utilization": 0.7,
                         "trainer.ref.fsdp_config.cpu_offload": True,
                         "trainer.policy.fsdp_config.cpu_offload": False}

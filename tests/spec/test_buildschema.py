@@ -40,6 +40,7 @@ def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> Non
     assert (critic["type"], critic["nullable"]) == ("dict", True)
     assert schema["artifact_slots"] == [
         "model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data",
+        "environment_data",
     ]
     assert [rule["code"] for rule in schema["world_rules"]] == [
         "EXEC004", "EXEC009", "PIPE003", "RES001", "RES002", "RES003", "RES004", "VER002",

@@ -32,7 +32,8 @@ SECTIONS = (
 )
 """Top-level keys of a launch document, in order."""
 
-INPUT_SLOTS = ("model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data")
+INPUT_SLOTS = ("model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data",
+               "environment_data")
 """RunSpec artifact slots, in the order they appear under `inputs` (unset slots are left out)."""
 
 

@@ -140,6 +140,14 @@ class RunSpec(SpecModel):
     """The training dataset."""
     eval_data: Artifact | None
     """The evaluation dataset; null: no evaluation."""
+    environment_data: Artifact | None = None
+    """Data the task environment reads (a folder of SQL databases, a search index), an artifact
+    of kind dataset pinned, built or adopted like any input and staged onto every node; the
+    launcher sets `environment_data_setting` to its staged folder. Null (absent): none."""
+    environment_data_setting: str | None = None
+    """The SkyRL setting the staged folder of `environment_data` is given to, a string field of
+    the pinned release, e.g. `environment.skyrl_gym.text2sql.db_path`; set exactly when
+    `environment_data` is, and not also in `settings`."""
     runtime: RuntimePin
     """The runtime the run is launched on."""
     role_plan: RolePlan
@@ -218,6 +226,35 @@ class RunSpec(SpecModel):
             ])
         return self
 
+    @model_validator(mode="after")
+    def _environment_data_names_a_setting(self) -> RunSpec:
+        """`environment_data` and `environment_data_setting` come together; the setting is a
+        string field of the pinned release that `settings` does not also set."""
+        setting, data = self.environment_data_setting, self.environment_data
+        if setting is None and data is None:
+            return self
+        problem = None
+        if setting is None:
+            problem = ("environment_data is set but environment_data_setting is not: name the "
+                       "SkyRL setting that reads its folder, e.g. "
+                       "environment.skyrl_gym.text2sql.db_path")
+        elif data is None:
+            problem = (f"environment_data_setting {setting!r} is set but environment_data is "
+                       "not: name the artifact whose staged folder it receives")
+        elif setting in self.settings:
+            problem = (f"{setting!r} is both environment_data_setting and a key of settings: "
+                       "remove it from settings (the launcher sets it to the staged folder of "
+                       "environment_data)")
+        else:
+            catalog = self.settings_catalog()
+            if not isinstance(catalog, str):
+                problem = catalog.problem(setting, "/staged/folder")
+        if problem is None:
+            return self
+        raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
+            type=PydanticCustomError("environment_data", "{problem}", {"problem": problem}),
+            loc=("environment_data_setting",), input=setting)])
+
     def skyrl_setting(self, name: str, default: Any = None) -> Any:
         """The value of SkyRL setting `name`: as the run sets it in `settings`, else `default`
         when given, else the pinned release's own default (its catalog), else SkyRL 0.3.0's
@@ -251,6 +288,7 @@ class RunSpec(SpecModel):
             "critic_model": self.critic_model,
             "train_data": self.train_data,
             "eval_data": self.eval_data,
+            "environment_data": self.environment_data,
         }
         return {slot: artifact for slot, artifact in named.items() if artifact is not None}
 
@@ -297,6 +335,9 @@ class RunSpec(SpecModel):
         # Runs without settings keep the fingerprints they had before settings existed.
         if not content["settings"]:
             del content["settings"]
+        # And runs without environment data the fingerprints they had before it existed.
+        if content["environment_data"] is None:
+            del content["environment_data"], content["environment_data_setting"]
         if content["smoke_of"] is not None and not content["smoke_of"]["settings"]:
             del content["smoke_of"]["settings"]
         content["allocation"] = self.execution.allocation.model_dump(mode="json")

@@ -32,6 +32,7 @@ SLOT_KINDS = {
     "critic_model": ("model",),
     "train_data": ("dataset",),
     "eval_data": ("dataset",),
+    "environment_data": ("dataset",),
 }
 ADOPTED_DATA = {
     "type": "adopted", "name": "gsm8k-train", "version": "2026.11.01", "kind": "dataset",

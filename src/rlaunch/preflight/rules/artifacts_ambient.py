@@ -128,10 +128,14 @@ def no_ambient_paths(check: Check) -> Iterator[Finding]:
         if path in EXEMPT:
             continue
         reason = ambient_reason(value, local_store, prefix)
-        if reason is not None:
-            yield error(
-                "ART007", (path,),
-                f"{path} {value!r} is an ambient path: {reason}",
-                "Register what it points at as an artifact (adopted by URI and sha256, or"
-                " built) and refer to it by identity.",
-            )
+        if reason is None:
+            continue
+        fix = ("Register what it points at as an artifact (adopted by URI and sha256, or"
+               " built) and refer to it by identity.")
+        if path.startswith("settings."):
+            setting = path[len("settings."):]
+            fix = ("Register what it points at as an artifact of kind dataset (adopted by URI "
+                   "and sha256, or built), put it in environment_data and move the setting to "
+                   f"environment_data_setting: {setting!r}; the launcher stages the artifact "
+                   "onto every node and sets the setting to its folder.")
+        yield error("ART007", (path,), f"{path} {value!r} is an ambient path: {reason}", fix)
