@@ -15,6 +15,7 @@ from rlaunch.cli import main
 from rlaunch.plans.search import (
     Budget,
     candidate,
+    largest_micro,
     ranked,
     same_plan,
     search,
@@ -37,9 +38,9 @@ def experiment(name: str) -> dict[str, Any]:
     return data
 
 
-def valid_plans(result: Any) -> list[str]:
+def plan_texts(plans: list[Any]) -> list[str]:
     return sorted(json.dumps(v.spec.role_plan.model_dump(mode="json"), sort_keys=True)
-                  for v in result.valid)
+                  for v in plans)
 
 
 @pytest.mark.parametrize(("name", "budget", "strategies"), [
@@ -55,7 +56,9 @@ def test_the_pruned_search_finds_every_plan_brute_force_finds(
     brute = search(base, budget, strategies, prune=False)
     assert brute.pruned == 0
     assert pruned.preflighted + pruned.pruned == brute.preflighted
-    assert valid_plans(pruned) == valid_plans(brute)
+    # Every geometry brute force finds valid, at the same largest micro batch.
+    assert plan_texts(pruned.valid) == plan_texts(largest_micro(brute.valid))
+    assert len(pruned.valid) > 0
     for valid in pruned.valid:  # the search and preflight agree on every plan it keeps
         assert not [f for f in run_preflight(valid.spec) if f.is_error]
 
@@ -141,8 +144,12 @@ def test_the_search_finds_each_gpu_experiments_own_plan(name: str) -> None:
     budget = Budget(allocation["num_nodes"], allocation["gpus_per_node"],
                     allocation["accelerator"])
     own = base["role_plan"]
+    assert [f.code for f in run_preflight(parse_spec(base)) if f.is_error] == []
     result = search(base, budget, (own["strategy"],))
-    assert any(same_plan(valid.spec, own) for valid in result.valid)
+    found = [v for v in result.valid if same_plan(v.spec, {**own, "batch": v.spec.role_plan.batch
+                                                          .model_dump(mode="json")})]
+    assert len(found) == 1  # its geometry, at the largest micro batch preflight accepts
+    assert found[0].candidate.micro >= own["batch"]["micro_train_batch_size_per_gpu"]
     plans = ranked(result, budget)
     said = standing(plans, own)
     print(f"\n{name}: {said}")

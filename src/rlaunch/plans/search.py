@@ -8,15 +8,17 @@ plans level by level:
    of its own with the reference beside it or on GPUs of its own), the policy's footprint and
    parallel sizes (FSDP: SP; Megatron: TP, PP, EP), the reference with the policy's sizes;
 2. the engines (`rollout` level): TP, DP and EP of an engine over the GPUs the trainers leave;
-3. the micro batches (`batch` level): micro train batch m and micro forward batch 2m.
+3. the micro batches (`batch` level): micro train batch m and micro forward batch 2m, largest
+   first; the first m preflight accepts is the geometry's plan, and smaller ones are not tried.
 
 Every candidate is preflighted by `run_preflight` (spec scope, every rule): a plan is valid
 when no finding is an error. Pruning comes from the findings themselves: an error of a
 geometry rule holds for every plan that makes the same choices at the levels its field paths
 lie in (the base spec's own fields are fixed), so that whole family is skipped (an engine TP
 that does not divide the heads is not tried again under any other trainer). The test suite
-checks the pruned search against brute force on small budgets. Micro batches are tried
-smallest first: a memory error that names a micro batch holds for every larger one.
+checks the pruned search against brute force on small budgets. Three memory rules prune by
+what their estimates read (TRAINER_MEMORY, ENGINE_MEMORY): a trainer phase that overflows at
+micro batch m overflows under every engine layout at m.
 
 Ranking (`Facts.key`) orders valid plans by facts preflight computes, not by speed: fewest idle
 GPUs, then fewest warnings, then fewest engines crossing a node boundary, then the largest
@@ -48,8 +50,8 @@ LEVEL_PATHS = {
               "role_plan.batch.micro_forward_batch_size_per_gpu"),
 }
 """The spec fields each level decides; every other field is the base spec's, fixed."""
-MICRO_BATCHES = (1, 2, 4, 8)
-"""Micro train batches tried (the micro forward batch is twice it)."""
+MICRO_BATCHES = (8, 4, 2, 1)
+"""Micro train batches tried, largest first (the micro forward batch is twice it)."""
 STRATEGIES = ("fsdp", "megatron")
 ENGINE_PHASE = "vLLM engine"
 """The phase name of the engine's estimate (rlaunch.preflight.rules.memory.memory_estimates)."""
@@ -82,6 +84,17 @@ every plan making the same choices at those fields' levels. Other rules (memory 
 read the parallel sizes their paths leave out) rule out their own plan only."""
 
 
+TRAINER_MEMORY = frozenset({"MEM002", "MEM003"})
+"""Memory rules of the trainers' phases (policy training; the policy's and the reference's
+forward passes): their estimates read the trainers' sizes, placement and micro batches
+(rlaunch.preflight.rules.memory `_policy_estimate`, `_policy_forward`, `_reference_forward`),
+never the engines. Such an error holds for every engine layout under the same trainers and
+micro batch."""
+ENGINE_MEMORY = frozenset({"MEM004"})
+"""The engine's memory rule: `_engine_budget` reads the engine's shape and the settings, never
+the micro batches, so its error holds for every micro batch of the same trainers and engines."""
+
+
 @lru_cache(maxsize=1)
 def _families() -> dict[str, str]:
     return {rule.code: rule.family for rule in registered_rules()}
@@ -91,18 +104,16 @@ def decided_by(finding: Finding) -> frozenset[int]:
     """The levels a geometry finding's fields belong to: the same error holds for every plan
     that makes the same choices at those levels. Every level (it prunes nothing but its own
     plan) for a finding of another family, or one that names no field of a level."""
+    if finding.code in TRAINER_MEMORY:
+        return frozenset({LEVELS.index("trainer"), LEVELS.index("batch")})
+    if finding.code in ENGINE_MEMORY:
+        return frozenset({LEVELS.index("trainer"), LEVELS.index("rollout")})
     if _families().get(finding.code) not in PRUNING_FAMILIES:
         return frozenset(range(len(LEVELS)))
     levels = frozenset(level for path in finding.paths if (level := level_of(path)) >= 0)
     # A finding on the base spec's fields alone may still hang on the plan (a setting only
     # one strategy reads): it rules out its own plan only.
     return levels or frozenset(range(len(LEVELS)))
-
-
-def micro_bound(finding: Finding) -> bool:
-    """Whether a finding grows with the micro batches (it names one): a memory error at micro
-    batch m holds at every larger m, whose activations only grow."""
-    return any(level_of(path) == LEVELS.index("batch") for path in finding.paths)
 
 
 def _divisors(number: int) -> list[int]:
@@ -280,16 +291,18 @@ def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = S
            *, prune: bool = True,
            preflight: Callable[..., tuple[RunSpec | None, list[Finding]]] = preflight_candidate,
            ) -> SearchResult:
-    """Every valid plan of the space; with `prune`, families an error rules out are skipped."""
+    """The valid plans of the space: with `prune`, each geometry (trainers and engines) at the
+    largest micro batch preflight accepts, families an error rules out skipped; without, every
+    valid plan (brute force)."""
     result = SearchResult()
     # For each set of levels, the choices at those levels that an error rules out.
     excluded: dict[tuple[int, ...], set[tuple[Any, ...]]] = {}
-    # For a trainer and engines, the smallest micro batch a memory error refused.
-    overflows: dict[tuple[Any, ...], int] = {}
+    # Geometries with a valid plan: micro batches are tried largest first, so the first found
+    # is the largest.
+    settled: set[tuple[Any, ...]] = set()
     for found in candidates(base, budget, strategies):
         choices = found.choices()
-        geometry = choices[:2]
-        if prune and (found.micro >= overflows.get(geometry, found.micro + 1) or any(
+        if prune and (choices[:2] in settled or any(
                 tuple(choices[level] for level in levels) in ruled_out
                 for levels, ruled_out in excluded.items())):
             result.pruned += 1
@@ -300,14 +313,23 @@ def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = S
         if spec is None or errors:
             result.invalid += 1
             for finding in errors:
-                if _families().get(finding.code) == "memory" and micro_bound(finding):
-                    overflows[geometry] = min(found.micro, overflows.get(geometry, found.micro))
                 levels = tuple(sorted(decided_by(finding)))
                 excluded.setdefault(levels, set()).add(
                     tuple(choices[level] for level in levels))
             continue
+        settled.add(choices[:2])
         result.valid.append(Valid(spec, findings, found))
     return result
+
+
+def largest_micro(plans: list[Valid]) -> list[Valid]:
+    """Each geometry's plan with the largest micro batch, in the order geometries come."""
+    best: dict[tuple[Any, ...], Valid] = {}
+    for valid in plans:
+        key = valid.candidate.choices()[:2]
+        if key not in best or valid.candidate.micro > best[key].candidate.micro:
+            best[key] = valid
+    return list(best.values())
 
 
 # -- ranking ---------------------------------------------------------------------------------
@@ -371,19 +393,9 @@ class Ranked:
     facts: Facts
 
 
-def geometry_key(valid: Valid) -> tuple[Any, ...]:
-    found = valid.candidate
-    return (found.trainers, tuple(sorted(found.rollout.items())))
-
-
 def ranked(result: SearchResult, budget: Budget) -> list[Ranked]:
     """One plan per geometry (its largest micro batch preflight accepts), best first."""
-    best: dict[tuple[Any, ...], Valid] = {}
-    for valid in result.valid:
-        key = geometry_key(valid)
-        if key not in best or valid.candidate.micro > best[key].candidate.micro:
-            best[key] = valid
-    plans = [Ranked(valid, facts_of(valid, budget)) for valid in best.values()]
+    plans = [Ranked(valid, facts_of(valid, budget)) for valid in largest_micro(result.valid)]
     plans.sort(key=lambda plan: plan.facts.key)
     return plans
 
@@ -460,7 +472,9 @@ def standing(plans: list[Ranked], own: dict[str, Any]) -> str:
             break
     else:
         return "its own plan's geometry is not among the valid plans"
-    said = f"its own plan is valid; its geometry ranks {index + 1} of {len(plans)}"
+    micro = plan.valid.spec.role_plan.batch.micro_train_batch_size_per_gpu
+    said = (f"its own plan is valid; its geometry ranks {index + 1} of {len(plans)} (at micro"
+            f" batch {micro}, its own {own['batch']['micro_train_batch_size_per_gpu']})")
     if index == 0:
         return said + " (first)"
     mine, best = plan.facts.key, plans[0].facts.key
