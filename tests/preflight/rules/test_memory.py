@@ -215,3 +215,23 @@ def test_a_critic_is_costed_without_logits_and_refused_when_it_cannot_fit() -> N
         "weights 1.54e9 params x 4 B / 8 shards = 0.7 GiB + unsharded root + one layer (0.23e9 "
         "+ 0.05e9 params) x 2 B = 0.5 GiB + activations (forward, one layer) 34 B x micro 8 x "
         "1536 tokens x hidden 1536 = 0.6 GiB = 1.8 GiB")
+
+
+def test_a_forward_micro_batch_that_cannot_fit_is_refused_though_training_fits() -> None:
+    """Qwen2.5-1.5B on 8 x L4: the training micro batch of 4 fits; a forward micro batch of
+    40000 sequences (all a GPU holds of a 40000-prompt mini batch x 8 samples over 8 GPUs)
+    overflows even with every sequence 2 tokens long."""
+    def wide_forward(data: dict[str, Any]) -> None:
+        data["execution"]["allocation"]["accelerator"] = "L4"
+        data["role_plan"]["batch"].update(train_batch_size=40000, policy_mini_batch_size=40000,
+                                          micro_forward_batch_size_per_gpu=40000)
+    found = [f for f in mem_findings(example(edits=wide_forward)) if f[0] != "MEM005"]
+    assert [(code, severity) for code, severity, _ in found] == [
+        ("MEM003", "error"), ("MEM003", "error")]
+    assert found[0][2].startswith(
+        "The policy's forward pass (old log-probs) does not fit on one GPU even at the shortest "
+        "micro batch the spec allows (40000 sequences of 2 tokens): weights 1.54e9 params x 4 B "
+        "/ 8 shards = 0.7 GiB + unsharded root + one layer (0.23e9 + 0.05e9 params) x 2 B = 0.5 "
+        "GiB = 1.2 GiB before any activation, and 27.8 GiB with them;")
+    assert found[1][2].startswith("The reference's forward pass does not fit on one GPU even")
+    assert estimates(example(edits=wide_forward))["policy training"].endswith("= 8.2 GiB")
