@@ -20,9 +20,8 @@ from collections.abc import Iterator, Mapping
 from http.client import HTTPException
 from typing import Any
 
-from rlaunch.executors.base import ExecutorError
+from rlaunch.executors.base import ExecutorError, JobStatus
 from rlaunch.spec.execution import Allocation
-from rlaunch.status import AttemptStatus
 
 GPU_RESOURCE = "GPU"
 """The Ray resource a plan's GPUs are counted in (simulated GPUs on the local head too)."""
@@ -225,14 +224,14 @@ def submit(
             ) from None
 
 
-def status(address: str, submission_id: str) -> AttemptStatus:
+def status(address: str, submission_id: str) -> JobStatus:
     try:
         value = _client(address).get_job_status(submission_id)
     except (RuntimeError, OSError) as err:
         raise ExecutorError(
             f"cannot read the status of job {submission_id} at {address}: {err}"
         ) from None
-    return AttemptStatus.of_job(str(value))
+    return JobStatus(str(value))
 
 
 def logs(address: str, submission_id: str, follow: bool) -> Iterator[str]:
@@ -299,7 +298,7 @@ def stop(address: str, submission_id: str) -> None:
         raise ExecutorError(f"cannot stop job {submission_id} at {address}: {err}") from None
 
 
-def wait_terminal(address: str, submission_id: str, timeout_s: float) -> AttemptStatus:
+def wait_terminal(address: str, submission_id: str, timeout_s: float) -> JobStatus:
     """Poll until the job is terminal or the timeout passes (returns the last status)."""
     deadline = time.monotonic() + timeout_s
     current = status(address, submission_id)

@@ -14,10 +14,9 @@ from typing import Any
 
 from rlaunch.clock import utc_now
 from rlaunch.ledger.ledger import Ledger
-from rlaunch.ledger.records import add_smoke_result
+from rlaunch.ledger.records import SUCCEEDED, add_smoke_result
 from rlaunch.paths import run_paths
 from rlaunch.spec import RunSpec
-from rlaunch.status import AttemptStatus
 from rlaunch.store.fs import StoreError, open_location
 
 
@@ -63,7 +62,7 @@ def record_smoke_success(
     result = {
         "smoke": f"{name}@{version}",
         "attempt_id": attempt_id,
-        "status": AttemptStatus.SUCCEEDED.value,
+        "status": SUCCEEDED,
         "geometry": record.get("geometry"),
         "runtime_fingerprint": record.get("runtime_fingerprint"),
         "fingerprint": record.get("fingerprint"),
@@ -90,7 +89,7 @@ def recorded_smoke_success(
     """The newest successful result of the smoke run `smoke` (NAME@VERSION) recorded for
     `full_name@full_version`, or None."""
     for result in reversed((ledger.read(full_name, full_version) or {}).get("smoke_results", [])):
-        if result.get("smoke") == smoke and result.get("status") == AttemptStatus.SUCCEEDED:
+        if result.get("smoke") == smoke and result.get("status") == SUCCEEDED:
             return dict(result)
     return None
 

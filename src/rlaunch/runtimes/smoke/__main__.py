@@ -58,11 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copyfile(source, attempt_dir / "launch.yaml")
     say(f"smoke runtime: {config.run_id} attempt {attempt}; {run.total_steps} steps; "
         f"metrics -> {metrics.path}")
-    owned: str | None = None
+    owned = False
     try:
-        run.laps.lap("reading inputs")
         owned = connect(config, say)
-        run.laps.lap("connecting to Ray")
         manifest = run.run(metrics=metrics, timeout_s=timeout_s)
         manifest["attempt_id"] = attempt
         manifest["metrics_path"] = str(metrics.path)
@@ -72,15 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         metrics.close()
-        if owned is not None:
+        if owned:
             ray.shutdown()
-            shutil.rmtree(owned, ignore_errors=True)
     summary = manifest["metrics"]
     say(f"done: step {manifest['final_step']}, reward {summary['reward_mean_first5']:.3f} "
         f"(first 5) -> {summary['reward_mean_last5']:.3f} (last 5); export "
         f"{manifest['export_path']} {manifest['weights_sha256']}; manifest "
         f"{config.terminal_manifest}")
-    say(f"timings: {run.laps.line()}")
     return 0
 
 
