@@ -286,12 +286,16 @@ ROWS: tuple[Row, ...] = (
          how="`name@version`", note="the run's identity"),
     plan(_IDENTITY, "trainer.tags", _wandb_tags,
          how="`run:<name>`, `version:<v>`, `runtime:<pin>`, `smoke_of:<name@version>` (SkyRL "
-             "passes them to `wandb.init`; the W&B entity reaches SkyRL as `WANDB_ENTITY`, see "
+             "passes them to `wandb.init`; the W&B entity reaches every SkyRL process as "
+             "`WANDB_ENTITY` through the adapter's worker setup hook, see "
              "docs/skyrl-runtime.md)",
          note="the tags name the run, version and runtime"),
     plan("logger", "trainer.logger"),
     plan(_IDENTITY, "trainer.log_path", _artifact_root("attempts_root"),
-         how="`artifacts.attempts_root`", note="the attempts root derives from the identity"),
+         how="`artifacts.attempts_root` (SkyRL writes it with pathlib: the adapter points it at "
+             "a node-local folder and moves the logs to `attempts/<id>/skyrl-logs/`, see "
+             "docs/skyrl-runtime.md)",
+         note="the attempts root derives from the identity"),
     plan(f"{_ROLLOUT}.num_engines", "generator.inference_engine.num_engines"),
     plan(f"{_ROLLOUT}.backend", "generator.inference_engine.backend"),
     plan(f"{_ROLLOUT}.weight_sync_backend", "generator.inference_engine.weight_sync_backend"),
