@@ -154,3 +154,23 @@ def test_a_spec_path_longer_than_the_file_system_allows_is_named(tmp_path):
         assert isinstance(result.exception, SystemExit), result.output
         assert result.exit_code == 2, result.output
         assert "  - cannot read the file: File name too long\n" in result.output
+
+
+def test_a_nul_character_in_a_string_is_refused_by_every_command(tmp_path):
+    # The spec fuzz found it: a NUL in a name or a store prefix reached pathlib in render and
+    # status, a ValueError traceback ("embedded null byte").
+    for path, value in (("name", "run\x00x"), ("execution.store_prefix", "/srv/a\x00b")):
+        data = worked_example("colocated-1x8")
+        section, _, key = path.rpartition(".")
+        (data[section] if section else data)[key] = value
+        spec = tmp_path / "spec.json"
+        spec.write_text(json.dumps(data))
+        for command in (["preflight", str(spec)], ["render", str(spec), "-o", "-"],
+                        ["status", str(spec), "--store", str(tmp_path / "store")]):
+            result = CliRunner().invoke(main, command)
+            assert isinstance(result.exception, SystemExit), (command, result.exception)
+            # status says so as an error of its own (exit 1), the others as a bad spec (2).
+            assert result.exit_code == (1 if command[0] == "status" else 2), result.output
+            assert "not a valid RunSpec (1 problem(s))" in result.output
+            assert (f"  - {path}: Value error, strings must not hold a NUL character (\\x00): no "
+                    "path, URL or tool downstream accepts one") in result.output

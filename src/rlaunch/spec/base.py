@@ -36,7 +36,7 @@ class SpecModel(BaseModel):
     immutable, so a spec cannot change under a rule that is reading it. Types are strict, as in
     BUILD files: `true` is not 1 and `"2"` is not 2 (an integer is accepted where a float is
     expected). Floats are finite: `.inf` and `.nan` are refused. Integers lie within
-    +-2**53.
+    +-2**53. Strings hold no NUL character.
     """
 
     model_config = ConfigDict(
@@ -49,4 +49,8 @@ class SpecModel(BaseModel):
     def _integers_in_range(cls, value: Any) -> Any:
         if type(value) is int and not -MAX_INT <= value <= MAX_INT:
             raise ValueError("integers must lie within +-2**53")
+        if type(value) is str and "\x00" in value:
+            # Names, versions and prefixes become paths and URLs: no file system takes a NUL.
+            raise ValueError("strings must not hold a NUL character (\\x00): no path, URL or"
+                             " tool downstream accepts one")
         return value
