@@ -1,5 +1,5 @@
-"""SkyRL's own handoff check (rlaunch.runtimes.skyrl_handoff), run for real in the SkyRL 0.3.0
-contract env (CPython 3.12), on inputs the tests make:
+"""SkyRL's own handoff check (rlaunch.runtimes.skyrl_handoff), run for real in each SkyRL
+release's contract env (0.3.0 and 0.4.0, CPython 3.12), on inputs the tests make:
 
 - a small word-level tokenizer trained with `tokenizers` and saved in Hugging Face format with a
   ChatML-style chat template (tests/contract/make_tokenizer.py, run in the 3.12 env), and one
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import gsm8kdata
-from contract.skyrl_env import contract_python
+from contract.skyrl_env import RELEASES, contract_python, pin_release
 from contract.test_skyrl_contract import subtree_for_skyrl
 from hubserver import hub_environment, serve_hub
 from rlaunch.builders import build_artifact
@@ -40,12 +40,14 @@ def quiet(message: str) -> None:
     pass
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Interpreter, tokenizers and prompt files, made once for the module."""
-    python = contract_python()
+@pytest.fixture(scope="module", params=RELEASES)
+def inputs(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Interpreter (of each release's contract env), tokenizers and prompt files, made once per
+    release for the module."""
+    python = contract_python(request.param)
     root = tmp_path_factory.mktemp("handoff")
-    made: dict[str, Any] = {"python": python}
+    made: dict[str, Any] = {"python": python, "release": request.param}
     for name, flags in (("model", []), ("model-no-template", ["--no-chat-template"])):
         done = subprocess.run(
             [python, str(HERE / "make_tokenizer.py"), str(root / name), *flags],
@@ -73,7 +75,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def overrides(inputs: dict[str, Any], **changes: Any) -> list[str]:
-    skyrl = subtree_for_skyrl(parse_spec(worked_example("colocated-1x8")))
+    skyrl = subtree_for_skyrl(parse_spec(
+        pin_release(worked_example("colocated-1x8"), inputs["release"])))
     trainer = skyrl["trainer"]
     # 12 train rows: one batch of 8 prompts x 8 samples over 8 GPUs, micro batches of 4.
     trainer.update(train_batch_size=8, policy_mini_batch_size=8, eval_batch_size=4)
@@ -219,7 +222,8 @@ def test_a_config_skyrl_refuses_stops_the_check(inputs) -> None:
     code, _, report = run_check(inputs, overrides(inputs, train_batch_size=250))
     assert code == 1
     assert the_problem(report) == (
-        "SkyRL 0.3.0 refuses the job's overrides: AssertionError: train_batch_size 250 should "
+        f"SkyRL {inputs['release']} refuses the job's overrides: AssertionError: train_batch_size"
+        " 250 should "
         "be divisible by policy_mini_batch_size 8. The launch YAML's skyrl section is what to "
         "fix (SkyRLTrainConfig.from_cli_overrides, validate_cfg)"
     )

@@ -4,7 +4,8 @@
         'data.train_data=["/cache/d/prompts.parquet"]'   (one line: SkyRL's own argv)
 
 The arguments are the exact SkyRL key=value overrides the job gets, already pointing at local
-files (the skyrl adapter stages them first). It runs SkyRL 0.3.0's own code on them, the steps
+files (the skyrl adapter stages them first). It runs SkyRL's own code on them (the installed
+release: 0.3.0 or 0.4.0), the steps
 `skyrl.train.entrypoints.main_base` takes before it creates placement groups:
 
 1. config: `SkyRLTrainConfig.from_cli_overrides(argv)` and `skyrl.train.utils.validate_cfg`;
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import skyrl
 import skyrl_gym
 from skyrl.train.config import SkyRLTrainConfig
 from skyrl.train.dataset import PromptDataset
@@ -113,9 +115,9 @@ def _config(argv: list[str], report: HandoffReport) -> SkyRLTrainConfig:
     except Exception as err:  # SkyRL reports config problems as assert/Value/Type errors
         raise _Refused(
             "config",
-            f"SkyRL 0.3.0 refuses the job's overrides: {type(err).__name__}: {err}. The launch "
-            f"YAML's skyrl section is what to fix (SkyRLTrainConfig.from_cli_overrides, "
-            f"validate_cfg)",
+            f"SkyRL {skyrl.__version__} refuses the job's overrides: {type(err).__name__}: {err}."
+            " The launch YAML's skyrl section is what to fix"
+            " (SkyRLTrainConfig.from_cli_overrides, validate_cfg)",
         ) from None
     report.config = "accepted by from_cli_overrides and validate_cfg"
     return cfg
