@@ -87,13 +87,53 @@ rl_find_python() {
   return 1
 }
 
-# rl_build_venv DIR PYTHON WHAT REQUIREMENTS [SITE_FILE]: make DIR a venv of PYTHON with REQUIREMENTS
-# installed (and SITE_FILE, a .pth file, copied into its site-packages), unless a complete one is
-# already there. Under an flock on DIR.lock; the .complete marker is written
-# last, and a DIR without it (a build that crashed or was killed) is removed and built again.
-# Installer output goes to DIR.log, and its tail to stderr on failure.
+# rl_pip_find_links PYTHON: the find-links locations PYTHON's pip is configured with (pip.conf
+# files and $PIP_FIND_LINKS), one per line. uv reads no pip configuration: a machine that keeps
+# wheels on its disk for pip (here the CPU build of torch, which on PyPI is a multi-GB CUDA build)
+# gives them to uv through these.
+rl_pip_find_links() {
+  "$1" -m pip config list 2>/dev/null |
+    sed -n "s/^[^=]*\.find-links='\(.*\)'$/\1/p" | tr ' ' '\n' | sed '/^$/d' | sort -u
+}
+
+# rl_ensure_uv PYTHON: make sure uv, the venv installer, is in the user's cache at the version
+# 3rdparty/requirements-uv.txt pins, installed from PyPI by PYTHON's pip (any CPython with pip
+# will do: uv is one binary); set RL_UV to it. Once per version, under an flock, like a venv.
+rl_ensure_uv() {
+  local python=$1 requirements="$RL_REPO_ROOT/3rdparty/requirements-uv.txt" version dir
+  version=$(sed -n 's/^uv==\([^[:space:]]*\)$/\1/p' "$requirements") || return 1
+  if [[ -z $version ]]; then
+    rl_say "error: no uv==<version> line in $requirements"
+    return 1
+  fi
+  dir="$RL_CACHE_ROOT/uv/$version"
+  RL_UV="$dir/bin/uv"
+  [[ -f $dir/.complete && -x $RL_UV ]] && return 0
+  mkdir -p "$(dirname "$dir")" || return 1
+  (
+    flock 9 || exit 1
+    [[ -f $dir/.complete && -x $RL_UV ]] && exit 0
+    rm -rf "$dir"
+    if ! "$python" -m pip install --no-input --disable-pip-version-check --no-deps \
+      --target "$dir" -r "$requirements" >"$dir.log" 2>&1; then
+      rl_say "error: installing uv $version (the venv installer, 3rdparty/requirements-uv.txt)"
+      rl_say "with $python -m pip failed; the end of $dir.log:"
+      tail -n 30 "$dir.log" >&2
+      exit 1
+    fi
+    touch "$dir/.complete" || exit 1
+  ) 9>"$dir.lock"
+}
+
+# rl_build_venv DIR PYTHON WHAT REQUIREMENTS [UV-PIP-INSTALL-OPTIONS...]: make DIR a venv of
+# PYTHON with REQUIREMENTS installed by uv (`uv venv`, `uv pip install -r`, with pip's find-links),
+# unless a complete one is already there. Under an flock on DIR.lock; the .complete marker is
+# written last, and a DIR without it (a build that crashed or was killed) is removed and built
+# again. Installer output goes to DIR.log, and its tail to stderr on failure.
 rl_build_venv() {
-  local dir=$1 python=$2 what=$3 requirements=$4 site_file=${5:-}
+  local dir=$1 python=$2 what=$3 requirements=$4 link
+  shift 4
+  local -a options=("$@")
   mkdir -p "$(dirname "$dir")" || return 1
   (
     flock 9 || exit 1
@@ -101,12 +141,12 @@ rl_build_venv() {
     rl_venv_ready "$dir" && exit 0
     rl_say "$what in $dir (once; log: $dir.log) ..."
     rm -rf "$dir"
+    rl_ensure_uv "$python" || exit 1
+    while IFS= read -r link; do options+=(--find-links "$link"); done < <(rl_pip_find_links "$python")
     if ! {
-      "$python" -m venv "$dir" &&
-        "$dir/bin/python" -m pip install --no-input --require-virtualenv -r "$requirements" &&
-        if [[ -n $site_file ]]; then
-          cp "$site_file" "$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
-        fi
+      "$RL_UV" venv --no-config --python "$python" "$dir" &&
+        "$RL_UV" pip install --no-config --python "$dir/bin/python" "${options[@]}" \
+          -r "$requirements"
     } >"$dir.log" 2>&1; then
       rl_say "error: $what failed; the end of $dir.log:"
       tail -n 30 "$dir.log" >&2
@@ -117,10 +157,38 @@ rl_build_venv() {
   ) 9>"$dir.lock"
 }
 
-# rl_ensure_runtime: make sure the project runtime (CPython 3.11 venv with 3rdparty/requirements.lock)
-# exists; set RL_RUNTIME_PYTHON to its interpreter. The project itself is not installed into it
+# Venvs found missing by rl_plan_runtime / rl_plan_pants, built by rl_build_pending: parallel
+# arrays of DIR, PYTHON, WHAT and REQUIREMENTS (rl_build_venv's arguments).
+RL_PENDING_DIRS=() RL_PENDING_PYTHONS=() RL_PENDING_WHATS=() RL_PENDING_REQUIREMENTS=()
+
+rl_pending() {
+  RL_PENDING_DIRS+=("$1") RL_PENDING_PYTHONS+=("$2") RL_PENDING_WHATS+=("$3")
+  RL_PENDING_REQUIREMENTS+=("$4")
+}
+
+# rl_build_pending: build the planned venvs, all at once (each is mostly waiting on downloads
+# and disk, so two build in about the time of the larger); fails if any failed, after all ended.
+rl_build_pending() {
+  local count=${#RL_PENDING_DIRS[@]} index failed=0
+  local -a pids=()
+  [[ $count -gt 0 ]] || return 0
+  # One uv for all, installed before they start (each would otherwise wait on its lock).
+  rl_ensure_uv "${RL_PENDING_PYTHONS[0]}" || return 1
+  for ((index = 0; index < count; index++)); do
+    rl_build_venv "${RL_PENDING_DIRS[index]}" "${RL_PENDING_PYTHONS[index]}" \
+      "${RL_PENDING_WHATS[index]}" "${RL_PENDING_REQUIREMENTS[index]}" &
+    pids+=("$!")
+  done
+  for index in "${pids[@]}"; do wait "$index" || failed=1; done
+  RL_PENDING_DIRS=() RL_PENDING_PYTHONS=() RL_PENDING_WHATS=() RL_PENDING_REQUIREMENTS=()
+  return "$failed"
+}
+
+# rl_plan_runtime: the project runtime (CPython 3.11 venv with 3rdparty/requirements.lock); set
+# RL_RUNTIME_PYTHON to its interpreter and, when it is not built yet, find CPython 3.11 (or say
+# why not) and plan its build (rl_build_pending). The project itself is not installed into it
 # (checkouts share it): callers put <repo>/src on PYTHONPATH.
-rl_ensure_runtime() {
+rl_plan_runtime() {
   local lock="$RL_REPO_ROOT/3rdparty/requirements.lock" sha dir python
   sha=$(rl_short_sha "$lock") || return 1
   dir="$RL_CACHE_ROOT/runtime/$sha"
@@ -128,16 +196,17 @@ rl_ensure_runtime() {
     python=$(rl_find_python 3.11 RLAUNCH_PYTHON311 "the project runtime needs CPython 3.11" \
       "pyenv install 3.11 (https://github.com/pyenv/pyenv), or your OS's python3.11 and python3.11-venv packages") ||
       return 1
-    rl_build_venv "$dir" "$python" "installing project runtime (CPython 3.11, 3rdparty/requirements.lock)" \
-      "$lock" || return 1
+    rl_pending "$dir" "$python" \
+      "installing project runtime (CPython 3.11, 3rdparty/requirements.lock)" "$lock"
   fi
   # shellcheck disable=SC2034 # read by the scripts that source this file
   RL_RUNTIME_PYTHON="$dir/bin/python"
 }
 
-# rl_ensure_pants: make sure the venv that runs Pants exists (CPython 3.9, the pins of
-# 3rdparty/requirements-pants.txt, for the pants_version in pants.toml); set RL_PANTS_VENV to it.
-rl_ensure_pants() {
+# rl_plan_pants: the venv that runs Pants (CPython 3.9, the pins of 3rdparty/requirements-pants.txt,
+# for the pants_version in pants.toml); set RL_PANTS_VENV to it and, when it is not built yet, find
+# CPython 3.9 (or say why not) and plan its build (rl_build_pending).
+rl_plan_pants() {
   local requirements="$RL_REPO_ROOT/3rdparty/requirements-pants.txt" version sha dir python
   version=$(sed -n 's/^[[:space:]]*pants_version[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' \
     "$RL_REPO_ROOT/pants.toml") || return 1
@@ -156,8 +225,12 @@ rl_ensure_pants() {
     python=$(rl_find_python 3.9 PANTS_PYTHON "Pants $version runs on CPython 3.9 only" \
       "pyenv install 3.9.18 (https://github.com/pyenv/pyenv)") ||
       return 1
-    rl_build_venv "$dir" "$python" "creating Pants $version venv" "$requirements" || return 1
+    rl_pending "$dir" "$python" "creating Pants $version venv" "$requirements"
   fi
   # shellcheck disable=SC2034 # read by the scripts that source this file
   RL_PANTS_VENV="$dir"
 }
+
+# rl_ensure_runtime, rl_ensure_pants: plan one venv and build it if missing.
+rl_ensure_runtime() { rl_plan_runtime && rl_build_pending; }
+rl_ensure_pants() { rl_plan_pants && rl_build_pending; }

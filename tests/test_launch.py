@@ -34,12 +34,13 @@ from executors.support import (
     wait_gone,
 )
 from rlaunch.cli import main
-from rlaunch.executors import ExecutorOptions, JobStatus, Submission
+from rlaunch.executors import ExecutorOptions, Submission
 from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head, read_record
 from rlaunch.launch import LaunchRefused, LaunchRequest, launch
 from rlaunch.ledger import Ledger
 from rlaunch.spec import catalog, parse_spec
+from rlaunch.status import AttemptStatus
 
 SECRET = "s3cr3t-rlaunch-test-value-8c1f"
 
@@ -134,7 +135,7 @@ def test_a_launch_runs_the_job_records_it_and_never_writes_a_credential(
     monkeypatch.setenv("RLAUNCH_TEST_SECRET", SECRET)
     spec = world.spec(name="echo-secret", credentials=["RLAUNCH_TEST_SECRET"])
     result, output, said = run(world, spec)
-    assert result.exit_code == 0 and result.status == JobStatus.SUCCEEDED
+    assert result.exit_code == 0 and result.status == AttemptStatus.SUCCEEDED
     digest = hashlib.sha256(SECRET.encode()).hexdigest()[:12]
     # The job had the value (it prints only its length and digest) ...
     assert f"credential RLAUNCH_TEST_SECRET present, {len(SECRET)} chars, sha256 {digest}" in output
@@ -161,6 +162,19 @@ def test_a_launch_runs_the_job_records_it_and_never_writes_a_credential(
     assert copy.read_bytes() == yaml_bytes
     assert copy.stat().st_mode & 0o777 == 0o444
     assert b"RLAUNCH_TEST_SECRET" in yaml_bytes  # the name is in the YAML, the value never
+
+    # Where the launch's time went, phase by phase, for its last line (the echo runtime writes
+    # no terminal manifest: no runtime phases).
+    assert list(result.laps.seconds) == [
+        "preflight", "inputs", "head and submission", "job", "wind-down"]
+    assert result.runtime_timings is None
+    seconds = result.laps.seconds
+    assert result.timings_line() == (
+        f"rlaunch: timings of echo-secret@dev ({sum(seconds.values()):.1f} s): "
+        + ", ".join(f"{name} {value:.1f} s" for name, value in seconds.items()))
+    line = result.timings_line(result.laps.started_at - 2.5)
+    assert line.startswith("rlaunch: timings of echo-secret@dev (")
+    assert " s since ./pants started): start-up 2.5 s, preflight " in line
 
 
 def test_a_dry_run_writes_the_yaml_and_records_nothing(world: World) -> None:
@@ -273,14 +287,14 @@ def test_resume_latest_refuses_a_root_written_by_another_runtime(world: World) -
 def test_a_failed_job_exits_3_and_is_recorded_failed(world: World) -> None:
     result, output, _ = run(world, world.spec(name="echo-fail-run"))
     assert "echo-runtime: failing as asked" in output
-    assert (result.status, result.exit_code) == (JobStatus.FAILED, 3)
+    assert (result.status, result.exit_code) == (AttemptStatus.FAILED, 3)
     assert world.ledger.read("echo-fail-run", "dev")["status"] == "FAILED"
 
 
 def test_a_running_launch_blocks_a_relaunch_until_stopped(world: World) -> None:
     spec = world.spec(name="echo-wait-detached")
     result, _, said = run(world, spec, follow=False)
-    assert result.exit_code == 0 and result.status == JobStatus.PENDING
+    assert result.exit_code == 0 and result.status == AttemptStatus.PENDING
     assert "detached; follow with `rlaunch logs echo-wait-detached@dev --follow`" in said
     with pytest.raises(LaunchRefused) as caught:
         run(world, spec)
@@ -310,7 +324,7 @@ def test_logs_follow_shows_a_detached_jobs_steps_as_a_bar_on_a_terminal(world: W
     stderr when it is a terminal (rich forced to one here), the job's lines as they are on
     stdout."""
     result, _, _ = run(world, world.spec(name="echo-wait-follow"), follow=False)
-    assert result.status == JobStatus.PENDING
+    assert result.status == AttemptStatus.PENDING
     follower = cli(world, "logs", "echo-wait-follow@dev", "--follow", "--store",
                    str(world.store), TTY_COMPATIBLE="1", COLUMNS="120")
     read_until(follower, "echo-runtime: waiting for")
@@ -375,7 +389,7 @@ def test_ctrl_c_stops_the_job_and_records_it(world: World) -> None:
     record = world.ledger.read("echo-wait-interrupt", "dev")
     assert record["status"] == "STOPPED"
     local = LocalExecutor(ExecutorOptions(say=lambda m: None))
-    assert local.status(Submission.from_dict(record["submission"])) == JobStatus.STOPPED
+    assert local.status(Submission.from_dict(record["submission"])) == AttemptStatus.STOPPED
 
 
 def test_ctrl_c_also_stops_the_head_the_launch_started(world: World, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
         # shared helpers, no rlaunch imports above
-        "__init__ atomic clock fingerprints paths plugins locks progress",
+        "__init__ atomic clock fingerprints paths plugins locks progress status",
         "spec",  # the RunSpec schema, version syntax, the runtime catalog
         "tasks",
         "store",
@@ -38,6 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "preflight.estimates",  # GPU memory and placement models
         "preflight.rules preflight.launch_checks",  # rules by family; checks only a launch makes
         "preflight",  # the package, `rlaunch rules` and `rlaunch preflight`
+        "plans",  # the role plans of a GPU budget that preflight accepts (`rlaunch plans`)
         "builders",
         "executors",
         "launch",
@@ -47,7 +48,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     )
 )
 HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub", "matplotlib", "botocore",
-                   "s3transfer", "transformers"})
+                   "s3transfer"})
 """Third-party modules a function may import lazily (start-up time, or optional)."""
 
 

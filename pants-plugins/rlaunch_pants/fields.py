@@ -235,6 +235,15 @@ def with_defaults(value: Any, keys: tuple[Key, ...]) -> dict[str, Any]:
     return filled
 
 
+def thaw(value: Any) -> Any:
+    """Frozen BUILD values back to plain JSON values (the inverse of `freeze`)."""
+    if isinstance(value, (FrozenDict, dict)):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
 def freeze(value: Any) -> Any:
     """Make a BUILD value hashable, as Pants needs: dicts (keys sorted) and lists become frozen."""
     if isinstance(value, (dict, FrozenDict)):

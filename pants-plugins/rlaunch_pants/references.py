@@ -84,6 +84,7 @@ class RlRunReferencesFieldSet(FieldSet):
     critic_model: rf.RlRunCriticModelField
     train_data: rf.RlRunTrainDataField
     eval_data: rf.RlRunEvalDataField
+    environment_data: rf.RlRunEnvironmentDataField
     runtime: rf.RlRunRuntimeField
     role_plan: rf.RlRunRolePlanField
     execution: rf.RlRunExecutionField
@@ -107,6 +108,7 @@ async def infer_rl_run_dependencies(request: InferRlRunDependencies) -> Inferred
             field_set.critic_model,
             field_set.train_data,
             field_set.eval_data,
+            field_set.environment_data,
             field_set.runtime,
             field_set.role_plan,
             field_set.execution,

@@ -63,11 +63,12 @@ def test_built_artifact_deps_are_dependencies(rule_runner: RuleRunner) -> None:
     rule_runner.write_files(
         {
             "c/BUILD": (
-                'built_artifact(name="data", builder="countdown_data", kind="dataset",'
+                # module:Class builders read configs of their own (rlaunch's are checked).
+                'built_artifact(name="data", builder="lab.builders:Data", kind="dataset",'
                 ' version="dev")\n'
-                'built_artifact(name="tok", builder="char_tokenizer", kind="tokenizer",'
+                'built_artifact(name="tok", builder="lab.builders:Tokenizer", kind="tokenizer",'
                 ' version="dev")\n'
-                'built_artifact(name="sft", builder="sft_model", kind="model",'
+                'built_artifact(name="sft", builder="lab.builders:SFT", kind="model",'
                 ' deps={"data": ":data", "tokenizer": ":tok"}, version="dev")\n'
             )
         }

@@ -143,6 +143,21 @@ class RlRunEvalDataField(_ArtifactReference):
     )
 
 
+class RlRunEnvironmentDataField(_ArtifactReference):
+    alias = "environment_data"
+    help = help_text(
+        """
+        Address of the data the task environment reads (an artifact of kind dataset: a folder
+        of SQL databases, a search index), staged onto every node like any input; the launcher
+        gives its staged folder to the SkyRL setting named by `environment_data_setting`.
+        Unset: none.
+
+            environment_data="experiments/datasets:skyrl-sql-dbs",
+            environment_data_setting="environment.skyrl_gym.text2sql.db_path",
+        """
+    )
+
+
 class RlRunRuntimeField(TargetReferenceField):
     alias = "runtime"
     required = True
@@ -214,6 +229,7 @@ RUN_REFERENCE_FIELDS = (
     RlRunCriticModelField,
     RlRunTrainDataField,
     RlRunEvalDataField,
+    RlRunEnvironmentDataField,
     RlRunRuntimeField,
     RlRunRolePlanField,
     RlRunExecutionField,

@@ -5,28 +5,40 @@ type, choices, bounds, default, null-ability, meaning and example value. From on
 module makes the field Pants parses it with, in the Pants form of the field classes beside
 (checks in `compute_value`, `required` or a `default`, a `help` that ends with the BUILD line
 that writes it). So a key added to a library model is a BUILD field, checked and documented,
-with no edit here; `spec_dict` (specs.py) writes it back into the RunSpec.
+with no edit here. A target type's `SpecFieldSet` holds those fields and turns them into its
+part of the RunSpec, as Pants' docker and helm field sets turn theirs into a build request.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
-from pants.engine.target import BoolField, Field, StringSequenceField
+from pants.engine.target import (
+    BoolField,
+    Field,
+    FieldSet,
+    InvalidFieldException,
+    StringSequenceField,
+)
+from pants.util.frozendict import FrozenDict
 from pants.util.strutil import softwrap
 
 from rlaunch_pants import schema
+from rlaunch_pants import validation as v
 from rlaunch_pants.fields import (
     CheckedIntField,
     CheckedStringField,
     ChoiceField,
+    JsonDictField,
     SchemaDictField,
     dict_help,
     key_check,
     schema_keys,
+    thaw,
 )
 
 
@@ -115,17 +127,29 @@ def field_help(alias: str, path: str, item: Mapping[str, Any], intro: str = "") 
     return "\n\n".join(parts)
 
 
+# A string key's syntax (schema.json `syntax`, the model's `Syntax(...)`) -> its check.
+_SYNTAX = {
+    "commit": v.check_commit,
+    "sha256": v.check_sha256,
+    "version": v.check_version,
+}
+
+
 def key_field(
     path: str,
     *,
     alias: Optional[str] = None,
     class_name: Optional[str] = None,
     intro: str = "",
+    optional: bool = False,
 ) -> type[Field]:
     """The BUILD field of the schema key at `path` (`execution.priority`, `role_plan.policy`,
     `artifacts.hf_dataset.split`): its type's field class, required unless the model gives a
-    default, None allowed where the model's key is nullable."""
-    item = schema.entry(path)
+    default, None allowed where the model's key is nullable. `optional`: a key the BUILD file
+    may leave out though the model has no default (the plugin derives its value)."""
+    item = dict(schema.entry(path))
+    if optional:
+        item["default"] = None
     alias = alias or path.rsplit(".", 1)[-1]
     has_default = "default" in item
     attrs: dict[str, Any] = {
@@ -151,13 +175,19 @@ def key_field(
         base = CheckedIntField
     elif kind == "list":
         base = StringSequenceField
+    elif kind == "map" and "values" not in item:
+        base = JsonDictField
     elif kind == "str":
+        if "syntax" in item:
+            attrs["check"] = staticmethod(_SYNTAX[item["syntax"]])
         base = CheckedStringField
     else:
         raise TypeError(f"{path}: no BUILD field for a schema key of type {kind!r}")
     if has_default:
         default = item["default"]
-        attrs["default"] = tuple(default) if isinstance(default, list) else default
+        attrs["default"] = tuple(default) if isinstance(default, list) else (
+            FrozenDict(default) if isinstance(default, dict) else default
+        )
     name = class_name or f"{camel(path.replace('.', '_'))}Field"
     return type(name, (base,), attrs)
 
@@ -173,3 +203,55 @@ def section_fields(
         path = f"{section}.{name}" if section else name
         fields[name] = key_field(path, class_name=f"{prefix}{camel(name)}Field")
     return fields
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecFieldSet(FieldSet):
+    """The fields of a target type that hold one part of the RunSpec (schema.json `targets`: a
+    section, or an artifact variant); `spec_dict` turns them into it, key for key."""
+
+    held: ClassVar[str]
+    """The schema path of what the target holds (`role_plan`, `artifacts.hf_model`, "")."""
+    attributes: ClassVar[Mapping[str, str]]
+    """Spec key -> the attribute holding its field."""
+
+    def spec_dict(self, resolved: Mapping[str, Any]) -> dict[str, Any]:
+        """Every key of what the target holds, in the schema's order: the value the plugin
+        resolved (references, derived values), else the target's name for `name`, the variant's
+        tag for `type`, else the value of the key's field. A key that is none of these is a
+        gap between schema.json and the fields (a stale pantsd, or a key made by hand)."""
+        found = {}
+        for key in schema.section_keys(self.held):
+            if key in resolved:
+                found[key] = resolved[key]
+            elif key == "name":
+                found[key] = self.address.target_name
+            elif key == "type":
+                found[key] = self.held.rsplit(".", 1)[-1]
+            elif key in self.attributes:
+                found[key] = thaw(getattr(self, self.attributes[key]).value)
+            else:
+                raise InvalidFieldException(
+                    f"{self.address}: the RunSpec key {self.held}.{key} has no field; "
+                    f"regenerate schema.json (scripts/gen-docs) and restart pantsd."
+                )
+        return found
+
+
+def spec_field_set(name: str, held: str, fields: Mapping[str, type[Field]]) -> type[SpecFieldSet]:
+    """The `SpecFieldSet` of a target type: one attribute per key's field (`<key>_` where the
+    key is a FieldSet's own attribute, e.g. execution's `address`)."""
+    attributes = {key: f"{key}_" if key in ("address", "fields") else key for key in fields}
+    field_set = dataclasses.make_dataclass(
+        name,
+        [(attributes[key], field) for key, field in fields.items()],
+        bases=(SpecFieldSet,),
+        frozen=True,
+        namespace={
+            "required_fields": tuple(fields.values()),
+            "held": held,
+            "attributes": attributes,
+            "__module__": __name__,
+        },
+    )
+    return field_set

@@ -5,8 +5,9 @@ from pants.engine.addresses import Address
 from pants.engine.target import NO_VALUE, InvalidFieldException
 
 from rlaunch_pants import plan_fields as pf
+from rlaunch_pants import schema
 from rlaunch_pants.fields import Key, SchemaDictField, key_check
-from rlaunch_pants.schema_fields import build_value, key_field, wrapped
+from rlaunch_pants.schema_fields import build_value, key_field, spec_field_set, wrapped
 
 CLUSTER = Address("experiments/x", target_name="cluster")
 
@@ -39,8 +40,9 @@ def test_the_model_default_is_the_field_default_and_in_the_help() -> None:
         False, "normal", "normal")
     assert pf.EXECUTION_FIELD["credentials"](NO_VALUE, CLUSTER).value == ()
     assert pf.EXECUTION_FIELD["cluster"](NO_VALUE, CLUSTER).value is None
-    assert "Scheduling priority: `low`, `normal` or `high`. Default: `\"normal\"`." in (
-        priority.help)
+    assert ("Scheduling priority: `low`, `normal` or `high`; for `iris`, its priority band:"
+            " `production`, `interactive` or `batch` (EXEC010). Default: `\"normal\"`."
+            ) in priority.help
     assert priority.help.endswith('\n\n    priority="normal"')
     assert pf.EXECUTION_FIELD["executor"].required
 
@@ -66,8 +68,9 @@ def test_a_dict_key_with_a_model_default_may_be_left_out_and_is_written() -> Non
 
 
 def test_a_schema_key_of_a_type_with_no_build_field_is_named() -> None:
-    with pytest.raises(TypeError, match="^settings: no BUILD field for a schema key of type 'map'"):
-        key_field("settings")
+    # A built artifact's deps are addresses: artifact_fields.BuiltArtifactDepsField, by hand.
+    with pytest.raises(TypeError, match="^artifacts.built.deps: no BUILD field for a schema key"):
+        key_field("artifacts.built.deps")
 
 
 def test_build_values_and_wrapping_keep_strings_whole() -> None:
@@ -78,3 +81,28 @@ def test_build_values_and_wrapping_keep_strings_whole() -> None:
     assert eval(text.split("=", 1)[1], {"dict": dict}) == {  # noqa: S307
         f"k{i}": f"v, {i}" for i in range(12)}
     assert all(len(part) <= 44 for part in text.splitlines())
+
+
+def test_a_spec_field_set_writes_every_key_and_names_a_key_without_a_field() -> None:
+    values = {"executor": "ray", "timeout_minutes": 60,
+              "allocation": dict(schema.example_value("execution.allocation"))}
+    fields = {key: field(values.get(key, NO_VALUE), CLUSTER)
+              for key, field in pf.EXECUTION_FIELD.items()}
+    complete = spec_field_set("ExecutionFields", "execution", pf.EXECUTION_FIELD)
+    attributes = complete.attributes
+    written = complete(CLUSTER, **{attributes[key]: value for key, value in fields.items()})
+    assert written.spec_dict({}) == {
+        "executor": "ray", "address": None, "cluster": None,
+        "allocation": values["allocation"], "priority": "normal", "max_retries": 0,
+        "timeout_minutes": 60, "credentials": [], "wandb": None, "store_prefix": None,
+    }
+    # `address` is the FieldSet's own attribute: execution's address field is `address_`.
+    assert attributes["address"] == "address_"
+    partial = {key: field for key, field in pf.EXECUTION_FIELD.items() if key != "priority"}
+    stale = spec_field_set("StaleExecutionFields", "execution", partial)
+    with pytest.raises(InvalidFieldException) as error:
+        stale(CLUSTER, **{stale.attributes[key]: fields[key] for key in partial}).spec_dict({})
+    assert str(error.value) == (
+        "experiments/x:cluster: the RunSpec key execution.priority has no field; regenerate "
+        "schema.json (scripts/gen-docs) and restart pantsd."
+    )

@@ -26,7 +26,7 @@ from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import schema
 from rlaunch_pants import target_types as tt
-from rlaunch_pants.fields import TargetReferenceField
+from rlaunch_pants.fields import TargetReferenceField, thaw
 from rlaunch_pants.origins import (
     RUN_FIELD_NAMES,
     SOURCES_KEY,
@@ -46,15 +46,6 @@ SMOKE_SHARED_SECTIONS = tuple(
 )
 
 
-def thaw(value: Any) -> Any:
-    """Frozen BUILD values back to plain JSON values."""
-    if isinstance(value, (FrozenDict, dict)):
-        return {key: thaw(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw(item) for item in value]
-    return value
-
-
 def canonical(document: Mapping[str, Any]) -> str:
     return json.dumps(document, sort_keys=True, indent=2) + "\n"
 
@@ -64,44 +55,24 @@ def canonical(document: Mapping[str, Any]) -> str:
 
 
 def spec_dict(target: Target, resolved: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of the RunSpec a target holds (schema.TARGETS), key for key as the schema lists
-    them: the value the plugin resolved (references, identity), else the value of the target's
-    field of that name. A key that is neither is a gap between the schema and the fields."""
-    held = schema.TARGETS[target.alias]
-    by_alias = {field.alias: field for field in target.field_types}
-    renamed = RUN_FIELD_NAMES if target.alias == "rl_run" else {}
-    found = {}
-    for key in schema.section_keys(held):
-        if key in resolved:
-            found[key] = resolved[key]
-        elif key == "name":
-            found[key] = target.address.target_name
-        elif key == "type":
-            found[key] = held.rsplit(".", 1)[-1]
-        elif renamed.get(key, key) in by_alias:
-            found[key] = thaw(target[by_alias[renamed.get(key, key)]].value)
-        else:
-            raise InvalidFieldException(
-                f"{target.address} ({target.alias}): the RunSpec key {held}.{key} has no field; "
-                f"regenerate schema.json (scripts/gen-docs) and restart pantsd."
-            )
-    return found
+    """The part of the RunSpec a target holds, from its spec field set (target_types.py)."""
+    return tt.SPEC_FIELD_SETS[target.alias].create(target).spec_dict(resolved)
 
 
 def artifact_dict(target: Target, deps: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """An artifact target as a spec artifact; `deps` are a built artifact's resolved deps."""
-    if target.alias not in schema.TARGETS or not schema.TARGETS[target.alias].startswith(
-        "artifacts."
-    ):
+    if not schema.TARGETS.get(target.alias, "").startswith("artifacts."):
         raise InvalidFieldException(f"{target.address} ({target.alias}) is not an artifact target.")
     resolved: dict[str, Any] = {"deps": {slot: deps[slot] for slot in sorted(deps)}}
     if isinstance(target, tt.HFModelTarget):
         # A model that ships its tokenizer: the tokenizer pin is the model's own.
         resolved["tokenizer_repo_id"] = (
-            target[af.HFModelTokenizerRepoIdField].value or target[af.HFRepoIdField].value
+            target[af.HFModelTokenizerRepoIdField].value
+            or target[af.HF_MODEL_FIELD["repo_id"]].value
         )
         resolved["tokenizer_revision"] = (
-            target[af.HFModelTokenizerRevisionField].value or target[af.HFRevisionField].value
+            target[af.HFModelTokenizerRevisionField].value
+            or target[af.HF_MODEL_FIELD["revision"]].value
         )
     return spec_dict(target, resolved)
 
@@ -187,7 +158,7 @@ def artifact_identities(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """`(field path, name@version)` of every artifact a run uses, dependencies included."""
     found = []
     for slot in ARTIFACT_SLOTS:
-        if spec[slot] is not None:
+        if spec.get(slot) is not None:  # a slot with a default (environment_data) may be absent
             for path, artifact in walk_artifacts(slot, spec[slot]):
                 found.append((path, f"{artifact['name']}@{artifact['version']}"))
     return found

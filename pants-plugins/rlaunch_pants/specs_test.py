@@ -43,16 +43,16 @@ def test_targets_of_the_worked_example_give_exactly_its_spec(rule_runner: RuleRu
     if python is None:
         pytest.skip("no project runtime: set PANTS_RLAUNCH_PYTHON or run scripts/runtime")
     rule_runner.write_files({"experiments/x/BUILD": COLOCATED_BUILD})
+    # The example as the library reads it: every key written, a default where it leaves one out.
     expected = library_json(
         python,
-        "import json; from rlaunch.spec.examples import worked_example; "
-        "print(json.dumps(worked_example('colocated-1x8')))",
+        "import json; from rlaunch.spec import parse_spec; "
+        "from rlaunch.spec.examples import worked_example; "
+        "print(json.dumps(parse_spec(worked_example('colocated-1x8')).model_dump(mode='json')))",
     )
     assert isinstance(expected, dict)
     # Names differ only where a target name is the identity (the example's names are its own).
     expected["runtime"]["name"] = "skyrl-0.3.0"
-    # The plugin writes every key; the library reads an absent `settings` as none.
-    expected.setdefault("settings", {})
     spec = run_spec(rule_runner)
     spec.pop("build_sources")
     assert spec == expected
@@ -116,7 +116,7 @@ def test_a_dataset_config_is_a_name_or_an_explicit_null_beside_a_builder_config(
                 'hf_dataset(name="plain", repo_id="org/plain", revision="' + "f" * 40
                 + '", split="train", rows=10, version="2026.11.01")\n'
                 'built_artifact(name="problems", builder="countdown_data", kind="dataset",'
-                ' config={"seed": 7}, version="dev")\n'
+                ' config={"seed": 7, "train_rows": 8, "eval_rows": 0}, version="dev")\n'
             ),
         }
     )
@@ -136,7 +136,7 @@ def test_a_dataset_config_is_a_name_or_an_explicit_null_beside_a_builder_config(
         "rows": None,
     }
     assert "config" in artifact("plain") and artifact("plain")["config"] is None
-    assert artifact("problems")["config"] == {"seed": 7}
+    assert artifact("problems")["config"] == {"eval_rows": 0, "seed": 7, "train_rows": 8}
 
 
 def test_a_separate_reference_model_is_its_own_artifact_in_the_spec(
@@ -190,7 +190,8 @@ def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner)
             ),
             "models/BUILD": (
                 'built_artifact(name="sft", builder="sft_model", kind="model",'
-                ' config={"steps": 3, "dims": [64, 2]},'
+                ' config={"steps": 3, "d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,'
+                ' "max_position_embeddings": 64, "seed": 0},'
                 ' deps={"data": "data:problems", "tokenizer": "data:tok"},'
                 ' facts=dict(num_attention_heads=4, num_key_value_heads=2,'
                 ' max_position_embeddings=64, num_experts=None, num_hidden_layers=2,'
@@ -208,7 +209,8 @@ def test_a_built_artifact_carries_its_deps_transitively(rule_runner: RuleRunner)
         "version": "sft-dev",
         "kind": "model",
         "builder": "sft_model",
-        "config": {"dims": [64, 2], "steps": 3},
+        "config": {"d_model": 64, "max_position_embeddings": 64, "n_heads": 4, "n_kv_heads": 2,
+                   "n_layers": 2, "seed": 0, "steps": 3},
         "deps": {
             "data": {
                 "type": "built",

@@ -13,22 +13,16 @@ from pants.util.strutil import help_text
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
 from rlaunch_pants import run_fields as rf
-from rlaunch_pants.schema_fields import section_fields
+from rlaunch_pants import schema
+from rlaunch_pants.schema_fields import SpecFieldSet, camel, section_fields, spec_field_set
 from rlaunch_pants.settings_fields import SkyrlSettingsTarget
 from rlaunch_pants.sweep import RlSweepTarget
+from rlaunch_pants.validation import keyed_problems
 
 
 class HFModelTarget(Target):
     alias = "hf_model"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        af.HFRepoIdField,
-        af.HFRevisionField,
-        af.HFModelTokenizerRepoIdField,
-        af.HFModelTokenizerRevisionField,
-        af.HFModelFactsField,
-        af.ArtifactVersionField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *af.HF_MODEL_FIELD.values())
     help = help_text(
         """
         A Hugging Face model pinned at a commit, with the facts about it that preflight needs.
@@ -50,7 +44,7 @@ class HFModelTarget(Target):
     )
 
     def validate(self) -> None:
-        repo = self[af.HFRepoIdField].value
+        repo = self[af.HF_MODEL_FIELD["repo_id"]].value
         tokenizer_repo = self[af.HFModelTokenizerRepoIdField].value
         if (
             tokenizer_repo is not None
@@ -66,15 +60,7 @@ class HFModelTarget(Target):
 
 class HFDatasetTarget(Target):
     alias = "hf_dataset"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        af.HFRepoIdField,
-        af.HFRevisionField,
-        af.HFDatasetConfigField,
-        af.HFDatasetSplitField,
-        af.ArtifactRowsField,
-        af.ArtifactVersionField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *af.HF_DATASET_FIELD.values())
     help = help_text(
         """
         One configuration (subset) and split of a Hugging Face dataset pinned at a commit.
@@ -94,15 +80,7 @@ class HFDatasetTarget(Target):
 
 class AdoptedArtifactTarget(Target):
     alias = "adopted_artifact"
-    core_fields = (
-        *COMMON_TARGET_FIELDS,
-        af.AdoptedArtifactUriField,
-        af.AdoptedArtifactSha256Field,
-        af.ArtifactKindField,
-        af.ModelFactsField,
-        af.ArtifactRowsField,
-        af.ArtifactVersionField,
-    )
+    core_fields = (*COMMON_TARGET_FIELDS, *af.ADOPTED_FIELD.values())
     help = help_text(
         """
         An object that already exists in a store, registered by its content checksum.
@@ -127,13 +105,8 @@ class BuiltArtifactTarget(Target):
     alias = "built_artifact"
     core_fields = (
         *COMMON_TARGET_FIELDS,
-        af.BuiltArtifactBuilderField,
-        af.BuiltArtifactConfigField,
-        af.ArtifactKindField,
+        *af.BUILT_FIELD.values(),
         af.BuiltArtifactDepsField,
-        af.ModelFactsField,
-        af.ArtifactRowsField,
-        af.ArtifactVersionField,
         af.BuiltArtifactDependenciesField,
     )
     help = help_text(
@@ -157,6 +130,20 @@ class BuiltArtifactTarget(Target):
             )
         """
     )
+
+
+    def validate(self) -> None:
+        builder = self[af.BuiltArtifactBuilderField].value
+        known = schema.SCHEMA["builder_configs"].get(builder)
+        if known is None:
+            return  # a third-party builder reads its own config (preflight ART009 names it)
+        problems = keyed_problems(known["keys"], self[af.BUILT_FIELD["config"]].value or {},
+                                  "config")
+        if problems:
+            raise InvalidFieldException(
+                f"The 'config' field in target {self.address} does not fit builder "
+                f"{builder!r}: {'; '.join(problems)}."
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +210,23 @@ ALL_TARGET_TYPES: tuple[type[Target], ...] = (
     RlSweepTarget,
     SkyrlSettingsTarget,
 )
+
+
+# Each target type's spec field set: what it holds of the RunSpec (schema.json `targets`), from
+# its fields. The run's own references are resolved by specs.py and handed to its field set.
+SPEC_FIELD_SETS: dict[str, type[SpecFieldSet]] = {
+    alias: spec_field_set(f"{camel(alias)}SpecFieldSet", schema.TARGETS[alias], fields)
+    for alias, fields in (
+        (HFModelTarget.alias, af.HF_MODEL_FIELD),
+        (HFDatasetTarget.alias, af.HF_DATASET_FIELD),
+        (AdoptedArtifactTarget.alias, af.ADOPTED_FIELD),
+        (BuiltArtifactTarget.alias, af.BUILT_FIELD),
+        (RlRuntimeTarget.alias, RUNTIME_FIELD),
+        (RolePlanTarget.alias, pf.ROLE_PLAN_FIELD),
+        (RlExecutionTarget.alias, pf.EXECUTION_FIELD),
+        (RlRunTarget.alias, {"version": rf.RlRunVersionField, **rf.RUN_KEY_FIELD}),
+    )
+}
 
 
 def target_types() -> list[type[Target]]:

@@ -8,7 +8,7 @@ from pants.testutil.rule_runner import RuleRunner
 
 from rlaunch_pants import artifact_fields as af
 from rlaunch_pants import plan_fields as pf
-from rlaunch_pants import register
+from rlaunch_pants import register, schema
 from rlaunch_pants import run_fields as rf
 from rlaunch_pants import target_types as tt
 from rlaunch_pants.fields import SchemaDictField
@@ -25,66 +25,58 @@ def error_of(field: type, value: object, address: Address = QWEN) -> str:
 
 
 def test_revision_must_be_a_commit_sha() -> None:
-    assert error_of(af.HFRevisionField, "main") == (
+    assert error_of(af.HF_MODEL_FIELD["revision"], "main") == (
         "The 'revision' field in target experiments/x:qwen must be a 40-character hex commit "
         "sha, but was 'main'."
     )
     # Uppercase hex is another spelling of the sha: the Hub and git print lowercase.
     assert "40-character" in error_of(
-        af.HFRevisionField, "989AA7980E4CF806F80C7FEF2B1ADB7BC71AA306"
+        af.HF_MODEL_FIELD["revision"], "989AA7980E4CF806F80C7FEF2B1ADB7BC71AA306"
     )
     commit = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
-    assert af.HFRevisionField(commit, QWEN).value == commit
+    assert af.HF_MODEL_FIELD["revision"](commit, QWEN).value == commit
 
 
 def test_version_must_be_a_real_calendar_date_or_dev() -> None:
-    assert error_of(af.ArtifactVersionField, "2026.02.30") == (
+    assert error_of(af.HF_MODEL_FIELD["version"], "2026.02.30") == (
         "The 'version' field in target experiments/x:qwen must be a calendar version "
         "YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`; 2026-02-30 is not "
         "a date, but was '2026.02.30'."
     )
-    assert error_of(af.ArtifactVersionField, "v1") == (
+    assert error_of(af.HF_MODEL_FIELD["version"], "v1") == (
         "The 'version' field in target experiments/x:qwen must be a calendar version "
         "YYYY.MM.DD or YYYY.MM.DD.N (a real date), or `dev` or `<label>-dev`, but was 'v1'."
     )
     for good in ("2026.11.29", "2024.02.29", "2026.11.29.2", "dev", "sft-dev", "exp.3-dev"):
-        assert af.ArtifactVersionField(good, QWEN).value == good
+        assert af.HF_MODEL_FIELD["version"](good, QWEN).value == good
     for bad in ("2026.11.29.0", "2025.02.29", "Dev", "-dev", "dev-1"):
-        error_of(af.ArtifactVersionField, bad)
+        error_of(af.HF_MODEL_FIELD["version"], bad)
 
 
 def test_counts_must_be_positive_integers() -> None:
-    assert error_of(af.ArtifactRowsField, -5) == (
+    assert error_of(af.HF_DATASET_FIELD["rows"], -5) == (
         "The 'rows' field in target experiments/x:qwen must be a positive integer, but was -5."
     )
     # `True` is an int to Python, but never what a count means.
-    assert "positive integer, but was True" in error_of(af.ArtifactRowsField, True)
+    assert "positive integer, but was True" in error_of(af.HF_DATASET_FIELD["rows"], True)
 
 
 def test_sha256_must_be_64_hex() -> None:
-    assert error_of(af.AdoptedArtifactSha256Field, "sha256:abc") == (
+    assert error_of(af.ADOPTED_FIELD["sha256"], "sha256:abc") == (
         "The 'sha256' field in target experiments/x:qwen must be a 64-character hex sha256 "
         "digest of the content, but was 'sha256:abc'."
     )
 
 
 def test_a_choice_lists_the_choices() -> None:
-    assert error_of(af.ArtifactKindField, "checkpoint") == (
+    assert error_of(af.ADOPTED_FIELD["kind"], "checkpoint") == (
         "The 'kind' field in target experiments/x:qwen must be one of 'model', 'tokenizer', "
         "'dataset', 'report', but was 'checkpoint'."
     )
 
 
-POLICY = {
-    "num_nodes": 1,
-    "num_gpus_per_node": 8,
-    "tensor_parallel_size": 1,
-    "pipeline_parallel_size": 1,
-    "context_parallel_size": 1,
-    "expert_parallel_size": 1,
-    "expert_tensor_parallel_size": 1,
-    "sequence_parallel_size": 1,
-}
+# The worked example's policy, as schema.json carries it.
+POLICY = dict(schema.example_value("role_plan.policy"))
 
 
 def test_role_plan_dict_reports_each_problem_with_the_key_as_written() -> None:
@@ -98,9 +90,7 @@ def test_role_plan_dict_reports_each_problem_with_the_key_as_written() -> None:
     assert error_of(policy_field, misspelt, PLAN) == (
         "The 'policy' field in target experiments/x:plan has 3 problems:\n"
         "  - has an unknown key 'tensor_paralel_size' (did you mean 'tensor_parallel_size'?); "
-        "the keys are: num_nodes, num_gpus_per_node, tensor_parallel_size, "
-        "pipeline_parallel_size, context_parallel_size, expert_parallel_size, "
-        "expert_tensor_parallel_size, sequence_parallel_size\n"
+        f"the keys are: {', '.join(schema.section_keys('role_plan.policy'))}\n"
         "  - is missing the key 'tensor_parallel_size' (Megatron TP; 1 for FSDP); every key "
         "must be set: there are no silent defaults\n"
         "  - is missing the key 'sequence_parallel_size' (FSDP (Ulysses) sequence parallel size; "
@@ -164,7 +154,7 @@ def test_a_dict_field_value_is_frozen_with_sorted_keys() -> None:
 
 
 def test_built_artifact_config_must_be_json() -> None:
-    message = error_of(af.BuiltArtifactConfigField, {"seed": 1, "shape": {1, 2}})
+    message = error_of(af.BUILT_FIELD["config"], {"seed": 1, "shape": {1, 2}})
     assert message == (
         "The 'config' field in target experiments/x:qwen must be a dict of JSON values "
         "(strings, numbers, booleans, None, lists and dicts with string keys), but shape was "
@@ -313,3 +303,27 @@ def test_the_help_examples_are_valid_build_values(target_type: type) -> None:
         dict_fields[alias](value, PLAN)  # raises InvalidFieldException if a key drifted
     if target_type.alias in ("role_plan", "rl_run", "rl_execution", "hf_model"):
         assert written, f"{target_type.alias}: no dict example found in its help"
+
+
+def test_a_builder_config_is_checked_against_its_builder_at_parse(rule_runner: RuleRunner) -> None:
+    # The keys and types of rlaunch's own builders' configs come from schema.json; values are
+    # preflight's (ART010). A module:Class builder's config is its own.
+    rule_runner.write_files({
+        "m/BUILD": (
+            'built_artifact(name="sft", builder="sft_model", kind="model", version="dev",'
+            ' config={"d_model": 64, "n_layrs": 2, "n_heads": 4, "n_kv_heads": 2,'
+            ' "max_position_embeddings": 64, "steps": "3", "seed": 0})\n'
+            'built_artifact(name="own", builder="lab.builders:SFT", kind="model",'
+            ' version="dev", config={"n_layrs": 2})\n'
+        ),
+    })
+    with pytest.raises(ExecutionError) as raised:
+        rule_runner.get_target(Address("m", target_name="sft"))
+    assert (
+        "m/BUILD:1: The 'config' field in target m:sft does not fit builder 'sft_model': "
+        "config.n_layrs is not a key of it; did you mean 'n_layers'? (its keys: d_model, "
+        "n_layers, n_heads, n_kv_heads, max_position_embeddings, steps, seed, batch_size, "
+        "learning_rate); config.n_layers is missing; config.steps must be an integer, but was "
+        "'3'."
+    ) in str(raised.value)
+    assert rule_runner.get_target(Address("m", target_name="own")).address.target_name == "own"

@@ -11,10 +11,13 @@ from typing import Optional
 
 from pants.testutil.rule_runner import RuleRunner
 
+from rlaunch_pants.schema_fields import target_example
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The worked example `colocated-1x8` of src/rlaunch/spec/examples.py, as targets.
-COLOCATED_BUILD = """
+COLOCATED_BUILD = (
+    """
 _GSM8K_PROMPTS = dict(
     task="gsm8k",
     template="{question} Let's think step by step and output the final answer after \\"####\\".",
@@ -75,45 +78,14 @@ rl_runtime(
     package="skyrl==0.3.0",
     entrypoint="skyrl.train.entrypoints.main_base",
 )
-role_plan(
-    name="plan",
-    strategy="fsdp",
-    policy=dict(
-        num_nodes=1, num_gpus_per_node=8, tensor_parallel_size=1, pipeline_parallel_size=1,
-        context_parallel_size=1, expert_parallel_size=1, expert_tensor_parallel_size=1,
-        sequence_parallel_size=1,
-    ),
-    reference=dict(
-        colocated_with_policy=True, num_nodes=1, num_gpus_per_node=8,
-        tensor_parallel_size=1, pipeline_parallel_size=1, context_parallel_size=1,
-        expert_parallel_size=1, expert_tensor_parallel_size=1, sequence_parallel_size=1,
-    ),
-    critic=None,
-    rollout=dict(
-        num_engines=8, tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1,
-        expert_parallel_size=1, backend="vllm", weight_sync_backend="nccl",
-    ),
-    placement=dict(colocate_all=True, colocate_policy_ref=True),
-    batch=dict(
-        train_batch_size=256,
-        policy_mini_batch_size=64,
-        critic_mini_batch_size=None,
-        micro_train_batch_size_per_gpu=4,
-        micro_forward_batch_size_per_gpu=8,
-        n_samples_per_prompt=8,
-        eval_batch_size=512,
-    ),
-)
-rl_execution(
-    name="cluster",
-    executor="ray",
-    address="http://127.0.0.1:8265",
-    allocation=dict(num_nodes=1, gpus_per_node=8, accelerator="H100", cpus_per_node=96,
-                    memory_gb_per_node=1024, disk_gb_per_node=2000),
-    timeout_minutes=1440,
-    store_prefix="gs://rlaunch-example/store",
-)
-rl_run(
+"""
+    # The role plan and execution of the worked example, as schema.json carries it: a key added
+    # to the library's models reaches every plugin test without an edit here.
+    + target_example("role_plan", "plan", "role_plan")
+    + "\n"
+    + target_example("rl_execution", "cluster", "execution")
+    + "\n"
+    + """rl_run(
     name="run",
     run_name="colocated-1x8",
     version="2026.11.29",
@@ -145,6 +117,7 @@ rl_run(
     resume=dict(mode="latest", path=None, compatible_runtimes=[]),
 )
 """
+)
 
 
 def runtime_python() -> Optional[str]:

@@ -9,6 +9,7 @@ library's preflight, which reports every problem of a run at once with a stable 
 from __future__ import annotations
 
 import datetime
+import difflib
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -98,6 +99,53 @@ def check_choice(value: Any, choices: tuple[str, ...]) -> Optional[str]:
     if isinstance(value, str) and value in choices:
         return None
     return "one of " + ", ".join(repr(choice) for choice in choices)
+
+
+def _check_any_str(value: Any) -> Optional[str]:
+    return None if isinstance(value, str) else "a string"
+
+
+# What a schema type accepts at BUILD parse (the library judges values: empty, bounds).
+_TYPE_CHECKS = {"int": check_int, "number": check_number, "bool": check_bool,
+                "str": _check_any_str, "list": check_str_list, "map": check_str_map}
+
+
+def keyed_problems(keys: Mapping[str, Any], value: Any, path: str) -> list[str]:
+    """What is wrong with the dict `value` against schema `keys` (schema.json's shape): a key
+    it does not have (with the closest one), a key without a default left out, a value of the
+    wrong type. `path` names the dict in the messages (`config`, `config.ground_truth`)."""
+    if not isinstance(value, Mapping):
+        return [f"{path} must be a dict, but was {value!r}"]
+    problems = []
+    for key in value:
+        if key not in keys:
+            close = difflib.get_close_matches(str(key), list(keys), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(f"{path}.{key} is not a key of it{hint} (its keys: "
+                            f"{', '.join(keys)})")
+    for key, item in keys.items():
+        where = f"{path}.{key}"
+        if key not in value:
+            if "default" not in item:
+                problems.append(f"{where} is missing (write it; null if it has none)"
+                                if item["nullable"] else f"{where} is missing")
+            continue
+        given = value[key]
+        if given is None:
+            if not item["nullable"]:
+                problems.append(f"{where} must not be None")
+            continue
+        if item["type"] == "dict":
+            problems += keyed_problems(item["keys"], given, where)
+        elif item["type"] == "choice":
+            requirement = check_choice(given, tuple(item["choices"]))
+            if requirement:
+                problems.append(f"{where} must be {requirement}, but was {given!r}")
+        elif item["type"] in _TYPE_CHECKS:
+            requirement = _TYPE_CHECKS[item["type"]](given)
+            if requirement:
+                problems.append(f"{where} must be {requirement}, but was {given!r}")
+    return problems
 
 
 def field_message(alias: str, address: object, requirement: str, value: Any) -> str:

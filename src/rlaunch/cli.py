@@ -8,7 +8,8 @@ from rlaunch import __version__
 from rlaunch.builders.commands import pin
 from rlaunch.launch_commands import launch_command, logs_command, status_command, stop_command
 from rlaunch.pipeline.commands import build
-from rlaunch.preflight.commands import preflight, rules, settings_command
+from rlaunch.plans.commands import plans_command
+from rlaunch.preflight.commands import preflight, rules, settings_command, upgrade_check_command
 from rlaunch.render.commands import render
 from rlaunch.sweep.commands import sweep_command
 from rlaunch.view.commands import ls_command, plot_command, show_command
@@ -36,6 +37,8 @@ for command in (
     rules,
     settings_command,
     preflight,
+    upgrade_check_command,
+    plans_command,
     render,
     build,
     pin,

@@ -25,31 +25,31 @@ from typing import Any
 from rlaunch.builders import BuildError, materialize
 from rlaunch.builders.run_export import consumed_exports
 from rlaunch.builders.upstream_tokenizer import upstream_tokenizer_payloads
+from rlaunch.clock import Laps
 from rlaunch.executors import (
     Executor,
     ExecutorError,
     ExecutorOptions,
     JobLost,
-    JobStatus,
     Submission,
     load_executor,
 )
 from rlaunch.executors.follow import AttemptFiles, Redactor, credential_values, stream
 from rlaunch.executors.follow import wait_terminal as wait_job
 from rlaunch.executors.job_progress import JobProgress
-from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV, rehearsal_python
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
+    attempt_status,
     last_attempt,
     set_status,
     set_submission,
     set_wandb_url,
     start_attempt,
 )
-from rlaunch.ledger.records import LOST, SUBMIT_FAILED, TERMINAL
+from rlaunch.ledger.checkpoints import list_checkpoints
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
-from rlaunch.paths import LAUNCH_DIGEST_ENV, join, resolve_store_prefix, run_paths
+from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.engine.world import World, current_world
 from rlaunch.store.probe import probe_store
@@ -58,10 +58,10 @@ from rlaunch.preflight.launch_checks.tokenizer_gate import tokenizer_findings
 from rlaunch.preflight.rules.pipeline import UPSTREAM_FINISHED_CODE
 from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
-from rlaunch.runtimes.skyrl import CHECK_FLAG, REHEARSE_FLAG
+from rlaunch.runtimes.skyrl import CHECK_FLAG
 from rlaunch.spec import RunSpec, identity
+from rlaunch.status import AttemptStatus
 from rlaunch.store import StoreError
-from rlaunch.store.fs import open_location
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -101,17 +101,43 @@ class LaunchResult:
     yaml_digest: str
     dry_run: bool
     submission: Submission | None = None
-    status: JobStatus | None = None
+    status: AttemptStatus | None = None
     """The job's last known status; None when it could not be learned."""
     interrupted: bool = False
     followed: bool = False
     """The launch waited for the job's end (then only SUCCEEDED exits 0)."""
+    laps: Laps | None = None
+    """Where a submitted launch's time went, by phase (`timings_line`)."""
+    runtime_timings: Mapping[str, float] | None = None
+    """The job's own phases, from its terminal manifest (`metrics.timings_s`), when it wrote
+    them."""
+
+    def timings_line(self, started_at: float | None = None) -> str:
+        """`rlaunch: timings of name@version (N s since ./pants started): start-up ..., preflight
+        ..., inputs ..., job ... (its runtime: ...), ...`. `started_at`: when the command began
+        (time.time()), for the start-up before this process had a say."""
+        laps = self.laps.seconds if self.laps is not None else {}
+        total = sum(laps.values())
+        parts = []
+        if started_at is not None and self.laps is not None:
+            startup = max(self.laps.started_at - started_at, 0.0)
+            total += startup
+            parts.append(f"start-up {startup:.1f} s")
+        for name, seconds in laps.items():
+            part = f"{name} {seconds:.1f} s"
+            if name == "job" and self.runtime_timings:
+                inner = ", ".join(f"{phase} {value:.1f} s"
+                                  for phase, value in self.runtime_timings.items())
+                part += f" (its runtime: {inner})"
+            parts.append(part)
+        since = " since ./pants started" if started_at is not None else ""
+        return f"rlaunch: timings of {self.identity} ({total:.1f} s{since}): {', '.join(parts)}"
 
     @property
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.dry_run or self.status == JobStatus.SUCCEEDED:
+        if self.dry_run or self.status == AttemptStatus.SUCCEEDED:
             return EXIT_OK
         if self.followed or (self.status is not None and self.status.is_terminal()):
             return EXIT_JOB_FAILED
@@ -153,85 +179,12 @@ def build_world(
         checkpoint_runtime=ledger.checkpoint_runtime,
         smoke_record=ledger.smoke_result,
     )
-    return replace(world, env=dict(env), store_prefix=ledger.prefix)
+    return replace(world, env=dict(env), store_prefix=ledger.prefix,
+                   checkpoints=list_checkpoints)
 
 
 CHECK_GATE_REASON = "--check-handoffs: nothing trains"
 """Why a handoff check passes the smoke gate (it guards training)."""
-REHEARSAL_GATE_REASON = "--rehearse: a rehearsal on this machine's CPU, in the rehearsal store"
-"""Why a rehearsal passes the smoke gate (it guards GPU runs in the real store)."""
-REHEARSALS = "_rehearsal"
-"""The folder of the store that holds rehearsals: their inputs, runs and ledger."""
-REHEARSAL_EXECUTOR = "local"
-
-
-def rehearsal_store(spec: RunSpec, store: str | None) -> str:
-    """The store a rehearsal of `spec` uses: `{store}/_rehearsal`, a store of its own under
-    the run's store (same scheme, same layout), which no launch, pipeline plan, smoke gate or
-    `rlaunch ls` of the store itself reads (docs/rehearsal.md). Given a rehearsal store, that
-    store."""
-    prefix = resolve_store(spec, store)[1]
-    if prefix.rstrip("/").endswith("/" + REHEARSALS):
-        return prefix
-    return join(prefix, REHEARSALS)
-
-
-def _forget_rehearsal(spec: RunSpec, prefix: str, say: Say) -> None:
-    """A rehearsal starts afresh: the previous rehearsal of the same identity (its run folder
-    and ledger record in the rehearsal store) is removed first."""
-    paths = run_paths(prefix, spec.name, spec.version)
-    for uri in (paths.run_root, paths.ledger_record):
-        try:
-            location = open_location(uri, what="the rehearsal store")
-            if location.fs.exists(location.root):
-                location.fs.rm(location.root, recursive=True)
-                say(f"rlaunch: removed the previous rehearsal's {uri}")
-        except (StoreError, OSError) as err:
-            raise LaunchRefused(f"cannot remove the previous rehearsal's {uri}: {err}") from None
-
-
-def _rehearsal_spec(spec: RunSpec) -> RunSpec:
-    """The spec a rehearsal launches: the local executor (a Ray head on this machine with the
-    allocation's GPUs simulated), everything else as declared."""
-    execution = spec.execution.model_copy(
-        update={"executor": REHEARSAL_EXECUTOR, "address": None, "cluster": None})
-    return spec.model_copy(update={"execution": execution})
-
-
-def _list_files(uri: str) -> list[tuple[str, int]]:
-    location = open_location(uri, what="the rehearsal's run folder")
-    if not location.fs.exists(location.root):
-        return []
-    base = location.root.rstrip("/") + "/"
-    found = location.fs.find(location.root, detail=True)
-    return sorted((str(path)[len(base):], int(info.get("size") or 0))
-                  for path, info in found.items() if str(path).startswith(base))
-
-
-def rehearsal_report(spec: RunSpec, prefix: str, say: Say) -> None:
-    """What SkyRL wrote in the rehearsal (checkpoints, the pointer, the export, logs) and the
-    terminal manifest the adapter wrote."""
-    paths = run_paths(prefix, spec.name, spec.version)
-    try:
-        files = _list_files(paths.run_root)
-        manifest = read_terminal_manifest(prefix, spec.name, spec.version)
-    except (StoreError, OSError) as err:
-        say(f"rlaunch: the rehearsal's files under {paths.run_root} cannot be listed: {err}")
-        return
-    say(f"rlaunch: rehearsal of {spec.identity}: {len(files)} files under {paths.run_root}")
-    for name, size in files:
-        say(f"  {name} ({size} bytes)")
-    pointer = next((name for name, _ in files
-                    if name.endswith("checkpoints/latest_ckpt_global_step.txt")), None)
-    if pointer is not None:
-        location = open_location(join(paths.run_root, pointer), what="the pointer")
-        step = location.fs.cat_file(location.root).decode().strip()
-        say(f"rlaunch: SkyRL's latest checkpoint pointer names global_step_{step}")
-    if manifest is None:
-        say(f"rlaunch: no terminal manifest at {paths.terminal_manifest}")
-        return
-    say(f"rlaunch: terminal manifest {paths.terminal_manifest}: status {manifest.get('status')}, "
-        f"final step {manifest.get('final_step')}, export {manifest.get('export_path')}")
 
 
 def preflight(
@@ -370,15 +323,17 @@ def _refuse_if_running(
     submitting or following) is settled here: the launch lock is held, so no launcher is
     still working on it."""
     attempt = last_attempt(ledger.read(spec.name, spec.version))
-    if not attempt or attempt.get("status") in TERMINAL:
+    recorded = attempt_status(attempt)
+    if not attempt or (recorded is not None and recorded.is_terminal()):
         return
     attempt_id = str(attempt.get("attempt_id"))
     if not attempt.get("submission"):
         reason = "its launcher stopped before the job was submitted"
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
+                      lambda record: set_status(record, attempt_id, AttemptStatus.SUBMIT_FAILED,
+                                           error=reason))
         say(f"rlaunch: {spec.identity} attempt {attempt_id} was left {attempt.get('status')}: "
-            f"{reason}; recorded as {SUBMIT_FAILED}")
+            f"{reason}; recorded as {AttemptStatus.SUBMIT_FAILED}")
         return
     submission = Submission.from_dict(attempt["submission"])
     try:
@@ -387,9 +342,10 @@ def _refuse_if_running(
     except JobLost as err:
         lost = str(err)
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, LOST, error=lost))
+                      lambda record: set_status(record, attempt_id, AttemptStatus.LOST,
+                                           error=lost))
         say(f"rlaunch: {spec.identity} attempt {attempt_id} was left {attempt.get('status')} "
-            f"and its job is gone; recorded as {LOST}")
+            f"and its job is gone; recorded as {AttemptStatus.LOST}")
         return
     except ExecutorError:
         return  # the executor cannot tell now; nothing is known to run
@@ -449,10 +405,6 @@ class LaunchRequest:
     """Submit the SkyRL adapter's `--check-handoffs` mode instead of training: the inputs are
     built, staged and checked by SkyRL's own code; nothing trains and the ledger records
     nothing."""
-    rehearse: bool = False
-    """Run the launch YAML through SkyRL's own training loop on this machine's CPU: the local
-    executor, the rehearsal environment, the rehearsal store (`rehearsal_store`: nothing is
-    recorded in the store itself), the model shrunk and a few steps (docs/rehearsal.md)."""
 
 
 def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stderr) -> LaunchResult:
@@ -462,30 +414,10 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
     rlaunch's own messages to `say` (stderr). A local head this launch starts is stopped at its
     end, unless `keep_head` or `hold_head` is set."""
     spec, dry_run, check_handoffs = request.spec, request.dry_run, request.check_handoffs
-    skip_smoke_gate, follow, rehearse = request.skip_smoke_gate, request.follow, request.rehearse
-    store = request.store
+    skip_smoke_gate, follow = request.skip_smoke_gate, request.follow
+    laps = Laps()
     env = dict(os.environ if request.env is None else request.env)
     echo = echo or (lambda text: print(text, end="", flush=True))
-    job_python: tuple[str, str] | None = None
-    if rehearse:
-        if check_handoffs:
-            raise LaunchRefused("--rehearse runs the handoff check before SkyRL trains; give "
-                                "--rehearse or --check-handoffs, not both")
-        if spec.runtime.profile != "skyrl":
-            raise LaunchRefused(
-                f"--rehearse runs SkyRL's own training loop, but {spec.identity} uses the "
-                f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
-                "launch it without --rehearse"
-            )
-        store = rehearsal_store(spec, store)
-        spec = _rehearsal_spec(spec)
-        skip_smoke_gate = skip_smoke_gate or REHEARSAL_GATE_REASON
-        if not dry_run:
-            _forget_rehearsal(spec, resolve_store(spec, store)[1], say)
-        try:
-            job_python = (REHEARSAL_PYTHON_ENV, rehearsal_python(env, say))
-        except ExecutorError as err:
-            raise LaunchRefused(str(err)) from None
     if check_handoffs:
         if spec.runtime.profile != "skyrl":
             raise LaunchRefused(
@@ -495,18 +427,18 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
             )
         # The smoke gate guards training; a check trains nothing.
         skip_smoke_gate = skip_smoke_gate or CHECK_GATE_REASON
-    plan = preflight(spec, source=request.source, store=store,
+    plan = preflight(spec, source=request.source, store=request.store,
                      skip_smoke_gate=skip_smoke_gate, repo=request.repo, env=env, say=say,
                      smoke_runs_first=request.smoke_runs_first if dry_run else None,
                      upstream_runs_first=request.upstream_runs_first if dry_run else ())
     spec = plan.spec
     rendered = render(plan, request.out)
+    laps.lap("preflight")
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     executor_name = spec.execution.executor
-    runtime_args = (CHECK_FLAG,) if check_handoffs else (REHEARSE_FLAG,) if rehearse else ()
     options = ExecutorOptions(keep_head=request.keep_head or not follow,
                               hold_head=request.hold_head, say=say,
-                              runtime_args=runtime_args, job_python=job_python)
+                              runtime_args=(CHECK_FLAG,) if check_handoffs else ())
     try:
         executor = load_executor(executor_name, options)
     except ExecutorError as err:
@@ -524,8 +456,10 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
         # Nothing is recorded for a check, so no lock: the YAML goes where the user expects it.
         write_atomically(yaml_path, rendered.text)
         with executor:
-            return _check_handoffs(plan, executor, yaml_path, digest, document, env=env,
-                                   echo=echo, say=say, verify=request.verify)
+            result = _check_handoffs(plan, executor, yaml_path, digest, document, env=env,
+                                     echo=echo, say=say, verify=request.verify, laps=laps)
+        laps.lap("wind-down")
+        return result
     ledger = Ledger(plan.store_prefix)
     lock = ledger.launch_lock(spec.name, spec.version)
     try:
@@ -537,11 +471,10 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
         with executor:
             result = _submit_and_follow(plan, executor, ledger, rendered,
                                         env=env, follow=follow, echo=echo, say=say,
-                                        verify=request.verify)
+                                        verify=request.verify, laps=laps)
     finally:
         lock.release()
-    if rehearse and result.followed:
-        rehearsal_report(spec, plan.store_prefix, say)
+    laps.lap("wind-down")
     return result
 
 
@@ -556,11 +489,14 @@ def _check_handoffs(
     echo: Say,
     say: Say,
     verify: bool,
+    laps: Laps,
 ) -> LaunchResult:
     """Build the inputs, submit the adapter's check mode, follow it to its end. The job gets
     the run's credentials, as a training job would: staging reads the store with them."""
     spec = plan.spec
+    executor.prepare(document)
     materialize_inputs(plan, say, verify=verify)
+    laps.lap("inputs")
     attempt_id = f"check-{new_attempt_id()}"
     credentials = credential_values(spec.execution.credentials, env)
     try:
@@ -568,6 +504,7 @@ def _check_handoffs(
                                      env={**credentials, LAUNCH_DIGEST_ENV: digest})
     except ExecutorError as err:
         raise LaunchRefused(str(err)) from None
+    laps.lap("head and submission")
     say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); nothing trains")
     try:
@@ -577,10 +514,11 @@ def _check_handoffs(
         status = _settle(executor, submission, say, stop=True)
         return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
                             interrupted=True, followed=True)
+    laps.lap("job")
     say(f"rlaunch: handoff check of {spec.identity}: "
-        f"{'passed' if status == JobStatus.SUCCEEDED else f'FAILED ({status})'}")
+        f"{'passed' if status == AttemptStatus.SUCCEEDED else f'FAILED ({status})'}")
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
-                        followed=True)
+                        followed=True, laps=laps)
 
 
 def _submit_and_follow(
@@ -594,10 +532,14 @@ def _submit_and_follow(
     echo: Say,
     say: Say,
     verify: bool,
+    laps: Laps,
 ) -> LaunchResult:
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options, say)
+    # The executor gets ready (a local head starts) while the inputs build.
+    executor.prepare(rendered.document)
     materialize_inputs(plan, say, verify=verify)
+    laps.lap("inputs")
     try:
         consumed = consumed_exports(spec, plan.store_prefix)
     except (BuildError, StoreError, LedgerError) as err:
@@ -610,7 +552,9 @@ def _submit_and_follow(
         record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
         runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
         launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(job_yaml),
-        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed))
+        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed,
+        runtime_pin=spec.runtime.pin_label,
+        fingerprint_beside_runtime=spec.fingerprint_beside_runtime))
     credentials = credential_values(spec.execution.credentials, env)
     try:
         # The job checks the YAML it reads against the digest recorded above.
@@ -619,27 +563,31 @@ def _submit_and_follow(
     except ExecutorError as err:
         reason = str(err)
         ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, SUBMIT_FAILED, error=reason))
+                      lambda record: set_status(record, attempt_id, AttemptStatus.SUBMIT_FAILED,
+                                           error=reason))
         raise LaunchRefused(reason) from None
     except KeyboardInterrupt:
         # E.g. while the local head starts: it is stopped (by the executor), no job was made.
         ledger.update(spec.name, spec.version, lambda record: set_status(
-            record, attempt_id, SUBMIT_FAILED, error="interrupted (Ctrl-C) while submitting"))
+            record, attempt_id, AttemptStatus.SUBMIT_FAILED,
+            error="interrupted (Ctrl-C) while submitting"))
         say(f"rlaunch: interrupted while submitting {spec.identity}; attempt {attempt_id} "
-            f"recorded as {SUBMIT_FAILED}")
+            f"recorded as {AttemptStatus.SUBMIT_FAILED}")
         return LaunchResult(spec.identity, yaml_path, digest, False, interrupted=True)
     ledger.update(spec.name, spec.version,
                   lambda record: set_submission(record, attempt_id, submission.to_dict()))
     files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,
                          attempt_id)
     files.write_submission(submission)
+    laps.lap("head and submission")
     say(f"rlaunch: submitted {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); attempt {attempt_id}")
     if not follow:
         say(f"rlaunch: detached; follow with `rlaunch logs {spec.identity} --follow`")
-        return LaunchResult(spec.identity, yaml_path, digest, False, submission, JobStatus.PENDING)
+        return LaunchResult(spec.identity, yaml_path, digest, False, submission,
+                            AttemptStatus.PENDING)
     interrupted = False
-    status: JobStatus | None = None
+    status: AttemptStatus | None = None
     try:
         status = follow_job(executor, submission, echo=echo,
                             redact=Redactor(credentials.values()), files=files)
@@ -650,10 +598,25 @@ def _submit_and_follow(
     except ExecutorError as err:
         say(f"rlaunch: lost the job's log stream ({err}); asking for its status")
         status = _settle(executor, submission, say, stop=False)
+    laps.lap("job")
+    runtime_timings = None
     if status is not None:
         record_status(ledger, spec.name, spec.version, attempt_id, status, say)
+        if status == AttemptStatus.SUCCEEDED:
+            runtime_timings = _runtime_timings(ledger, spec.name, spec.version, attempt_id)
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status, interrupted,
-                        followed=True)
+                        followed=True, laps=laps, runtime_timings=runtime_timings)
+
+
+def _runtime_timings(ledger: Ledger, name: str, version: str,
+                     attempt_id: str) -> Mapping[str, float] | None:
+    """The job's phases as its terminal manifest gives them (the smoke runtime writes them)."""
+    manifest = read_terminal_manifest(ledger.prefix, name, version) or {}
+    timings = (manifest.get("metrics") or {}).get("timings_s")
+    if manifest.get("attempt_id") != attempt_id or not isinstance(timings, list):
+        return None
+    return {str(pair[0]): float(pair[1]) for pair in timings
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], (int, float))}
 
 
 def follow_job(
@@ -663,7 +626,7 @@ def follow_job(
     echo: Say,
     redact: Redactor,
     files: AttemptFiles | None,
-) -> JobStatus:
+) -> AttemptStatus:
     """Stream the job's output to its end; meanwhile its training steps and staged bytes show
     as bars on a terminal (`job_progress`)."""
     with progress_board() as board:
@@ -673,7 +636,7 @@ def follow_job(
 
 def _settle(
     executor: Executor, submission: Submission, say: Say, *, stop: bool
-) -> JobStatus | None:
+) -> AttemptStatus | None:
     """Stop (if asked) and wait for the job's end; None when the executor cannot tell."""
     try:
         if stop:
@@ -696,15 +659,15 @@ def _record_wandb_url(ledger: Ledger, name: str, version: str, attempt_id: str,
 
 
 def record_status(
-    ledger: Ledger, name: str, version: str, attempt_id: str, status: JobStatus, say: Say
+    ledger: Ledger, name: str, version: str, attempt_id: str, status: AttemptStatus, say: Say
 ) -> None:
     """Write an observed status into the ledger (launch, `rlaunch status` and `stop` do); a
     smoke that SUCCEEDED is recorded for its full run."""
-    record = ledger.update(name, version, lambda r: set_status(r, attempt_id, status.value))
+    record = ledger.update(name, version, lambda r: set_status(r, attempt_id, status))
     say(f"rlaunch: {name}@{version} attempt {attempt_id}: {status}")
-    if status == JobStatus.SUCCEEDED:
+    if status == AttemptStatus.SUCCEEDED:
         _record_wandb_url(ledger, name, version, attempt_id, say)
-    if status != JobStatus.SUCCEEDED or not record.get("smoke_of"):
+    if status != AttemptStatus.SUCCEEDED or not record.get("smoke_of"):
         return
     if record_smoke_success(ledger, record, attempt_id) is None:
         say(f"rlaunch: smoke {name}@{version} exited 0 but wrote no terminal manifest; "

@@ -6,6 +6,7 @@ a run in the ledger (by spec file or `name@version`) and ask its executor.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -23,21 +24,15 @@ from rlaunch.executors import (
 )
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.job_progress import JobProgress
-from rlaunch.launch import (
-    LaunchRefused,
-    LaunchRequest,
-    launch,
-    record_status,
-    rehearsal_store,
-    resolve_store,
-)
+from rlaunch.launch import LaunchRefused, LaunchRequest, launch, record_status, resolve_store
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
-from rlaunch.ledger.records import LOST, TERMINAL, set_status
+from rlaunch.ledger.records import attempt_status, set_status
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.pipeline import run_pipeline
 from rlaunch.progress import progress_board
 from rlaunch.spec import RunSpec, SpecError, load_spec
 from rlaunch.spec.syntax import SAFE_NAME, is_calendar, is_dev
+from rlaunch.status import AttemptStatus
 from rlaunch.view import RunStore, ViewError
 from rlaunch.view.plot import CURVES_FILE, plot_finished_run
 
@@ -83,11 +78,6 @@ def _interrupt_on_sigterm() -> None:
               help="SkyRL runs: build and stage the inputs and run SkyRL's own handoff check "
                    "on them as the job (config, tokenizer, PromptDataset, env), then stop; "
                    "nothing trains and the ledger records nothing.")
-@click.option("--rehearse", is_flag=True,
-              help="SkyRL runs: run the launch YAML through SkyRL's own training loop on this "
-                   "machine's CPU (a local Ray head, the model shrunk to its architecture and "
-                   "tokenizer, a few steps), in the store's _rehearsal/ folder; nothing is "
-                   "recorded in the store itself (docs/rehearsal.md).")
 @click.option("--only", is_flag=True,
               help="A run that reads other runs' exports: launch it alone, not the upstream "
                    "runs that have not finished (preflight then refuses it: PIPE003).")
@@ -102,7 +92,6 @@ def launch_command(
     repo: Path | None,
     verify: bool,
     check_handoffs: bool,
-    rehearse: bool,
     only: bool,
 ) -> None:
     """Preflight SPEC, write its launch YAML and submit it through its executor.
@@ -123,19 +112,14 @@ def launch_command(
     _interrupt_on_sigterm()
     if spec.run_exports() and not only and not check_handoffs:
         out_dir = out.parent if out is not None else Path("dist")
-        try:
-            pipeline_store = rehearsal_store(spec, store) if rehearse else store
-        except LaunchRefused as err:
-            _say(f"rlaunch: launch refused\n{err}")
-            sys.exit(err.exit_code)
         sys.exit(run_pipeline([spec], title=spec.identity, source=spec_path, out_dir=out_dir,
-                              store=pipeline_store, repo=repo, dry_run=dry_run,
-                              line=click.echo, say=_say, rehearse=rehearse))
+                              store=store, repo=repo, dry_run=dry_run, line=click.echo,
+                              say=_say))
     try:
         request = LaunchRequest(
             spec=spec, source=spec_path, dry_run=dry_run, follow=follow,
             skip_smoke_gate=skip_smoke_gate, store=store, out=out, keep_head=keep_head,
-            repo=repo, verify=verify, check_handoffs=check_handoffs, rehearse=rehearse,
+            repo=repo, verify=verify, check_handoffs=check_handoffs,
         )
         result = launch(request, echo=lambda text: click.echo(text, nl=False), say=_say)
     except LaunchRefused as err:
@@ -143,9 +127,24 @@ def launch_command(
         sys.exit(err.exit_code)
     # A handoff check trains nothing: there are no curves to plot.
     if result.followed and result.submission is not None and not check_handoffs:
-        _plot_curves(spec, rehearsal_store(spec, store) if rehearse else store,
-                     result.yaml_path.parent / CURVES_FILE)
+        _plot_curves(spec, store, result.yaml_path.parent / CURVES_FILE)
+        if result.laps is not None:
+            result.laps.lap("curves")
+    if result.laps is not None:
+        _say(result.timings_line(_pants_started_at()))
     sys.exit(result.exit_code)
+
+
+PANTS_STARTED_ENV = "RLAUNCH_PANTS_STARTED_AT"
+"""Set by ./pants to the time it started (seconds since the epoch): the launch's last line
+counts Pants' own start-up from there."""
+
+
+def _pants_started_at() -> float | None:
+    try:
+        return float(os.environ[PANTS_STARTED_ENV])
+    except (KeyError, ValueError):
+        return None
 
 
 def _plot_curves(spec: RunSpec, store: str | None, out: Path) -> None:
@@ -239,7 +238,7 @@ def status_command(target: str, store: str | None) -> None:
     ledger, name, version, submission = _find(target, store)
     recorded = _recorded_status(ledger, name, version)
     where = f"{submission.executor} job {submission.submission_id} at {submission.address}"
-    if recorded in TERMINAL:
+    if recorded is not None and recorded.is_terminal():
         click.echo(f"{name}@{version} attempt {submission.attempt_id}: {recorded} ({where}; "
                    f"from the ledger)")
         return
@@ -249,10 +248,11 @@ def status_command(target: str, store: str | None) -> None:
     except JobLost as err:
         # Its launcher was killed and took the head with it: the job cannot be running.
         lost = str(err)
-        ledger.update(name, version,
-                      lambda record: set_status(record, submission.attempt_id, LOST, error=lost))
-        click.echo(f"{name}@{version} attempt {submission.attempt_id}: {LOST} (was {recorded}; "
-                   f"{lost})")
+        lost_status = AttemptStatus.LOST
+        ledger.update(name, version, lambda record: set_status(
+            record, submission.attempt_id, lost_status, error=lost))
+        click.echo(f"{name}@{version} attempt {submission.attempt_id}: {lost_status} (was "
+                   f"{recorded}; {lost})")
         return
     except ExecutorError as err:
         raise click.ClickException(
@@ -263,8 +263,8 @@ def status_command(target: str, store: str | None) -> None:
         record_status(ledger, name, version, submission.attempt_id, status, _say)
 
 
-def _recorded_status(ledger: Ledger, name: str, version: str) -> str:
-    return str((last_attempt(ledger.read(name, version)) or {}).get("status"))
+def _recorded_status(ledger: Ledger, name: str, version: str) -> AttemptStatus | None:
+    return attempt_status(last_attempt(ledger.read(name, version)))
 
 
 def _stored_log(ledger: Ledger, name: str, version: str, attempt_id: str) -> str | None:
@@ -284,7 +284,8 @@ def logs_command(target: str, store: str | None, follow: bool) -> None:
     A finished launch prints the copy kept in the store (`attempts/<id>/job.log`); a live one
     streams from its executor."""
     ledger, name, version, submission = _find(target, store)
-    if _recorded_status(ledger, name, version) in TERMINAL:
+    recorded = _recorded_status(ledger, name, version)
+    if recorded is not None and recorded.is_terminal():
         stored = _stored_log(ledger, name, version, submission.attempt_id)
         if stored is not None:
             click.echo(stored, nl=False)

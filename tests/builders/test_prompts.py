@@ -57,10 +57,26 @@ def test_the_same_input_gives_the_same_bytes(hub: str, tmp_path: Path) -> None:
     second = build_artifact(gsm8kdata.prompts(), str(tmp_path / "two"), log=quiet)
     one = (first.local_path / "prompts.parquet").read_bytes()
     assert one == (second.local_path / "prompts.parquet").read_bytes()
-    other = build_artifact(gsm8kdata.prompts(env_class="gsm8k_multi_turn"),
+    other = build_artifact(gsm8kdata.prompts(env_class="aime"),
                            str(tmp_path / "three"), log=quiet)
     assert other.fingerprint != first.fingerprint
     assert (other.local_path / "prompts.parquet").read_bytes() != one
+
+
+def test_math_env_rows_hold_the_ground_truth_where_aime_reads_it(hub: str, tmp_path: Path) -> None:
+    """skyrl-gym 0.4.0's AIMEEnv.__init__ asserts extras["reward_model"]["ground_truth"]."""
+    result = build_artifact(gsm8kdata.prompts(env_class="aime"), str(tmp_path / "s"), log=quiet)
+    table = pq.read_table(result.local_path / "prompts.parquet")
+    assert table.column_names == ["data_source", "prompt", "env_class", "reward_model",
+                                  "extra_info"]
+    assert table.to_pylist()[1]["reward_model"] == {"method": "rule", "ground_truth": "1011"}
+
+
+def test_an_env_class_whose_rows_it_cannot_write_is_refused(hub: str, tmp_path: Path) -> None:
+    assert build_error(tmp_path, env_class="gsm8k_multi_turn") == (
+        "gsm8k-train-prompts@2026.11.02: config.env_class 'gsm8k_multi_turn' is not an env "
+        "prompt_parquet writes rows for; use one of aime, gsm8k"
+    )
 
 
 def test_no_ground_truth_writes_null_ground_truths(hub: str, tmp_path: Path) -> None:
@@ -102,13 +118,13 @@ def test_an_extractor_that_finds_nothing_names_the_row(hub: str, tmp_path: Path)
 
 
 def test_an_unknown_task_or_extractor_lists_the_choices(hub: str, tmp_path: Path) -> None:
-    assert build_error(tmp_path, task="math") == (
-        "gsm8k-train-prompts@2026.11.02: config.task 'math' is not a task of rlaunch.tasks; "
-        "use one of gsm8k"
+    assert build_error(tmp_path, task="algebra") == (
+        "gsm8k-train-prompts@2026.11.02: config.task 'algebra' is not a task of "
+        "rlaunch.tasks; use one of gsm8k, math"
     )
     assert build_error(tmp_path, ground_truth={"column": "answer", "extract": "last"}) == (
         "gsm8k-train-prompts@2026.11.02: config.ground_truth.extract 'last' is not an "
-        "extractor of task 'gsm8k'; use one of verbatim, final_answer"
+        "extractor of task 'gsm8k'; use one of verbatim, final_answer, number"
     )
 
 

@@ -14,6 +14,7 @@ from rlaunch.ledger import Ledger, set_status, set_submission, start_attempt
 from rlaunch.paths import run_paths
 from rlaunch.spec import RunExport, parse_spec
 from rlaunch.spec.examples import worked_example
+from rlaunch.status import AttemptStatus
 from rlaunch.store import RECORD_FILE
 
 
@@ -37,7 +38,7 @@ def finish(store: Path, export: RunExport, *, status: str = "SUCCEEDED",
                       yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
                       skip_smoke_gate=None)
         set_submission(record, attempt, {"submission_id": "job"})
-        set_status(record, attempt, status)
+        set_status(record, attempt, AttemptStatus(status))
 
     ledger.update(export.name, export.version, started)
     paths = run_paths(str(store), export.name, export.version)
@@ -134,7 +135,7 @@ def test_on_an_object_store_the_export_is_hashed_there_and_copied_once(
                       yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
                       skip_smoke_gate=None)
         set_submission(record, "a1", {"submission_id": "job"})
-        set_status(record, "a1", "SUCCEEDED")
+        set_status(record, "a1", AttemptStatus.SUCCEEDED)
 
     ledger.update(export.name, export.version, started)
     paths = run_paths(s3_store, export.name, export.version)
@@ -177,7 +178,7 @@ def test_a_dev_relaunch_that_wrote_files_of_the_same_sizes_is_recorded_again(
                           yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
                           skip_smoke_gate=None)
             set_submission(record, attempt, {"submission_id": "job"})
-            set_status(record, attempt, "SUCCEEDED")
+            set_status(record, attempt, AttemptStatus.SUCCEEDED)
 
         ledger.update(export.name, export.version, started)
         fs.pipe_file(f"{root}/config.json", b'{"vocab_size": 50}')

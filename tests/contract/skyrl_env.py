@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,14 +35,8 @@ def contract_python(release: str = "0.3.0") -> str:
     return done.stdout.strip()
 
 
-REHEARSAL_ENV_SCRIPT = REPO_ROOT / "scripts" / "skyrl-rehearsal-env"
-
-
-def rehearsal_python() -> str:
-    """The SkyRL rehearsal env's interpreter (CPython 3.11 with SkyRL 0.3.0 and this machine's
-    CPU torch), built on first use (about 4 minutes, 1.9 GB)."""
-    done = subprocess.run([str(REHEARSAL_ENV_SCRIPT)], capture_output=True, text=True,
-                          timeout=1800, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"scripts/skyrl-rehearsal-env failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip().splitlines()[-1]
+def pin_release(data: dict[str, Any], release: str) -> dict[str, Any]:
+    """A RunSpec (as data) on the worked examples' SkyRL runtime, pinned to `release` instead."""
+    data["runtime"] = {**data["runtime"], "name": f"skyrl-{release}",
+                       "package": f"skyrl=={release}"}
+    return data

@@ -1,7 +1,8 @@
-"""The export policy reaches SkyRL 0.3.0 as SkyRL reads it: every run the launch renders ends with
-an export of its last step, decided by `RayPPOTrainer.train`'s own conditions (skyrl/train/
-trainer.py: the loop's `hf_model_save` and the "Safety net" after the loop) evaluated on the
-config SkyRL's own `SkyRLTrainConfig.from_cli_overrides` builds from the rendered arguments
+"""The export policy reaches SkyRL as SkyRL reads it, for each catalogued release (0.3.0, 0.4.0):
+every run the launch renders ends with an export of its last step, decided by
+`RayPPOTrainer.train`'s own conditions (skyrl/train/trainer.py: the loop's `hf_model_save` and
+the "Safety net" after the loop) evaluated on the config SkyRL's own
+`SkyRLTrainConfig.from_cli_overrides` builds from the rendered arguments
 (tests/contract/export_schedule.py, in the contract env).
 
 The cases: each experiment's own checkpoint settings, as its BUILD file writes them (so a GPU
@@ -17,7 +18,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from contract.skyrl_env import REPO_ROOT, contract_python
+import pytest
+
+from contract.skyrl_env import RELEASES, REPO_ROOT, contract_python
 from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
@@ -47,20 +50,23 @@ def cli_args(checkpoint: dict[str, Any], **algorithm: Any) -> list[str]:
     return skyrl_cli_args(doc["skyrl"])
 
 
-def schedules(cases: dict[str, list[str]], tmp_path: Path) -> dict[str, Any]:
+def schedules(cases: dict[str, list[str]], tmp_path: Path, release: str = "0.3.0"
+              ) -> dict[str, Any]:
     cases_path = tmp_path / "cases.json"
     result_path = tmp_path / "result.json"
     cases_path.write_text(json.dumps({
         case_id: {"cli_args": args, "steps_per_epoch": STEPS_PER_EPOCH}
         for case_id, args in cases.items()}))
-    done = subprocess.run([contract_python(), str(SCHEDULE), str(cases_path), str(result_path)],
+    done = subprocess.run([contract_python(release), str(SCHEDULE), str(cases_path),
+                           str(result_path)],
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(result_path.read_text())
 
 
+@pytest.mark.parametrize("release", RELEASES)
 def test_every_rendered_export_policy_ends_with_an_export_in_skyrls_trainer(
-        tmp_path: Path) -> None:
+        release: str, tmp_path: Path) -> None:
     experiments = experiments_checkpoints()
     assert {"experiments/qwen2.5-1.5b-gsm8k/BUILD", "experiments/qwen3-30b-a3b-megatron/BUILD",
             "experiments/qwen2.5-1.5b-instruct-ref-2x8/BUILD",
@@ -76,8 +82,8 @@ def test_every_rendered_export_policy_ends_with_an_export_in_skyrls_trainer(
         "trainer.hf_save_interval=-1" if arg.startswith("trainer.hf_save_interval=") else arg
         for arg in cases["every 2 steps"]]
 
-    report = schedules(cases, tmp_path)
-    assert report["skyrl_version"] == "0.3.0"
+    report = schedules(cases, tmp_path, release)
+    assert report["skyrl_version"] == release
     assert report["conditions"] == {
         "is_epoch_end": "self.global_step % len(self.train_dataloader) == 0",
         "hf_model_save": "self.cfg.trainer.hf_save_interval > 0 and (is_epoch_end or"

@@ -1,4 +1,5 @@
-"""Property: preflight against SkyRL 0.3.0's own `validate_cfg`, on random role plans.
+"""Property, per release: preflight against each SkyRL release's own `validate_cfg`, on random
+role plans pinned to that release (0.3.0 and 0.4.0, each in its own contract env).
 
 Hypothesis draws role plans (strategy, policy, reference and critic placement and parallelism,
 rollout engines, placement flags, batch sizes, KL mode, allocation) around the worked example
@@ -10,9 +11,9 @@ every rendered `skyrl` subtree with SkyRL's loader and runs its `validate_cfg`.
 - Where SkyRL rejects, preflight rejects too for a reason validate_cfg checks (an error code
   outside RUNTIME_ONLY), so no miss hides behind an allocation error.
 - Where preflight errors and SkyRL accepts, every error code is in RUNTIME_ONLY: the runtime
-  step of SkyRL 0.3.0 (or vLLM / Ray under it) that fails on such a plan, after validate_cfg.
+  step of SkyRL (or vLLM / Ray under it) that fails on such a plan, after validate_cfg.
 
-The confusion matrix is printed (pytest -s shows it).
+The confusion matrix of each release is printed (pytest -s shows it).
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contract.skyrl_env import RELEASES, pin_release
 from contract.test_skyrl_contract import HARNESS, contract_python, subtree_for_skyrl
 from rlaunch.preflight import run_preflight
 from rlaunch.spec import parse_spec
@@ -104,9 +107,10 @@ def footprint(draw: st.DrawFn) -> dict[str, int]:
 
 
 @st.composite
-def plans(draw: st.DrawFn) -> dict[str, Any]:
-    """A RunSpec (as data) with a random role plan, KL mode and allocation."""
-    data = worked_example("colocated-1x8")
+def plans(draw: st.DrawFn, release: str = "0.3.0") -> dict[str, Any]:
+    """A RunSpec (as data) pinned to `release`, with a random role plan, KL mode and
+    allocation."""
+    data = pin_release(worked_example("colocated-1x8"), release)
     strategy = draw(st.sampled_from(("fsdp", "megatron")))
     colocate_all = draw(st.booleans())
     colocate_policy_ref = draw(st.booleans())
@@ -193,16 +197,17 @@ def collect_cases(
     return cases
 
 
-def drawn_cases() -> dict[str, dict[str, Any]]:
-    """CASES role plans (`plan`: the drawn role plan)."""
-    cases = collect_cases(plans(), CASES, "drawn", "role_plan")
+def drawn_cases(release: str = "0.3.0") -> dict[str, dict[str, Any]]:
+    """CASES role plans (`plan`: the drawn role plan), pinned to `release`."""
+    cases = collect_cases(plans(release), CASES, "drawn", "role_plan")
     for case in cases.values():
         case["plan"] = case.pop("role_plan")
     return cases
 
 
-def run_skyrl(cases: dict[str, dict[str, Any]], workdir: Path) -> dict[str, Any]:
-    python = contract_python()
+def run_skyrl(cases: dict[str, dict[str, Any]], workdir: Path,
+              release: str = "0.3.0") -> dict[str, Any]:
+    python = contract_python(release)
     cases_path = workdir / "cases.yaml"
     payload = {case_id: {"skyrl": case["skyrl"], "cli_args": None}
                for case_id, case in cases.items()}
@@ -214,9 +219,12 @@ def run_skyrl(cases: dict[str, dict[str, Any]], workdir: Path) -> dict[str, Any]
     return json.loads(result_path.read_text())
 
 
-def test_preflight_against_skyrl_validate_cfg_on_random_role_plans(tmp_path: Path) -> None:
-    cases = drawn_cases()
-    report = run_skyrl(cases, tmp_path)
+@pytest.mark.parametrize("release", RELEASES)
+def test_preflight_against_skyrl_validate_cfg_on_random_role_plans(
+    tmp_path: Path, release: str
+) -> None:
+    cases = drawn_cases(release)
+    report = run_skyrl(cases, tmp_path, release)
     matrix: Counter[str] = Counter()
     missed, hidden, unexplained = {}, {}, {}
     runtime_codes: Counter[str] = Counter()
@@ -241,7 +249,7 @@ def test_preflight_against_skyrl_validate_cfg_on_random_role_plans(tmp_path: Pat
         print(f"  {cell}: {matrix[cell]}", file=sys.stderr)
     print(f"  runtime-only codes where SkyRL's validate_cfg accepts: {dict(runtime_codes)}",
           file=sys.stderr)
-    assert missed == {}, "preflight accepts these, SkyRL 0.3.0 rejects them"
+    assert missed == {}, f"preflight accepts these, SkyRL {release} rejects them"
     assert hidden == {}, "SkyRL rejects these, preflight only for runtime reasons:\n" + "\n".join(
         f"{case_id}: {error} / {codes}" for case_id, (error, codes, _) in hidden.items())
     assert unexplained == {}, "preflight errors with no listed runtime failure; SkyRL accepts"
@@ -250,4 +258,4 @@ def test_preflight_against_skyrl_validate_cfg_on_random_role_plans(tmp_path: Pat
         "preflight accepts, SkyRL accepts", "preflight errors, SkyRL rejects",
         "preflight errors, SkyRL accepts",
     }
-    assert report["skyrl_version"] == "0.3.0"
+    assert report["skyrl_version"] == release

@@ -1,4 +1,6 @@
-"""Property: preflight's `settings` rules against SkyRL 0.3.0's own loader and `validate_cfg`.
+"""Property, per release: preflight's `settings` rules against each SkyRL release's own loader
+and `validate_cfg` (0.3.0 and 0.4.0, each in its own contract env; a 0.4.0 run also draws the
+settings only 0.4.0 has, `RELEASE_POOL`).
 
 Hypothesis draws extra settings (LoRA, the torch profiler and FSDP offload, enforce_eager, fake
 INT4 QAT, logprob chunking, loss reduction and max_seq_len, step-wise trajectories, logprobs,
@@ -21,10 +23,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
 
+from contract.skyrl_env import RELEASES, pin_release
 from contract.test_preflight_vs_skyrl import collect_cases, run_skyrl
-from contract.test_skyrl_contract import DOCUMENTED_EXAMPLES
+from contract.test_skyrl_contract import DOCUMENTED_EXAMPLES, subtree_for_skyrl
+from rlaunch.preflight import run_preflight
+from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
 
 CASES = 300
@@ -70,12 +76,23 @@ POOL: dict[str, tuple[Any, ...]] = {
 }
 
 
+# Settings a release adds, drawn for runs pinned to it (skyrl/train/config/config.py of 0.4.0).
+RELEASE_POOL: dict[str, dict[str, tuple[Any, ...]]] = {
+    "0.3.0": {},
+    "0.4.0": {
+        "generator.inference_engine.offload_kv_for_weight_sync": (True, False),
+        "trainer.policy.model.lora.sync_mode": ("disk", "memory", "ram"),
+    },
+}
+
+
 @st.composite
-def specs(draw: st.DrawFn) -> dict[str, Any]:
+def specs(draw: st.DrawFn, release: str = "0.3.0") -> dict[str, Any]:
     base = draw(st.sampled_from(DOCUMENTED_EXAMPLES))
-    data = worked_example(base)
-    chosen = draw(st.sets(st.sampled_from(sorted(POOL)), min_size=1, max_size=6))
-    data["settings"] = {name: draw(st.sampled_from(POOL[name])) for name in sorted(chosen)}
+    data = pin_release(worked_example(base), release)
+    pool = {**POOL, **RELEASE_POOL[release]}
+    chosen = draw(st.sets(st.sampled_from(sorted(pool)), min_size=1, max_size=6))
+    data["settings"] = {name: draw(st.sampled_from(pool[name])) for name in sorted(chosen)}
     if base != "megatron-moe-5x8":
         # Megatron needs vLLM (ALGO003): only the FSDP examples vary the backend and estimator.
         data["role_plan"]["rollout"]["backend"] = draw(st.sampled_from(("vllm", "vllm", "sglang")))
@@ -84,9 +101,19 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
-def test_preflight_settings_rules_against_skyrl_validate_cfg(tmp_path: Path) -> None:
-    cases = collect_cases(specs(), CASES, "settings", "settings")
-    report = run_skyrl(cases, tmp_path)
+@pytest.mark.parametrize("release", RELEASES)
+def test_preflight_settings_rules_against_skyrl_validate_cfg(
+    tmp_path: Path, release: str
+) -> None:
+    cases = collect_cases(specs(release), CASES, "settings", "settings")
+    # The vLLM-only cell, always (a larger pool of a newer release may draw no case of it alone).
+    fixed = pin_release(worked_example("colocated-1x8"), release)
+    fixed["settings"] = {"generator.inference_engine.gpu_memory_utilization": 1.2}
+    spec = parse_spec(fixed, "fixed")
+    cases["fixed-gpu-memory-1.2"] = {
+        "errors": sorted({f.code for f in run_preflight(spec) if f.is_error}),
+        "skyrl": subtree_for_skyrl(spec), "settings": fixed["settings"]}
+    report = run_skyrl(cases, tmp_path, release)
     matrix: Counter[str] = Counter()
     missed, unexplained = {}, {}
     for case_id, case in cases.items():
@@ -102,9 +129,10 @@ def test_preflight_settings_rules_against_skyrl_validate_cfg(tmp_path: Path) -> 
           f" {report['check_seconds']} s:", file=sys.stderr)
     for cell in sorted(matrix):
         print(f"  {cell}: {matrix[cell]}", file=sys.stderr)
-    assert missed == {}, "preflight accepts these, SkyRL 0.3.0 rejects them"
+    assert missed == {}, f"preflight accepts these, SkyRL {release} rejects them"
     assert unexplained == {}, "preflight errors, SkyRL accepts, and not for a vLLM reason"
     assert set(matrix) == {
         "preflight accepts, SkyRL accepts", "preflight errors, SkyRL rejects",
         "preflight errors, SkyRL accepts",
     }
+    assert report["skyrl_version"] == release

@@ -1,5 +1,7 @@
-"""The SkyRL contract: every spec preflight accepts renders a `skyrl` subtree that SkyRL 0.3.0's
-own loader parses and its own `validate_cfg` accepts.
+"""The SkyRL contract, per release: every spec preflight accepts renders a `skyrl` subtree that
+the pinned SkyRL release's own loader parses and its own `validate_cfg` accepts. Each catalogued
+release (0.3.0, 0.4.0) runs the whole contract with every spec pinned to it, in its own contract
+env (scripts/skyrl-contract-env RELEASE).
 
 The specs: the worked examples, plus fixed variations of them (other estimators, KL placements,
 critic, sequence and pipeline parallelism, no eval data, resume from a path, multi-turn, fully
@@ -33,7 +35,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contract.skyrl_env import contract_python
+from contract.skyrl_env import RELEASES, contract_python, pin_release
 from rlaunch.preflight import run_preflight
 from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.spec import RunSpec, parse_spec
@@ -260,6 +262,50 @@ SETTINGS_REFUSED: dict[str, tuple[str, Edit, str, str]] = {
         "ValueError: `logprobs` if set should be 0 or 1"),
 }
 
+OFFLOAD_KV = "generator.inference_engine.offload_kv_for_weight_sync"
+SYNC_MODE = "trainer.policy.model.lora.sync_mode"
+
+# Variations only a release can express (settings it added), by release.
+RELEASE_VARIATIONS: dict[str, dict[str, tuple[str, Edit]]] = {
+    "0.3.0": {},
+    "0.4.0": {
+        "disaggregated-offload-kv-0.4.0": ("disaggregated-8x8-tp8", _settings({
+            OFFLOAD_KV: True, SYNC_MODE: "disk",
+            "trainer.algorithm.cispo.cispo_anchor": "rollout",
+            "trainer.vocab_entropy_chunk_size": 1024})),
+    },
+}
+
+# Settings preflight refuses for runs on one release only (its rules say `releases`), as that
+# release's validate_cfg does.
+RELEASE_SETTINGS_REFUSED: dict[str, dict[str, tuple[str, Edit, str, str]]] = {
+    "0.3.0": {},
+    "0.4.0": {
+        "set015-offload-kv-colocated": (
+            "colocated-1x8", _settings({OFFLOAD_KV: True}), "SET015",
+            "AssertionError: offload_kv_for_weight_sync is for non-colocated weight sync only"),
+        "set015-offload-kv-lora": (
+            "disaggregated-8x8-tp8", _settings({OFFLOAD_KV: True, **LORA_SETTINGS}), "SET015",
+            "AssertionError: offload_kv_for_weight_sync does not support LoRA weight sync"),
+        "set016-sync-mode-ram": (
+            "colocated-1x8", _settings({SYNC_MODE: "ram"}), "SET016",
+            "ValueError: trainer.policy.model.lora.sync_mode must be 'disk' or 'memory'"),
+        "set016-memory-sync-fsdp": (
+            "colocated-1x8", _settings({SYNC_MODE: "memory", **LORA_SETTINGS}), "SET016",
+            "ValueError: lora.sync_mode='memory' is only implemented for"
+            " trainer.strategy='megatron'"),
+        "set016-memory-sync-merged": (
+            "megatron-moe-5x8", _settings({SYNC_MODE: "memory", **LORA_SETTINGS}), "SET016",
+            "ValueError: lora.sync_mode='memory' requires lora.rank > 0 and"
+            " megatron_config.lora_config.merge_lora=false"),
+    },
+}
+
+
+def refused_cases(release: str) -> dict[str, tuple[str, Edit, str, str]]:
+    return {**SETTINGS_REFUSED, **RELEASE_SETTINGS_REFUSED[release]}
+
+
 # Settings preflight only warns about (or that only vLLM refuses): SkyRL 0.3.0 accepts each; the
 # last item is what SkyRL holds for the named setting afterwards.
 SETTINGS_ACCEPTED: dict[str, tuple[str, Edit, str, tuple[str, Any]]] = {
@@ -277,20 +323,25 @@ SETTINGS_ACCEPTED: dict[str, tuple[str, Edit, str, tuple[str, Any]]] = {
 }
 
 
-def settings_specs() -> dict[str, RunSpec]:
+def example_on(base: str, release: str) -> dict[str, Any]:
+    """A worked example pinned to a SkyRL release."""
+    return pin_release(worked_example(base), release)
+
+
+def settings_specs(release: str = "0.3.0") -> dict[str, RunSpec]:
     specs = {}
-    for case_id, (base, edit, *_) in {**SETTINGS_REFUSED, **SETTINGS_ACCEPTED}.items():
-        data = worked_example(base)
+    for case_id, (base, edit, *_) in {**refused_cases(release), **SETTINGS_ACCEPTED}.items():
+        data = example_on(base, release)
         data["name"] = case_id
         edit(data)
         specs[case_id] = parse_spec(data, case_id)
     return specs
 
 
-def candidate_specs() -> dict[str, RunSpec]:
-    specs = {name: parse_spec(worked_example(name), name) for name in DOCUMENTED_EXAMPLES}
-    for case_id, (base, edit) in VARIATIONS.items():
-        data = worked_example(base)
+def candidate_specs(release: str = "0.3.0") -> dict[str, RunSpec]:
+    specs = {name: parse_spec(example_on(name, release), name) for name in DOCUMENTED_EXAMPLES}
+    for case_id, (base, edit) in {**VARIATIONS, **RELEASE_VARIATIONS[release]}.items():
+        data = example_on(base, release)
         data["name"] = case_id
         edit(data)
         specs[case_id] = parse_spec(data, case_id)
@@ -305,7 +356,7 @@ GRID_AXES = {
 }
 
 
-def grid_specs() -> dict[str, RunSpec]:
+def grid_specs(release: str = "0.3.0") -> dict[str, RunSpec]:
     """Batch and parallel sizes around the worked examples: many are wrong on purpose, and
     preflight decides which are checked against SkyRL."""
     specs: dict[str, RunSpec] = {}
@@ -314,7 +365,7 @@ def grid_specs() -> dict[str, RunSpec]:
         parallel = "pipeline_parallel_size" if megatron else "sequence_parallel_size"
         for values in itertools.product(*GRID_AXES.values(), (1, 2)):
             *sizes, parallel_size = values
-            data = worked_example(base)
+            data = example_on(base, release)
             data["role_plan"]["batch"].update(zip(GRID_AXES, sizes, strict=True))
             data["role_plan"]["policy"][parallel] = parallel_size
             case_id = f"grid-{base}-" + "-".join(str(value) for value in values)
@@ -338,12 +389,12 @@ def accepted_specs(
     return accepted, refused
 
 
-def named_cases() -> tuple[dict[str, RunSpec], dict[str, list[str]]]:
-    return accepted_specs(candidate_specs())
+def named_cases(release: str = "0.3.0") -> tuple[dict[str, RunSpec], dict[str, list[str]]]:
+    return accepted_specs(candidate_specs(release))
 
 
-def grid_cases() -> dict[str, RunSpec]:
-    return accepted_specs(grid_specs())[0]
+def grid_cases(release: str = "0.3.0") -> dict[str, RunSpec]:
+    return accepted_specs(grid_specs(release))[0]
 
 
 def subtree_for_skyrl(spec: RunSpec) -> dict[str, Any]:
@@ -353,8 +404,8 @@ def subtree_for_skyrl(spec: RunSpec) -> dict[str, Any]:
     return skyrl
 
 
-def broken_batch_subtree() -> dict[str, Any]:
-    skyrl = subtree_for_skyrl(parse_spec(worked_example("colocated-1x8")))
+def broken_batch_subtree(release: str = "0.3.0") -> dict[str, Any]:
+    skyrl = subtree_for_skyrl(parse_spec(example_on("colocated-1x8", release)))
     skyrl["trainer"]["train_batch_size"] = 250  # policy mini batch 64 does not divide it
     return skyrl
 
@@ -362,17 +413,19 @@ def broken_batch_subtree() -> dict[str, Any]:
 NEGATIVE_ID = "negative-train-batch-not-divisible"
 
 
-@pytest.fixture(scope="module")
-def contract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    named, refused = named_cases()
+@pytest.fixture(scope="module", params=RELEASES)
+def contract(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    release: str = request.param
+    named, refused = named_cases(release)
     missing = [name for name in DOCUMENTED_EXAMPLES if name not in named]
     assert not missing, f"preflight refuses documented worked examples: {refused}"
-    grid = grid_cases()
-    python = contract_python()
+    grid = grid_cases(release)
+    python = contract_python(release)
     subtrees = {case_id: subtree_for_skyrl(spec) for case_id, spec in {**named, **grid}.items()}
-    subtrees[NEGATIVE_ID] = broken_batch_subtree()
+    subtrees[NEGATIVE_ID] = broken_batch_subtree(release)
     subtrees.update({case_id: subtree_for_skyrl(spec)
-                     for case_id, spec in settings_specs().items()})
+                     for case_id, spec in settings_specs(release).items()})
     cases = {
         case_id: {
             "skyrl": subtree,
@@ -392,6 +445,7 @@ def contract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     report = json.loads(result_path.read_text())
     report["subtrees"] = subtrees
     report["grid"] = sorted(grid)
+    report["release"] = release
     print(
         f"\nSkyRL {report['skyrl_version']} on Python {report['python']}: import "
         f"{report['import_seconds']} s, load {report['load_seconds']} s, {len(subtrees)} configs "
@@ -401,24 +455,29 @@ def contract(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def accepted_case_ids() -> list[str]:
-    return sorted(named_cases()[0])
+    """The named cases of every release (a release-only one is skipped for the others)."""
+    return sorted({case_id for release in RELEASES for case_id in named_cases(release)[0]})
 
 
-def test_preflight_accepts_every_named_case():
+@pytest.mark.parametrize("release", RELEASES)
+def test_preflight_accepts_every_named_case(release):
     # Otherwise that case silently drops out of the contract: fix the variation (or the rule).
-    assert named_cases()[1] == {}
+    assert named_cases(release)[1] == {}
 
 
-def test_the_harness_ran_skyrl_0_3_0(contract):
-    assert contract["skyrl_version"] == "0.3.0"
+def test_the_harness_ran_the_pinned_release(contract):
+    assert contract["skyrl_version"] == contract["release"]
     assert contract["python"].startswith("3.12.")
 
 
 @pytest.mark.parametrize("case_id", accepted_case_ids())
 def test_skyrl_parses_and_validates_the_rendered_subtree(contract, case_id):
+    if case_id not in contract["results"]:
+        pytest.skip(f"{case_id} sets what SkyRL {contract['release']} does not have")
     outcome = contract["results"][case_id]
     assert outcome["accepted"], (
-        f"SkyRL 0.3.0 refused the skyrl subtree of {case_id} at {outcome['stage']} "
+        f"SkyRL {contract['release']} refused the skyrl subtree of {case_id} at "
+        f"{outcome['stage']} "
         f"({outcome.get('where')}): {outcome['error']}"
     )
     # SkyRL holds exactly what was written (nothing renamed, dropped or rewritten on the way in),
@@ -433,7 +492,7 @@ def test_every_grid_spec_preflight_accepts_is_accepted_by_skyrl(contract):
         for case_id in contract["grid"]
         if not contract["results"][case_id]["accepted"]
     }
-    assert refused == {}, "preflight accepts these, SkyRL 0.3.0 refuses them"
+    assert refused == {}, f"preflight accepts these, SkyRL {contract['release']} refuses them"
     for case_id in contract["grid"]:
         assert contract["results"][case_id]["held"] == contract["subtrees"][case_id]
 
@@ -448,10 +507,14 @@ def test_a_broken_batch_size_is_rejected_by_skyrl_itself(contract):
     assert outcome["where"].endswith("validate_batch_sizes")
 
 
-@pytest.mark.parametrize("case_id", sorted(SETTINGS_REFUSED))
+@pytest.mark.parametrize("case_id", sorted(
+    {case_id for release in RELEASES for case_id in refused_cases(release)}))
 def test_a_setting_preflight_refuses_skyrl_refuses_too(contract, case_id):
-    code, said = SETTINGS_REFUSED[case_id][2:]
-    spec = settings_specs()[case_id]
+    cases = refused_cases(contract["release"])
+    if case_id not in cases:
+        pytest.skip(f"{case_id} sets what SkyRL {contract['release']} does not have")
+    code, said = cases[case_id][2:]
+    spec = settings_specs(contract["release"])[case_id]
     assert code in {finding.code for finding in run_preflight(spec) if finding.is_error}
     outcome = contract["results"][case_id]
     assert outcome["accepted"] is False
@@ -461,7 +524,8 @@ def test_a_setting_preflight_refuses_skyrl_refuses_too(contract, case_id):
 @pytest.mark.parametrize("case_id", sorted(SETTINGS_ACCEPTED))
 def test_a_setting_preflight_warns_about_skyrl_accepts(contract, case_id):
     code, (name, held) = SETTINGS_ACCEPTED[case_id][2:]
-    found = {finding.code: finding for finding in run_preflight(settings_specs()[case_id])}
+    found = {finding.code: finding
+             for finding in run_preflight(settings_specs(contract["release"])[case_id])}
     outcome = contract["results"][case_id]
     assert outcome["accepted"] is True, outcome
     value = outcome["held"]

@@ -1,4 +1,5 @@
-"""The eval stage's contract with SkyRL 0.3.0's eval-only entrypoint (main_generate).
+"""The eval stage's contract with SkyRL's eval-only entrypoint (main_generate), per release:
+0.3.0 and 0.4.0, each in its own contract env, with the eval spec pinned to it.
 
 1. Config: an eval run's launch YAML, rendered, with `trainer.export_path` made node-local as the
    skyrl adapter makes it, is built by SkyRL's own `from_cli_overrides` and accepted by
@@ -8,9 +9,9 @@
    the prompt length is refused by SkyRL and by preflight (CTX003); `trainer.eval_interval 0`
    SkyRL accepts, but it would load no eval dataset, so preflight refuses it (RT006).
 2. Dump format: the names and per-sample keys tests/runtimes/skyrl_eval_dump.py writes are
-   those of SkyRL 0.3.0's own source (`dump_per_dataset_eval_results` in
+   those of each release's own source (`dump_per_dataset_eval_results` in
    skyrl/train/utils/trainer_utils.py; the folder in skyrl/train/evaluate.py `evaluate`), read
-   with `ast`, so the report conversion is tested on files in the format 0.3.0 writes.
+   with `ast`, so the report conversion is tested on files in the format each release writes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from contract.skyrl_env import contract_python
+import pytest
+
+from contract.skyrl_env import RELEASES, contract_python, pin_release
 from rlaunch.preflight import run_preflight
 from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.runtimes.skyrl_eval import AGGREGATED_FILE, DUMP_FOLDER, local_dump_root
@@ -36,8 +39,8 @@ GSM8K_SETTINGS = {"generator.inference_engine.gpu_memory_utilization": 0.85,
                   "trainer.eval_before_train": True, "trainer.eval_interval": 10}
 
 
-def eval_spec(**changes: Any) -> dict[str, Any]:
-    data = worked_example("colocated-1x8")
+def eval_spec(release: str = "0.3.0", **changes: Any) -> dict[str, Any]:
+    data = pin_release(worked_example("colocated-1x8"), release)
     data["runtime"]["entrypoint"] = EVAL_ENTRYPOINT
     data["settings"] = dict(GSM8K_SETTINGS)
     for key, value in changes.items():
@@ -61,13 +64,14 @@ def errors(data: dict[str, Any]) -> list[str]:
             if f.severity == "error"]
 
 
-def test_skyrl_builds_and_validates_the_rendered_eval_config(tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_skyrl_builds_and_validates_the_rendered_eval_config(tmp_path: Path, release: str) -> None:
     dump_root = local_dump_root(tmp_path / "node-cache", "colocated-1x8@2026.11.29", "a1")
     cases = {
-        "gsm8k-eval": eval_spec(),
-        "input-length": eval_spec(lengths__max_input_length=256),
-        "no-eval-interval": eval_spec(settings=dict(GSM8K_SETTINGS,
-                                                    **{"trainer.eval_interval": 0})),
+        "gsm8k-eval": eval_spec(release),
+        "input-length": eval_spec(release, lengths__max_input_length=256),
+        "no-eval-interval": eval_spec(release, settings=dict(GSM8K_SETTINGS,
+                                                             **{"trainer.eval_interval": 0})),
     }
     assert errors(cases["gsm8k-eval"]) == []
     assert errors(cases["input-length"]) == ["CTX003"]
@@ -76,11 +80,11 @@ def test_skyrl_builds_and_validates_the_rendered_eval_config(tmp_path: Path) -> 
     path.write_text(json.dumps({case_id: {"cli_args": adapter_args(data, dump_root)}
                                 for case_id, data in cases.items()}))
     result = tmp_path / "result.json"
-    done = subprocess.run([contract_python(), str(HARNESS), str(path), str(result)],
+    done = subprocess.run([contract_python(release), str(HARNESS), str(path), str(result)],
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(result.read_text())
-    assert report["skyrl_version"] == "0.3.0"
+    assert report["skyrl_version"] == release
     results = report["results"]
     assert results["gsm8k-eval"]["accepted"], results["gsm8k-eval"]
     assert results["gsm8k-eval"]["held"] == {
@@ -121,9 +125,11 @@ def _strings(node: ast.AST) -> set[str]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
-def test_the_dump_format_is_skyrls_own() -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_dump_format_is_skyrls_own(release: str) -> None:
     done = subprocess.run(
-        [contract_python(), "-c", "import os, skyrl; print(os.path.dirname(skyrl.__file__))"],
+        [contract_python(release), "-c",
+         "import os, skyrl; print(os.path.dirname(skyrl.__file__))"],
         capture_output=True, text=True, timeout=120, check=True)
     skyrl = Path(done.stdout.strip())
     utils = ast.parse((skyrl / "train" / "utils" / "trainer_utils.py").read_text())

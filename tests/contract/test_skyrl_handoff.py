@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 import gsm8kdata
@@ -29,6 +30,8 @@ from hubserver import hub_environment, serve_hub
 from rlaunch.builders import build_artifact
 from rlaunch.render import skyrl_cli_args
 from rlaunch.spec import parse_spec
+from rlaunch.spec.artifacts import BuiltArtifact
+from rlaunch.tasks.parquet import write_prompts
 from rlaunch.spec.examples import worked_example
 
 HERE = Path(__file__).resolve().parent
@@ -63,15 +66,63 @@ def inputs(request: pytest.FixtureRequest,
         "verbatim": gsm8kdata.prompts(
             name="gsm8k-verbatim", ground_truth={"column": "answer", "extract": "verbatim"}
         ),
-        "wrong-env": gsm8kdata.prompts(name="gsm8k-wrong-env", env_class="gsm8k_math"),
+        "commas": numbers_prompts("commas", "gsm8k", "verbatim"),
+        "floats": numbers_prompts("floats", "gsm8k", "verbatim"),
+        "floats-as-numbers": numbers_prompts("floats", "gsm8k", "number"),
+        "aime": numbers_prompts("floats", "aime", "number"),
+        "aime-commas": numbers_prompts("commas", "aime", "verbatim"),
     }
-    with pytest.MonkeyPatch.context() as patch, serve_hub(gsm8kdata.repos()) as (url, _):
+    repos = {**gsm8kdata.repos(), **numbers_repos()}
+    with pytest.MonkeyPatch.context() as patch, serve_hub(repos) as (url, _):
         for key, value in hub_environment(url).items():
             patch.setenv(key, value)
         for key, artifact in artifacts.items():
             result = build_artifact(artifact, store, log=quiet)
             made[key] = str(result.local_path / "prompts.parquet")
+    # prompt_parquet refuses an env class it cannot feed; a file made otherwise may name one.
+    rows = pq.read_table(made["train"]).to_pylist()
+    made["wrong-env"] = str(root / "wrong-env.parquet")
+    write_prompts(Path(made["wrong-env"]), [{**row, "env_class": "gsm8k_math"} for row in rows])
     return made
+
+
+NUMBERS_REPO = "rlaunch-tests/numbers"
+
+
+def numbers_repos() -> dict[tuple[str, str, str], dict[str, bytes]]:
+    """A math dataset repo with two JSONL test splits of 6 rows: `commas`, whose answers are
+    text and every other one written with a thousands separator (`1,250`), and `floats`,
+    whose answers are JSON numbers written `27.0`."""
+    def jsonl(rows: list[dict[str, Any]]) -> bytes:
+        return "".join(json.dumps(row) + "\n" for row in rows).encode()
+
+    commas = [{"question": f"What is {n} + {n}?",
+               "answer": f"{2 * n:,}" if index % 2 else str(2 * n)}
+              for index, n in enumerate(range(625, 631))]
+    floats = [{"question": f"What is {n} + {n}?", "answer": float(2 * n)}
+              for n in range(11, 17)]
+    card = (b"---\nconfigs:\n- config_name: default\n  data_files:\n  - split: commas\n"
+            b"    path: commas.jsonl\n  - split: floats\n    path: floats.jsonl\n---\n")
+    return {("datasets", NUMBERS_REPO, "f" * 40): {
+        "README.md": card, "commas.jsonl": jsonl(commas), "floats.jsonl": jsonl(floats)}}
+
+
+def numbers_prompts(split: str, env_class: str, extract: str) -> Any:
+    """A prompt_parquet artifact of a numbers split, for `env_class`, its ground truth the
+    answer column taken with `extract`."""
+    return BuiltArtifact.model_validate({
+        "type": "built", "name": f"numbers-{split}-{env_class}-{extract}",
+        "version": "2026.12.01", "kind": "dataset", "builder": "prompt_parquet",
+        "config": {"task": "gsm8k" if env_class == "gsm8k" else "math",
+                   "template": "{question} Give the final answer.",
+                   "ground_truth": {"column": "answer", "extract": extract},
+                   "env_class": env_class, "reward_method": "rule"},
+        "deps": {"source": {"type": "hf_dataset", "name": f"numbers-{split}",
+                            "version": "2026.12.01", "repo_id": NUMBERS_REPO,
+                            "revision": "f" * 40, "config": None, "split": split,
+                            "rows": 6}},
+        "facts": None, "rows": 6,
+    })
 
 
 def overrides(inputs: dict[str, Any], **changes: Any) -> list[str]:
@@ -84,7 +135,9 @@ def overrides(inputs: dict[str, Any], **changes: Any) -> list[str]:
     trainer["policy"]["model"]["path"] = model
     trainer["ref"]["model"]["path"] = model
     skyrl["data"] = {"train_data": [changes.pop("train", inputs["train"])],
-                     "val_data": [inputs["test"]]}
+                     "val_data": [changes.pop("val", inputs["test"])]}
+    if "env_class" in changes:
+        skyrl["environment"]["env_class"] = changes.pop("env_class")
     if "max_prompt_length" in changes:
         # validate_cfg: single-turn generation needs max_input_length == max_prompt_length.
         skyrl["generator"]["max_input_length"] = changes["max_prompt_length"]
@@ -121,9 +174,12 @@ def test_good_inputs_pass_with_rows_kept_and_the_ground_truth_s_reward(inputs) -
         ("val_data", "gsm8k-test-prompts@2026.11.02", 4, 4, 0),
     ]
     assert report["env_class"] == "gsm8k"
-    assert report["ground_truth_rewards"] == [1.0, 1.0, 1.0, 1.0]
+    assert report["ground_truths_scored"] == {"train_data": 12, "val_data": 4}
     assert "train_data: " in out and "12 of 12 rows kept, 0 longer than 512 tokens" in out
-    assert "env: gsm8k made on the first rows; reward of the ground truth: 1, 1, 1, 1" in out
+    assert (f"env: gsm8k made on every row of train_data {inputs['train']}; the ground truth "
+            "of all 12 rows earns the full reward") in out
+    assert (f"env: gsm8k made on every row of val_data {inputs['test']}; the ground truth "
+            "of all 4 rows earns the full reward") in out
     assert "handoff check: passed" in out
 
 
@@ -169,16 +225,68 @@ def test_a_template_with_no_ground_truth_names_the_artifact_and_the_fix(inputs) 
 def test_a_ground_truth_the_env_does_not_reward_is_refused(inputs) -> None:
     code, _, report = run_check(inputs, overrides(inputs, train=inputs["verbatim"]))
     assert code == 1
-    message = the_problem(report)
-    assert message.startswith(
-        f"train_data {inputs['verbatim']} (gsm8k-verbatim@2026.11.02): row 0's own ground "
-        f"truth 'She has 3 + 1000 = 1003 apples.\\n#### 1,003', answered as env 'gsm8k' grades "
-        f"answers, earns reward 0"
+    truth = "She has 3 + 1000 = 1003 apples.\n#### 1,003"
+    assert the_problem(report) == (
+        f"train_data {inputs['verbatim']} (gsm8k-verbatim@2026.11.02): row 0's ground truth "
+        f"{truth!r}: its own ground truth ({'The answer is' + chr(10) + '#### ' + truth!r}) "
+        "earns reward 0 from env 'gsm8k', not 1; 12 of 12 rows fail so (rows 0, 1, 2, 3, 4, "
+        "5, 6, 7, 8, 9, ...). A correct answer can never earn the reward on them: write each "
+        "ground truth as the env compares it (the number alone: no thousands separator, no "
+        "trailing .0) with the artifact's config.ground_truth (for gsm8k: extract "
+        "'final_answer', the number after ####, or 'number' for a numeric column)"
     )
-    assert message.endswith(
-        "not 1.0: the ground truth is not what the env compares against; fix the artifact's "
-        "config.ground_truth (for gsm8k: extract 'final_answer', the number after ####)"
+
+
+def failure_of(rows: str, first: str, env: str, count: str) -> str:
+    return (
+        f"{first} from env {env!r}, not 1; {count} rows fail so (rows {rows}). A correct answer "
+        "can never earn the reward on them: write each ground truth as the env compares it "
+        "(the number alone: no thousands separator, no trailing .0) with the artifact's "
+        "config.ground_truth (for gsm8k: extract 'final_answer', the number after ####, or "
+        "'number' for a numeric column)"
     )
+
+
+def test_ground_truths_written_with_commas_are_refused_by_row_in_the_eval_file(inputs) -> None:
+    """Through the real prompt_parquet builder (verbatim `1,250`) and skyrl-gym's GSM8kEnv,
+    whose strict extraction drops the comma from the answer, never from the ground truth."""
+    code, _, report = run_check(inputs, overrides(inputs, val=inputs["commas"]))
+    assert code == 1
+    path = inputs["commas"]
+    assert the_problem(report) == (
+        f"val_data {path} (numbers-commas-gsm8k-verbatim@2026.12.01): " + failure_of(
+            "1, 3, 5", "row 1's ground truth '1,252': its own ground truth ('The answer "
+            "is\\n#### 1,252') earns reward 0", "gsm8k", "3 of 6"))
+    assert report["ground_truths_scored"] == {"train_data": 12}
+
+
+def test_float_answers_of_a_jsonl_split_are_refused_and_pass_as_stated_numbers(inputs) -> None:
+    """A JSONL split whose answers are JSON numbers (27.0): verbatim, the builder writes
+    '22.0', which no solution stating 22 matches in GSM8kEnv; extract 'number' writes '22'."""
+    code, _, report = run_check(inputs, overrides(inputs, val=inputs["floats"]))
+    assert code == 1
+    path = inputs["floats"]
+    assert the_problem(report) == (
+        f"val_data {path} (numbers-floats-gsm8k-verbatim@2026.12.01): " + failure_of(
+            "0, 1, 2, 3, 4, 5", "row 0's ground truth '22.0': the number 22 as a solution "
+            "states it ('The answer is\\n#### 22') earns reward 0", "gsm8k", "6 of 6"))
+    code, out, report = run_check(inputs, overrides(inputs, val=inputs["floats-as-numbers"]))
+    assert code == 0, out
+    assert report["ground_truths_scored"] == {"train_data": 12, "val_data": 6}
+
+
+def test_the_math_env_reads_the_rows_prompt_parquet_writes_for_it(inputs) -> None:
+    """AIMEEnv asserts `reward_model.ground_truth`: the builder writes that column for aime,
+    and the env's own grading (normalize_final_answer) takes `1,252` and `1252` alike."""
+    argv = overrides(inputs, train=inputs["aime"], val=inputs["aime-commas"],
+                     train_batch_size=4, policy_mini_batch_size=4, env_class="aime")
+    code, out, report = run_check(inputs, argv)
+    assert code == 0, out
+    assert report["env_class"] == "aime"
+    assert report["ground_truths_scored"] == {"train_data": 6, "val_data": 6}
+    assert "reward_model" in pq.read_schema(inputs["aime"]).names
+    assert "reward_spec" not in pq.read_schema(inputs["aime"]).names
+    assert "reward_spec" in pq.read_schema(inputs["floats-as-numbers"]).names
 
 
 def test_a_wrong_env_class_lists_the_registered_ones(inputs) -> None:
@@ -186,7 +294,7 @@ def test_a_wrong_env_class_lists_the_registered_ones(inputs) -> None:
     assert code == 1
     message = the_problem(report)
     assert message.startswith(
-        f"train_data {inputs['wrong-env']} (gsm8k-wrong-env@2026.11.02): row 0 names env_class "
+        f"train_data {inputs['wrong-env']} ({inputs['wrong-env']}): row 0 names env_class "
         f"'gsm8k_math', which skyrl-gym does not register (it has "
     )
     assert "gsm8k, gsm8k_multi_turn" in message

@@ -31,6 +31,9 @@ RUNS = (
     "experiments/countdown/chain:chain-grpo2",
     "experiments/qwen2.5-1.5b-gsm8k:grpo",
     "experiments/qwen2.5-1.5b-gsm8k:smoke",
+    # :grpo on SkyRL 0.4.0, at a fresh version.
+    "experiments/qwen2.5-1.5b-gsm8k:grpo-skyrl-0.4.0",
+    "experiments/qwen2.5-1.5b-gsm8k:smoke-skyrl-0.4.0",
     "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
     "experiments/qwen2.5-1.5b-gsm8k:stage2-smoke",
     # Eval stages on GPUs (SkyRL's eval-only entrypoint) of :grpo's and :grpo-stage2's exports.
@@ -50,22 +53,25 @@ RUNS = (
 COUNTDOWN = ("experiments/countdown:", "experiments/countdown/")
 
 
-def run_harness(repo_root: Path, harness: str, cases: Path, tmp_path: Path) -> dict[str, Any]:
+def run_harness(repo_root: Path, harness: str, cases: Path, tmp_path: Path,
+                release: str = "0.3.0") -> dict[str, Any]:
     """The per-case results of a tests/contract harness run on `cases` in the SkyRL contract
-    env (skipped where the machine has no CPython 3.12)."""
-    env = subprocess.run([str(repo_root / "scripts" / "skyrl-contract-env")],
+    env of `release` (skipped where the machine has no CPython 3.12)."""
+    env = subprocess.run([str(repo_root / "scripts" / "skyrl-contract-env"), release],
                          capture_output=True, text=True, timeout=900, check=False)
     if env.returncode == 3:
         pytest.skip(f"no CPython 3.12 for the SkyRL contract env: {env.stderr}")
     assert env.returncode == 0, env.stderr
-    result_path = tmp_path / "result.json"
+    result_path = tmp_path / f"result-{release}.json"
     done = subprocess.run(
         [env.stdout.strip(), str(repo_root / "tests/contract" / harness), str(cases),
          str(result_path)],
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stderr
-    results: dict[str, Any] = json.loads(result_path.read_text())["results"]
+    report = json.loads(result_path.read_text())
+    assert report.get("skyrl_version", release) == release
+    results: dict[str, Any] = report["results"]
     return results
 
 
@@ -273,13 +279,15 @@ def test_run_builds_an_artifact_then_reuses_it(pants: PantsRunner, tmp_path: Pat
 def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
     pants: PantsRunner, repo_root: Path, distdir: str, tmp_path: Path
 ) -> None:
-    """Every SkyRL run's packaged launch YAML, as ./pants writes it, through SkyRL 0.3.0's own
-    loader and validate_cfg in the contract env (tests/contract/skyrl_harness.py), in both the
-    YAML and the command-line form; its data are the runtime-format .parquet files."""
+    """Every SkyRL run's packaged launch YAML, as ./pants writes it, through its own release's
+    loader and validate_cfg (SkyRL 0.3.0 or 0.4.0, as the run pins) in that release's contract
+    env (tests/contract/skyrl_harness.py), in both the YAML and the command-line form; its data
+    are the runtime-format .parquet files."""
     runs = [run for run in RUNS if not run.startswith(COUNTDOWN)]
     result = pants(f"--pants-distdir={distdir}", "package", *runs)
     assert result.returncode == 0, result.stderr
-    cases = {}
+    cases: dict[str, dict[str, Any]] = {}
+    releases: dict[str, list[str]] = {}
     for run in runs:
         folder, name = run.split(":")
         document = yaml.safe_load((repo_root / distdir / folder / name / "launch.yaml").read_text())
@@ -287,6 +295,9 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
         # Each run declares extra settings; each reaches the subtree at its dotted name.
         spec = json.loads((repo_root / distdir / folder / name / "spec.json").read_text())
         assert spec["settings"], run
+        release = spec["runtime"]["package"].removeprefix("skyrl==")
+        assert document["runtime"]["package"] == f"skyrl=={release}"
+        releases.setdefault(release, []).append(run)
         for setting, value in spec["settings"].items():
             held = skyrl
             for part in setting.split("."):
@@ -297,9 +308,13 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
         # With wandb, validate_cfg reads WANDB_API_KEY: a launch-time fact, not a config one.
         skyrl["trainer"]["logger"] = "console"
         cases[run] = {"skyrl": skyrl, "cli_args": skyrl_cli_args(skyrl)}
-    cases_path = tmp_path / "cases.yaml"
-    cases_path.write_text(yaml.safe_dump(cases, sort_keys=False))
-    results = run_harness(repo_root, "skyrl_harness.py", cases_path, tmp_path)
+    # Runs on both releases, each through its own release's parser and validator.
+    assert sorted(releases) == ["0.3.0", "0.4.0"]
+    results: dict[str, Any] = {}
+    for release, pinned in releases.items():
+        cases_path = tmp_path / f"cases-{release}.yaml"
+        cases_path.write_text(yaml.safe_dump({run: cases[run] for run in pinned}, sort_keys=False))
+        results.update(run_harness(repo_root, "skyrl_harness.py", cases_path, tmp_path, release))
     refused = {run: outcome["error"] for run, outcome in results.items() if not outcome["accepted"]}
     assert refused == {}
     assert all(outcome["cli_equals_yaml"] is True for outcome in results.values())

@@ -58,6 +58,11 @@ def test_smoke_then_main_command_train_export_and_record(
     assert (f"rlaunch: curves of countdown-grpo@dev (reward, eval reward, KL by step): {curves}"
             in launch.stderr)
     assert curves.read_bytes().startswith(b"\x89PNG")
+    # The last line says where the time went, the job's runtime phases among them.
+    last = launch.stderr.strip().splitlines()[-1]
+    assert last.startswith("rlaunch: timings of countdown-grpo@dev ("), last
+    assert ", inputs " in last and " (its runtime: reading inputs " in last, last
+    assert last.endswith(" s") and ", curves " in last, last
 
     ledger = json.loads((store / "_ledger" / "countdown-grpo" / "dev.json").read_text())
     assert ledger["status"] == "SUCCEEDED"

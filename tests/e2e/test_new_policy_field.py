@@ -4,9 +4,13 @@ documented by `./pants help role_plan`, accepted and range-checked in a BUILD fi
 `./pants check`, rendered into the launch YAML under its SkyRL name, and accepted by SkyRL's own
 loader. In a scratch copy of the repository, through the real ./pants.
 
-The field: `lora_rank`, the LoRA rank of the policy's adapters (SkyRL 0.3.0
-`trainer.policy.model.lora.rank`, an int, default 0; `validate_cfg` asks only that LoRA runs on
-vLLM, skyrl/train/utils/utils.py).
+The field: `max_loras`, the LoRA adapters served in one batch (SkyRL 0.3.0
+`trainer.policy.model.lora.max_loras`, an int, default 1: `LoRAConfig` in
+skyrl/train/config/config.py, passed to vLLM's `max_loras`). No code of this repository reads
+that name yet (a setting another rule reads, such as `lora.rank`, would need that rule to read
+the field as well), so these three edits are the whole change: with scripts/gen-docs and
+tests/render/update_golden.py (every launch YAML then writes the default), the library's and the
+plugin's own tests pass unchanged.
 """
 
 from __future__ import annotations
@@ -32,10 +36,10 @@ RUN = "experiments/qwen2.5-1.5b-gsm8k:grpo"
 PLAN = "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8"
 
 FIELD = (
-    "    lora_rank: Annotated[int, Field(ge=0)] = 0\n"
-    '    """LoRA rank of the policy\'s adapters; 0 trains every weight."""\n'
+    "    max_loras: Annotated[int, Field(ge=1)] = 1\n"
+    '    """LoRA adapters served in one batch (vLLM max_loras)."""\n'
 )
-ROW = '    plan("role_plan.policy.lora_rank", "trainer.policy.model.lora.rank"),\n'
+ROW = '    plan("role_plan.policy.max_loras", "trainer.policy.model.lora.max_loras"),\n'
 
 
 def add_the_field(root: Path) -> None:
@@ -59,7 +63,7 @@ def add_the_field(root: Path) -> None:
     anchor = "        sequence_parallel_size=1,\n    ),\n    reference=dict("
     assert example.count(anchor) == 1, anchor
     (root / EXAMPLE).write_text(example.replace(
-        anchor, "        sequence_parallel_size=1, lora_rank=8,\n    ),\n    reference=dict("))
+        anchor, "        sequence_parallel_size=1, max_loras=2,\n    ),\n    reference=dict("))
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +88,7 @@ def test_the_field_is_documented_by_pants_help(scratch: ScratchRepo) -> None:
     result = scratch.pants("--no-pantsd", "help", "role_plan")
     assert result.returncode == 0, result.stderr
     assert (
-        "        lora_rank: LoRA rank of the policy's adapters; 0 trains every weight (default:"
-        " 0)\n"
+        "        max_loras: LoRA adapters served in one batch (vLLM max_loras) (default: 1)\n"
     ) in result.stdout
 
 
@@ -99,17 +102,17 @@ def test_the_field_reaches_check_the_yaml_and_skyrls_own_loader(
     assert result.returncode == 0, result.stderr
     folder = scratch.root / "dist/experiments/qwen2.5-1.5b-gsm8k/grpo"
     spec = json.loads((folder / "spec.json").read_text())
-    assert spec["role_plan"]["policy"]["lora_rank"] == 8
+    assert spec["role_plan"]["policy"]["max_loras"] == 2
     skyrl = yaml.safe_load((folder / "launch.yaml").read_text())["skyrl"]
-    assert skyrl["trainer"]["policy"]["model"]["lora"] == {"rank": 8}
+    assert skyrl["trainer"]["policy"]["model"]["lora"] == {"max_loras": 2}
     # With wandb, validate_cfg reads WANDB_API_KEY: a launch-time fact, not a config one.
     skyrl["trainer"]["logger"] = "console"
     cases = tmp_path / "cases.yaml"
     cases.write_text(yaml.safe_dump(
-        {"lora": {"skyrl": skyrl, "cli_args": skyrl_cli_args(skyrl)}}, sort_keys=False))
-    outcome = run_harness(repo_root, "skyrl_harness.py", cases, tmp_path)["lora"]
+        {"max_loras": {"skyrl": skyrl, "cli_args": skyrl_cli_args(skyrl)}}, sort_keys=False))
+    outcome = run_harness(repo_root, "skyrl_harness.py", cases, tmp_path)["max_loras"]
     assert (outcome["accepted"], outcome.get("error")) == (True, None)
-    assert outcome["held"]["trainer"]["policy"]["model"]["lora"]["rank"] == 8
+    assert outcome["held"]["trainer"]["policy"]["model"]["lora"]["max_loras"] == 2
     assert outcome["cli_equals_yaml"] is True
 
 
@@ -130,13 +133,14 @@ def check_edited(scratch: ScratchRepo, old: str, new: str) -> str:
 
 def test_the_field_is_range_checked_in_the_build_file(scratch: ScratchRepo) -> None:
     assert (
-        f"The 'policy' field in target {PLAN} must set 'lora_rank' to an integer >= 0, but was -1."
-    ) in check_edited(scratch, "lora_rank=8,", "lora_rank=-1,")
+        f"The 'policy' field in target {PLAN} must set 'max_loras' to a positive integer, but "
+        "was 0."
+    ) in check_edited(scratch, "max_loras=2,", "max_loras=0,")
 
 
 def test_a_setting_of_its_skyrl_name_is_refused_naming_the_field(scratch: ScratchRepo) -> None:
     warmup = '"trainer.policy.optimizer_config.num_warmup_steps": 10,'
     assert (
-        "sets 'trainer.policy.model.lora.rank', which the plan decides: set "
-        "role_plan.policy.lora_rank instead"
-    ) in check_edited(scratch, warmup, warmup + ' "trainer.policy.model.lora.rank": 4,')
+        "sets 'trainer.policy.model.lora.max_loras', which the plan decides: set "
+        "role_plan.policy.max_loras instead"
+    ) in check_edited(scratch, warmup, warmup + ' "trainer.policy.model.lora.max_loras": 4,')

@@ -160,3 +160,41 @@ def test_concurrent_builds_build_once(tmp_path: Path, repo_root: Path) -> None:
     assert [returncode for returncode, _, _ in results] == [0, 0, 0], results
     assert sum(stderr.count("building test venv in") for _, _, stderr in results) == 1
     assert (venv / ".complete").is_file()
+
+
+def test_a_package_the_index_lacks_fails_with_the_installers_reason(
+    tmp_path: Path, repo_root: Path
+) -> None:
+    venv = tmp_path / "venv"
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("rlaunch-no-such-package==1.0\n")
+
+    returncode, stdout, stderr = finish(build_venv(repo_root, venv, requirements))
+    assert (returncode, stdout) == (1, "")
+    lines = stderr.splitlines()
+    assert lines[:2] == [
+        f"building test venv in {venv} (once; log: {venv}.log) ...",
+        f"error: building test venv failed; the end of {venv}.log:",
+    ]
+    assert lines[-2:] == [
+        "error: No solution found when resolving dependencies",
+        "  cause: Because rlaunch-no-such-package was not found in the package registry and you"
+        " require rlaunch-no-such-package==1.0, we can conclude that your requirements are"
+        " unsatisfiable.",
+    ]
+    assert not (venv / ".complete").exists()
+
+
+def test_pips_find_links_reach_uv(tmp_path: Path, repo_root: Path) -> None:
+    """uv reads no pip configuration: the find-links pip is given (a pip.conf, or here
+    $PIP_FIND_LINKS) are what scripts/lib.sh hands to uv, so a wheel kept on disk for pip (this
+    machine's CPU torch) is installed from there."""
+    script = 'source scripts/lib.sh && rl_pip_find_links "$1"'
+    env = {**os.environ, "PIP_FIND_LINKS": f"{tmp_path / 'wheels'} {tmp_path / 'more'}",
+           "PIP_CONFIG_FILE": os.devnull}
+    # The base interpreter: the runtime venv has no pip (uv builds it).
+    python = getattr(sys, "_base_executable", sys.executable)
+    result = subprocess.run(["bash", "-c", script, "links", python], cwd=repo_root, env=env,
+                            capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == f"{tmp_path / 'more'}\n{tmp_path / 'wheels'}\n"

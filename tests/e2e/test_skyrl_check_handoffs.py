@@ -8,8 +8,9 @@ interpreter follows from the runtime pin (`RLAUNCH_SKYRL_PYTHON`).
 The tokenizer is trained by tests/contract/make_tokenizer.py in that environment and served as
 the model repo with a config.json (and once more without a chat template, as a base model's);
 the data is tests/gsm8kdata.py's GSM8K-shaped split. Good inputs pass with the staged paths,
-the rows kept and the ground truth's reward; no ground truth, a wrong env class, no chat
-template and a prompt length that filters every row each fail with the check's message. The
+the rows kept and the ground truth's reward; no ground truth, no chat template and a prompt
+length that filters every row each fail with the check's message, an env class prompt_parquet
+cannot feed with check's. The
 environment is tests/contract's: SkyRL's packages without torch and ray, which the stand-ins of
 tests/contract/handoff_runner.py replace for the check (`RLAUNCH_SKYRL_HANDOFF_MODULE`).
 """
@@ -92,7 +93,7 @@ built_artifact(name="test-prompts", builder="prompt_parquet", kind="dataset",
 built_artifact(name="no-truth-prompts", builder="prompt_parquet", kind="dataset",
                deps={{"source": ":gsm8k-train"}}, config=dict(_PROMPTS, ground_truth=None),
                rows=12, version="2026.11.30")
-# ... and with an env class skyrl-gym does not register.
+# ... and with an env class whose rows prompt_parquet cannot write (skyrl-gym has none such).
 built_artifact(name="wrong-env-prompts", builder="prompt_parquet", kind="dataset",
                deps={{"source": ":gsm8k-train"}}, config=dict(_PROMPTS, env_class="gsm8k_math"),
                rows=12, version="2026.11.30")
@@ -247,7 +248,10 @@ def test_skyrls_own_check_runs_in_skyrls_environment_on_inputs_staged_from_s3(
             "kept, 0 longer than 512 tokens") in out
     assert (f"val_data: {test}/prompts.parquet (test-prompts@2026.11.30): 4 of 4 rows kept, "
             "0 longer than 512 tokens") in out
-    assert "env: gsm8k made on the first rows; reward of the ground truth: 1, 1, 1, 1" in out
+    assert (f"env: gsm8k made on every row of train_data {train}/prompts.parquet; the ground "
+            "truth of all 12 rows earns the full reward") in out
+    assert (f"env: gsm8k made on every row of val_data {test}/prompts.parquet; the ground "
+            "truth of all 4 rows earns the full reward") in out
     assert "rlaunch: handoff check passed; --check-handoffs: SkyRL not started" in out
     assert "rlaunch: handoff check of tiny-gsm8k-grpo@dev: passed" in err
     assert "rlaunch: reusing the local Ray head at " in err
@@ -293,14 +297,6 @@ def test_without_an_environment_that_has_the_pinned_runtime_nothing_is_submitted
 
 def broken_handoff(scratch: ScratchRepo, target: str) -> str:
     """The one problem the check reports for experiments/tiny-gsm8k:<target>."""
-    if target == "wrong-env":
-        train = staged(scratch, "wrong-env-prompts")
-        return (
-            f"error (env): train_data {train}/prompts.parquet (wrong-env-prompts@2026.11.30): "
-            "row 0 names env_class 'gsm8k_math', which skyrl-gym does not register (it has "
-            "aime, gsm8k, gsm8k_multi_turn, lcb, search, searchcode, text2sql); fix the "
-            "env_class in the artifact's config (and algorithm.environment) to one of them"
-        )
     if target == "no-template":
         model = staged(scratch, "tiny-base")
         return (
@@ -320,7 +316,24 @@ def broken_handoff(scratch: ScratchRepo, target: str) -> str:
     )
 
 
-@pytest.mark.parametrize("target", ["wrong-env", "no-template", "too-short"])
+def test_an_env_class_prompt_parquet_cannot_feed_is_refused_before_anything_runs(
+    scratch: ScratchRepo,
+) -> None:
+    result = check(scratch, "wrong-env")
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert (
+        "error ART010 train_data.config.env_class: train_data.config.env_class of "
+        "wrong-env-prompts@2026.11.30 (builder prompt_parquet): 'gsm8k_math' is not an env "
+        "whose rows prompt_parquet writes: each skyrl-gym 0.4.0 env reads the ground truth from "
+        "its own column of the row (aime reads reward_model; gsm8k reads reward_spec: "
+        "GSM8kEnv.__init__ and AIMEEnv.__init__ assert it); set config.env_class to one of "
+        "aime, gsm8k, and algorithm.environment to the same"
+    ) in out
+    assert "handoff check" not in out
+
+
+@pytest.mark.parametrize("target", ["no-template", "too-short"])
 def test_each_broken_handoff_fails_with_the_checks_message_naming_the_artifact(
     scratch: ScratchRepo, target: str
 ) -> None:

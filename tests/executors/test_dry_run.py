@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from executors.helpers import rendered
-from rlaunch.executors import ExecutorOptions, JobStatus
+from rlaunch.executors import ExecutorOptions
 from rlaunch.executors.dry_run import DryRunExecutor
+from rlaunch.status import AttemptStatus
 
 
 def test_dry_run_describes_the_entrypoint_and_credential_names(tmp_path: Path) -> None:
@@ -29,5 +30,5 @@ def test_dry_run_submit_prints_and_reports_success_without_running(tmp_path: Pat
     assert submission.address is None
     assert said[0] == "executor: dry-run (nothing is submitted)"
     assert "hf_secret" not in "".join(said) + submission.to_json()
-    assert executor.status(submission) == JobStatus.SUCCEEDED
+    assert executor.status(submission) == AttemptStatus.SUCCEEDED
     assert list(executor.logs(submission, follow=True)) == ["dry run dry-run-a1: nothing ran\n"]

@@ -21,10 +21,11 @@ from executors.support import (
     process_tree,
     wait_gone,
 )
-from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus
+from rlaunch.executors import ExecutorError, ExecutorOptions
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import STATE_FILE, read_record
+from rlaunch.status import AttemptStatus
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def test_first_submission_starts_a_loopback_head_and_runs_the_job(
     local = executor(heads, said=said)
     submission = local.submit(path, launch, env={"ECHO_TOKEN": "tok-123456"}, attempt_id="a1")
     text = output(local, submission)
-    assert wait_terminal(local, submission, 30) == JobStatus.SUCCEEDED
+    assert wait_terminal(local, submission, 30) == AttemptStatus.SUCCEEDED
     assert "echo-runtime: run echo-run@dev" in text
     assert "echo-runtime: credential ECHO_TOKEN present, 10 chars" in text
     assert "echo-runtime: attempt a1" in text
@@ -111,7 +112,7 @@ def test_a_failing_job_ends_failed(heads: HeadWatch, tmp_path: Path) -> None:
     local = executor(heads)
     submission = local.submit(path, launch, env={}, attempt_id="a3")
     assert "echo-runtime: failing as asked" in output(local, submission)
-    assert wait_terminal(local, submission, 30) == JobStatus.FAILED
+    assert wait_terminal(local, submission, 30) == AttemptStatus.FAILED
 
 
 def test_a_head_with_a_running_job_is_not_replaced(heads: HeadWatch, tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ def test_a_head_with_a_running_job_is_not_replaced(heads: HeadWatch, tmp_path: P
         f"1 x 2 GPUs and 2 CPUs. Wait for them or stop them (`rlaunch stop`), then launch again"
     )
     release(tmp_path / "store", "echo-wait")
-    assert wait_terminal(local, submission, 60) == JobStatus.SUCCEEDED
+    assert wait_terminal(local, submission, 60) == AttemptStatus.SUCCEEDED
 
 
 def test_stop_ends_a_running_job(heads: HeadWatch, tmp_path: Path) -> None:
@@ -136,10 +137,10 @@ def test_stop_ends_a_running_job(heads: HeadWatch, tmp_path: Path) -> None:
     local = executor(heads)
     submission = local.submit(path, launch, env={}, attempt_id="a5")
     deadline = time.monotonic() + 60
-    while local.status(submission) != JobStatus.RUNNING and time.monotonic() < deadline:
+    while local.status(submission) != AttemptStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.2)
     local.stop(submission)
-    assert wait_terminal(local, submission, 30) == JobStatus.STOPPED
+    assert wait_terminal(local, submission, 30) == AttemptStatus.STOPPED
 
 
 def test_another_allocation_replaces_the_head_and_close_stops_exactly_it(
@@ -157,7 +158,7 @@ def test_another_allocation_replaces_the_head_and_close_stops_exactly_it(
     assert wait_gone(old_processes) == set()
     assert not Path(old.temp_dir).exists()
     assert "echo-runtime: done" in output(local, submission)
-    assert wait_terminal(local, submission, 30) == JobStatus.SUCCEEDED
+    assert wait_terminal(local, submission, 30) == AttemptStatus.SUCCEEDED
 
     new_processes = process_tree({new.session_id})
     local.close()
@@ -166,3 +167,41 @@ def test_another_allocation_replaces_the_head_and_close_stops_exactly_it(
     assert read_record(heads.state_dir) is None
     with pytest.raises(ExecutorError, match="is no longer running: a launch stops the head"):
         local.status(submission)
+
+
+def test_prepare_starts_the_head_in_the_background_and_close_stops_an_unused_one(
+    heads: HeadWatch, tmp_path: Path
+) -> None:
+    # A launch refused while its inputs build: the head prepare started (here still starting)
+    # is stopped by close, even with keep_head (nothing was submitted to it).
+    assert read_record(heads.state_dir) is None
+    path, launch = rendered(tmp_path)
+    said: list[str] = []
+    local = executor(heads, keep_head=True, said=said)
+    local.prepare(launch)
+    deadline = time.monotonic() + 120
+    while read_record(heads.state_dir) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    record = read_record(heads.state_dir)
+    heads.snapshot()
+    local.close()
+    assert wait_gone(process_tree({record.session_id})) == set()
+    assert not Path(record.temp_dir).exists()
+    assert read_record(heads.state_dir) is None
+    assert said[0].startswith("rlaunch: starting a local Ray head on 127.0.0.1 (1 simulated GPUs")
+    assert said[-1].startswith(f"rlaunch: stopping the local Ray head (session {record.session_id}")
+
+    # Prepared, then submitted to: the job runs on the head prepare started, which this
+    # executor owns (close stops it).
+    local = executor(heads, keep_head=False)
+    local.prepare(launch)
+    submission = local.submit(path, launch, env={}, attempt_id="a7")
+    record = read_record(heads.state_dir)
+    heads.snapshot()
+    assert local.started_head == record
+    assert submission.address == record.dashboard_url
+    assert "echo-runtime: done" in output(local, submission)
+    assert wait_terminal(local, submission, 30) == AttemptStatus.SUCCEEDED
+    local.close()
+    assert wait_gone(process_tree({record.session_id})) == set()
+    assert read_record(heads.state_dir) is None

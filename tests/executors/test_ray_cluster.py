@@ -22,15 +22,18 @@ from pathlib import Path
 import pytest
 
 from builders.helpers import node, parse
+from contract.skyrl_env import contract_python
 from executors.helpers import allocation, edited, rendered
 from executors.support import ECHO_DIR, SRC, HeadWatch
+from executors.test_runtime_python import on_store, skyrl_launch, skyrl_without_store_backends
 from objectstores import ObjectStoreServer
 from rlaunch.builders import build_artifact
-from rlaunch.executors import ExecutorError, ExecutorOptions, JobStatus, jobs_api
+from rlaunch.executors import ExecutorError, ExecutorOptions, jobs_api
 from rlaunch.executors.credentials import new_kv_key, payload, wrapped_argv
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local_head import HeadRecord, start_head
 from rlaunch.executors.ray_cluster import RayClusterExecutor, shipped_package
+from rlaunch.status import AttemptStatus
 
 ALLOCATION = allocation()
 
@@ -72,7 +75,7 @@ def test_the_yaml_travels_as_the_working_dir(cluster: str, tmp_path: Path) -> No
     assert "echo-runtime: run echo-run@dev" in text
     assert "echo-runtime: credential TOK present, 6 chars" in text
     # Another executor instance finds the job from the submission record alone.
-    assert wait_terminal(ray_executor(), submission, 30) == JobStatus.SUCCEEDED
+    assert wait_terminal(ray_executor(), submission, 30) == AttemptStatus.SUCCEEDED
     assert "echo-runtime: done" in "".join(ray_executor().logs(submission, follow=False))
 
 
@@ -91,12 +94,12 @@ def test_credentials_reach_the_job_but_no_file_of_the_cluster(
     control = f"rlaunch-env-vars-control-{os.getpid()}"
     jobs_api.submit(cluster, entrypoint=f"{sys.executable} -c pass", submission_id=control,
                     env_vars={"TOK": leaked})
-    assert jobs_api.wait_terminal(cluster, control, 60) == JobStatus.SUCCEEDED
+    assert jobs_api.wait_terminal(cluster, control, 60) == AttemptStatus.SUCCEEDED
     assert files_holding(Path(cluster_head.temp_dir), leaked), "Ray no longer logs env_vars?"
 
     path, launch = rendered(tmp_path, executor="ray", address=cluster, credentials=["TOK"])
     submission = ray_executor().submit(path, launch, env={"TOK": secret}, attempt_id="cred")
-    assert wait_terminal(ray_executor(), submission, 60) == JobStatus.SUCCEEDED
+    assert wait_terminal(ray_executor(), submission, 60) == AttemptStatus.SUCCEEDED
     text = "".join(ray_executor().logs(submission, follow=False))
     digest = hashlib.sha256(secret.encode()).hexdigest()[:12]
     assert f"echo-runtime: credential TOK present, {len(secret)} chars, sha256 {digest}" in text
@@ -125,8 +128,8 @@ def test_a_job_whose_credentials_were_taken_stops_with_the_reason(cluster: str) 
                         env_vars={"PYTHONPATH": str(SRC)})
         outputs.append((jobs_api.wait_terminal(cluster, job, 60),
                         "".join(jobs_api.logs(cluster, job, False))))
-    assert outputs[0][0] == JobStatus.SUCCEEDED and "abcdef" in outputs[0][1]
-    assert outputs[1][0] == JobStatus.FAILED
+    assert outputs[0][0] == AttemptStatus.SUCCEEDED and "abcdef" in outputs[0][1]
+    assert outputs[1][0] == AttemptStatus.FAILED
     assert (f"rlaunch: the job's credentials ({key}) are not in the GCS at ") in outputs[1][1]
     assert "taken by an earlier start of this job, or dropped by Ray" in outputs[1][1]
 
@@ -233,11 +236,11 @@ def test_rlaunch_travels_with_the_job_to_an_environment_without_it(
     bare = "rlaunch-bare-import-check"
     jobs_api.submit(cluster, entrypoint=f"{sys.executable} -c 'import rlaunch'",
                     submission_id=bare, env_vars={"PYTHONPATH": str(ECHO_DIR)})
-    assert jobs_api.wait_terminal(cluster, bare, 60) == JobStatus.FAILED
+    assert jobs_api.wait_terminal(cluster, bare, 60) == AttemptStatus.FAILED
     assert "No module named 'rlaunch'" in "".join(jobs_api.logs(cluster, bare, False))
     path, launch = rendered(tmp_path, executor="ray", address=cluster)
     submission = ray_executor().submit(path, launch, env={}, attempt_id="shipped")
-    assert wait_terminal(ray_executor(), submission, 60) == JobStatus.SUCCEEDED
+    assert wait_terminal(ray_executor(), submission, 60) == AttemptStatus.SUCCEEDED
     text = "".join(ray_executor().logs(submission, follow=False))
     assert "echo-runtime: run echo-run@dev" in text
     [line] = [line for line in text.splitlines() if "echo-runtime: rlaunch from " in line]
@@ -302,7 +305,7 @@ def test_staging_runs_one_pinned_task_per_alive_node(
             submission_id=job, env_vars=env_vars, py_modules=[shipped_package()])
         status = jobs_api.wait_terminal(cluster, job, 120)
         text = "".join(jobs_api.logs(cluster, job, False))
-        assert status == JobStatus.SUCCEEDED, text[-3000:]
+        assert status == AttemptStatus.SUCCEEDED, text[-3000:]
         outputs.append(text)
     cold, warm = outputs
     digest = result.fingerprint.split(":")[-1]
@@ -314,3 +317,24 @@ def test_staging_runs_one_pinned_task_per_alive_node(
     assert f"RESULT {json.dumps([str(folder)])} 0" not in cold
     assert f"RESULT {json.dumps([str(folder)])} 0" in warm and "(0 bytes copied)" in warm
     assert (folder / "_record.json").is_file()
+
+
+def test_a_clusters_interpreter_without_gcsfs_is_refused_before_submitting(
+    cluster: str, tmp_path: Path
+) -> None:
+    """A remote cluster's `python` is asked by a probe job what the job needs (here the head
+    runs it with a SkyRL environment that lacks gcsfs, and with the contract env)."""
+    python = skyrl_without_store_backends(tmp_path)
+    launch = on_store(skyrl_launch(tmp_path), "gs://rlaunch-bucket/store")
+    with pytest.raises(ExecutorError) as caught:
+        ray_executor().check_cluster_python(launch, cluster, python, f"probe-{os.getpid()}")
+    assert str(caught.value) == (
+        f"the job reads and writes gs://rlaunch-bucket/store through gcsfs, fsspec's gs:// "
+        f"backend, but the cluster's interpreter `{python}` at {cluster} has no gcsfs "
+        f"installed (skyrl 0.3.0 brings s3fs with its skyrl-train extra, and gcsfs with "
+        f"none): staging would fail in the job, after the GPUs are allocated. Install gcsfs "
+        f"there (pip install gcsfs), or run on a cluster whose `{python}` is an environment "
+        f"that has it"
+    )
+    ray_executor().check_cluster_python(launch, cluster, contract_python(),
+                                        f"probe-ok-{os.getpid()}")

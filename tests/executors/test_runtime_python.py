@@ -3,6 +3,7 @@ real interpreters, the launcher's own (no SkyRL) and the SkyRL contract env's (s
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -102,3 +103,54 @@ def test_the_ray_executor_on_a_head_here_runs_skyrl_with_that_interpreter_too(
     lines = RayClusterExecutor().describe(tmp_path / "launch.yaml",
                                           LaunchDocument.parse(data, launch.source))
     assert "entrypoint: python -m rlaunch.runtimes.skyrl launch.yaml" in lines
+
+
+def skyrl_without_store_backends(tmp_path: Path) -> str:
+    """A CPython 3.12 venv holding SkyRL 0.3.0's own installed distribution (package and
+    dist-info, linked from the contract env) and nothing else: neither gcsfs nor s3fs, as a
+    cluster built from `pip install skyrl` without its skyrl-train extra has it."""
+    contract = contract_python()
+    venv = tmp_path / "skyrl-only"
+    subprocess.run([contract, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    source = Path(subprocess.run(
+        [contract, "-c", "import skyrl, os; print(os.path.dirname(os.path.dirname("
+         "skyrl.__file__)))"], capture_output=True, text=True, check=True, timeout=120,
+    ).stdout.strip())
+    [site] = list((venv / "lib").glob("python3.*/site-packages"))
+    for name in ("skyrl", "skyrl-0.3.0.dist-info"):
+        (site / name).symlink_to(source / name)
+    return str(venv / "bin" / "python")
+
+
+def on_store(launch: LaunchDocument, store: str) -> LaunchDocument:
+    data = launch.to_dict()
+    data["artifacts"]["store_prefix"] = store
+    return LaunchDocument.parse(data, launch.source)
+
+
+def test_an_interpreter_without_the_stores_backend_is_refused_naming_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = skyrl_without_store_backends(tmp_path)
+    monkeypatch.setenv(SETTING, python)
+    launch = skyrl_launch(tmp_path)
+    assert job_python(launch) == python  # a local store needs no backend
+    with pytest.raises(ExecutorError) as caught:
+        job_python(on_store(launch, "gs://rlaunch-bucket/store"))
+    assert str(caught.value) == (
+        f"the job reads and writes gs://rlaunch-bucket/store through gcsfs, fsspec's gs:// "
+        f"backend, but {SETTING}={python} has no gcsfs installed (skyrl 0.3.0 brings s3fs "
+        f"with its skyrl-train extra, and gcsfs with none): staging would fail in the job, "
+        f"after the GPUs are allocated. Install gcsfs there (pip install gcsfs), or set "
+        f"{SETTING} to the python of an environment that has it"
+    )
+    with pytest.raises(ExecutorError) as caught:
+        job_python(on_store(launch, "s3://rlaunch-bucket/store"))
+    assert str(caught.value).startswith(
+        f"the job reads and writes s3://rlaunch-bucket/store through s3fs, fsspec's s3:// "
+        f"backend, but {SETTING}={python} has no s3fs installed: staging would fail"
+    )
+    # The contract env has both, as its requirements add gcsfs by hand.
+    monkeypatch.setenv(SETTING, contract_python())
+    assert job_python(on_store(launch, "gs://rlaunch-bucket/store")) == contract_python()

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from rlaunch.executors import JobStatus
 from rlaunch.launch import record_status
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
     add_smoke_result,
+    attempt_status,
     set_status,
     set_submission,
     start_attempt,
 )
+from rlaunch.status import AttemptStatus
 
 ATTEMPT = {
     "fingerprint": "sha256:" + "a" * 64,
@@ -37,7 +38,7 @@ SUBMISSION = {
 def launched(ledger: Ledger, name: str = "run", version: str = "2026.11.29") -> dict:
     ledger.update(name, version, lambda r: start_attempt(r, attempt_id="a1", **ATTEMPT))
     ledger.update(name, version, lambda r: set_submission(r, "a1", SUBMISSION))
-    return ledger.update(name, version, lambda r: set_status(r, "a1", "SUCCEEDED"))
+    return ledger.update(name, version, lambda r: set_status(r, "a1", AttemptStatus.SUCCEEDED))
 
 
 def test_a_record_lives_at_the_derived_path_and_keeps_every_field(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_the_w_and_b_run_a_runtime_reports_is_recorded_in_its_attempt(tmp_path: 
     manifest.write_text(json.dumps({"status": "succeeded", "attempt_id": "a1",
                                     "wandb_url": "https://wandb.ai/team/proj/runs/abc123"}))
     said: list[str] = []
-    record_status(ledger, "run", "2026.11.29", "a1", JobStatus.SUCCEEDED, said.append)
+    record_status(ledger, "run", "2026.11.29", "a1", AttemptStatus.SUCCEEDED, said.append)
     [attempt] = ledger.read("run", "2026.11.29")["attempts"]
     assert attempt["wandb_url"] == "https://wandb.ai/team/proj/runs/abc123"
     assert said[-1] == ("rlaunch: run@2026.11.29 attempt a1: W&B run "
@@ -156,3 +157,37 @@ def test_an_attempt_whose_run_exports_are_not_an_object_is_refused(tmp_path: Pat
         "an object); it was not written by rlaunch or was edited by hand: move it aside and "
         "launch again"
     )
+
+
+def test_a_record_written_before_the_status_enum_reads_and_is_written_the_same(
+    tmp_path: Path,
+) -> None:
+    # The ledger's JSON as launches wrote it with string statuses (schema_version 1).
+    old = {
+        "schema_version": 1, "identity": "run@dev", "name": "run", "version": "dev",
+        **ATTEMPT, "status": "submitting", "submission": None, "smoke_results": [],
+        "updated_at": "2026-11-29T10:00:00Z",
+        "attempts": [
+            {"attempt_id": a, "status": s, "submission": None, "finished_at": None,
+             "started_at": "2026-11-29T09:00:00Z", "error": None}
+            for a, s in (("a1", "submit-failed"), ("a2", "LOST"), ("a3", "SUCCEEDED"),
+                         ("a4", "submitting"))
+        ],
+    }
+    path = tmp_path / "_ledger" / "run" / "dev.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(old))
+    ledger = Ledger(str(tmp_path))
+    attempts = ledger.read("run", "dev")["attempts"]
+    assert [attempt_status(a) for a in attempts] == [
+        AttemptStatus.SUBMIT_FAILED, AttemptStatus.LOST, AttemptStatus.SUCCEEDED,
+        AttemptStatus.SUBMITTING,
+    ]
+    assert [attempt_status(a).is_terminal() for a in attempts] == [True, True, True, False]
+    ledger.update("run", "dev", lambda r: set_status(r, "a4", AttemptStatus.SUBMIT_FAILED,
+                                                     error="interrupted"))
+    written = json.loads(path.read_text())
+    assert (written["status"], written["attempts"][-1]["status"]) == ("submit-failed",
+                                                                      "submit-failed")
+    assert written["attempts"][-1]["finished_at"] is not None
+    assert [a["status"] for a in written["attempts"][:3]] == ["submit-failed", "LOST", "SUCCEEDED"]

@@ -17,6 +17,7 @@ from rlaunch.paths import run_paths
 from rlaunch.pipeline import plan_pipeline, stage_specs
 from rlaunch.spec import RunExport, RunSpec, parse_spec
 from rlaunch.spec.examples import worked_example
+from rlaunch.status import AttemptStatus
 
 
 def chain(version: str = "dev") -> RunSpec:
@@ -40,7 +41,7 @@ def finish(store: Path, spec: RunSpec, status: str = "SUCCEEDED", attempt: str =
                       yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
                       skip_smoke_gate=None, run_exports=run_exports)
         set_submission(record, attempt, {"submission_id": "job"})
-        set_status(record, attempt, status)
+        set_status(record, attempt, AttemptStatus(status))
 
     Ledger(str(store)).update(spec.name, spec.version, update)
 

@@ -12,6 +12,7 @@ from rlaunch.ledger import Ledger, set_status, set_submission, start_attempt
 from rlaunch.models.tokenizer import CHARACTERS, CharTokenizer
 from rlaunch.paths import run_paths
 from rlaunch.spec import RunSpec, fingerprint, parse_spec
+from rlaunch.status import AttemptStatus
 from runtimes.smoke.demo import smoke_spec
 from runtimes.smoke.smoke_helpers import TINY_SPEC
 
@@ -58,7 +59,7 @@ def finish_with_skyrl_export(store: Path, upstream: RunSpec, *,
                       yaml_digest="sha256:y", yaml_path="/y", smoke_of=None,
                       skip_smoke_gate=None)
         set_submission(record, "a1", {"submission_id": "job"})
-        set_status(record, "a1", "SUCCEEDED")
+        set_status(record, "a1", AttemptStatus.SUCCEEDED)
 
     Ledger(str(store)).update(upstream.name, upstream.version, update)
     paths = run_paths(str(store), upstream.name, upstream.version)

@@ -33,7 +33,7 @@ def test_rules_table_lists_every_code_family_and_scope() -> None:
     assert "VER002    versions    world  A calendar version launched before keeps its" \
         " fingerprint (else: bump the version)." in lines
     # The preflight rules, then the launch checks (the smoke gate, the tokenizer checks).
-    assert len(lines) == 2 + 107 + 3
+    assert len(lines) == 2 + 115 + 3
     assert lines[-3].startswith("LAUNCH001 launch      world  A calendar-versioned full launch")
     assert lines[-1].startswith("LAUNCH003 launch      world  Every model of the run")
 
@@ -44,7 +44,10 @@ def test_rules_json() -> None:
     assert listed[0] == {
         "code": "GEO001", "family": "geometry", "scope": "spec",
         "summary": "Every count in the role plan and the allocation is at least 1.",
+        "releases": None,
     }
+    by_code = {entry["code"]: entry for entry in listed}
+    assert by_code["SET015"]["releases"] == ["0.4.0"]
 
 
 def test_committed_docs_match_the_generated_markdown() -> None:

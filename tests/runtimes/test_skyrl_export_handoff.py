@@ -23,6 +23,7 @@ from rlaunch.models.tokenizer import CharTokenizer
 from rlaunch.paths import run_paths
 from rlaunch.spec import RunExport, parse_spec
 from rlaunch.spec.examples import worked_example
+from rlaunch.status import AttemptStatus
 from rlaunch.store.fs import open_location
 from runtimes.test_skyrl_adapter import launch_in_store, run, write
 
@@ -64,7 +65,7 @@ def record_success(store: str, runtime_fingerprint: str) -> None:
                       launcher_commit=None, yaml_digest="sha256:y", yaml_path="/y",
                       smoke_of=None, skip_smoke_gate=None)
         set_submission(record, "a1", {"submission_id": "job"})
-        set_status(record, "a1", "SUCCEEDED")
+        set_status(record, "a1", AttemptStatus.SUCCEEDED)
 
     Ledger(store).update(EXPORT.name, EXPORT.version, succeeded)
 

@@ -1,7 +1,7 @@
 """The W&B entity and project and the store's credentials reach every Ray process of a SkyRL run,
 and a planted credential is in no file of the Ray head (its logs included).
 
-SkyRL 0.3.0's own `prepare_runtime_environment` (skyrl/train/utils/utils.py), run in the
+SkyRL's own `prepare_runtime_environment` (skyrl/train/utils/utils.py, per release), run in the
 contract env on the environment the adapter gives SkyRL's driver, decides what SkyRL puts in its
 runtime env: WANDB_API_KEY (so the driver holds rlaunch.runtimes.worker_env.PLACEHOLDER there),
 and neither WANDB_ENTITY nor AWS_*. A driver doing what SkyRL's `initialize_ray` does with that
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.skyrl_env import contract_python
+from contract.skyrl_env import RELEASES, contract_python
 from executors.helpers import allocation
 from executors.support import HeadWatch
 from rlaunch.executors.local_head import HeadRecord, start_head
@@ -104,7 +104,7 @@ def test_entity_project_and_credentials_reach_skyrls_task_and_actors_and_no_file
 
     key = publish(head.gcs_address, values)
     try:
-        env = with_setup_hook(on_head(skyrl_driver_env, head), key)
+        env = with_setup_hook(on_head(skyrl_driver_env, head), key, str(tmp_path / "work"))
         ran = subprocess.run([sys.executable, str(DRIVER), str(env_vars_path), *NAMES],
                              env=env, capture_output=True, text=True, timeout=180, check=False)
     finally:
@@ -113,8 +113,9 @@ def test_entity_project_and_credentials_reach_skyrls_task_and_actors_and_no_file
     seen = json.loads(ran.stdout.strip().splitlines()[-1])
     expected = {"WANDB_API_KEY": sha(api_key), "AWS_SECRET_ACCESS_KEY": sha(aws_secret),
                 "WANDB_ENTITY": sha("rlaunch-team"), "WANDB_PROJECT": sha("rlaunch-project")}
-    assert seen["task"] == expected
-    assert seen["actor"] == expected
+    # and the working folder SkyRL's pathlib outputs go to (rlaunch.runtimes.skyrl_pathlib_outputs)
+    assert seen["task"] == {**expected, "cwd": str(tmp_path / "work")}
+    assert seen["actor"] == {**expected, "cwd": str(tmp_path / "work")}
     assert seen["driver"]["WANDB_API_KEY"] == sha(PLACEHOLDER)
 
     temp_dir = Path(head.temp_dir)
@@ -138,3 +139,27 @@ def test_a_worker_started_after_the_adapter_withdrew_says_so(head: HeadRecord,
     assert (f"the workers' environment ({key}) is not in the GCS: the adapter that put it there "
             "has ended, and this worker outlived it") in ran.stderr + ran.stdout
     assert KEY_ENV not in os.environ
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_credential_reaches_the_runtime_env_skyrl_builds_per_release(release: str) -> None:
+    """Each release's own prepare_runtime_environment, on the driver environment the adapter
+    gives it: SkyRL 0.4.0 also copies HF_TOKEN and every SKYRL_* variable into the Ray runtime
+    env (which Ray logs), so for a 0.4.0 run those hold the placeholder too."""
+    hf_token, skyrl_secret = f"hf_{secrets.token_hex(12)}", f"sk-{secrets.token_hex(12)}"
+    launcher_env = {**os.environ, "WANDB_API_KEY": f"wk-{secrets.token_hex(12)}",
+                    "HF_TOKEN": hf_token, "SKYRL_DEPLOY_TOKEN": skyrl_secret}
+    values = worker_values(["WANDB_API_KEY", "HF_TOKEN", "SKYRL_DEPLOY_TOKEN"], None,
+                           launcher_env)
+    done = subprocess.run(
+        [contract_python(release), "-c", SKYRL_RUNTIME_ENV], cwd=CONTRACT_DIR,
+        env=driver_env({**launcher_env, **values}, values, release), capture_output=True,
+        text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    env_vars = json.loads(done.stdout.strip().splitlines()[-1])
+    assert hf_token not in done.stdout and skyrl_secret not in done.stdout
+    copied = {name: env_vars[name] for name in ("WANDB_API_KEY", "HF_TOKEN",
+                                                "SKYRL_DEPLOY_TOKEN") if name in env_vars}
+    assert copied == ({"WANDB_API_KEY": PLACEHOLDER} if release == "0.3.0" else
+                      dict.fromkeys(("WANDB_API_KEY", "HF_TOKEN", "SKYRL_DEPLOY_TOKEN"),
+                                    PLACEHOLDER))

@@ -5,7 +5,7 @@
 is what SkyRL's own `prepare_runtime_environment` returned in the contract env for this
 environment (tests/runtimes/test_worker_env.py). Until SkyRL's whole loop runs here (the
 rehearsal), this is the one piece written by us; it prints, as JSON, the sha256 of each named
-variable in the driver, the task and the actor.
+variable in the driver, the task and the actor, and the task's and actor's working folders.
 
     python worker_env_driver.py ENV_VARS_JSON NAME...
 """
@@ -28,13 +28,14 @@ def digests(names: list[str]) -> dict[str, str | None]:
 @ray.remote(num_cpus=0)
 class Worker:
     def environment(self, names: list[str]) -> dict[str, str | None]:
-        return digests(names)
+        return {**digests(names), "cwd": os.getcwd()}
 
 
 @ray.remote(num_cpus=1)
 def entrypoint(names: list[str]) -> dict[str, dict[str, str | None]]:
     worker = Worker.remote()
-    return {"task": digests(names), "actor": ray.get(worker.environment.remote(names))}
+    return {"task": {**digests(names), "cwd": os.getcwd()},
+            "actor": ray.get(worker.environment.remote(names))}
 
 
 def main() -> int:

@@ -8,8 +8,14 @@ import pytest
 
 from rlaunch.buildschema import SCHEMA_PATH, SchemaGap, build_schema, model_keys, schema_text
 from rlaunch.spec.base import SpecModel
+from rlaunch.spec.roleplan import PolicyRole
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+POLICY_KEYS = (
+    "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
+    "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
+    "sequence_parallel_size",
+)
 
 
 def test_the_checked_in_schema_is_what_the_models_say() -> None:
@@ -22,11 +28,9 @@ def test_the_checked_in_schema_is_what_the_models_say() -> None:
 def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> None:
     schema = build_schema()
     policy = schema["run_spec"]["role_plan"]["keys"]["policy"]["keys"]
-    assert list(policy) == [
-        "num_nodes", "num_gpus_per_node", "tensor_parallel_size", "pipeline_parallel_size",
-        "context_parallel_size", "expert_parallel_size", "expert_tensor_parallel_size",
-        "sequence_parallel_size",
-    ]
+    # In the model's order; a key added to the policy role adds itself here.
+    assert list(policy) == list(PolicyRole.model_fields)
+    assert [key for key in policy if key in POLICY_KEYS] == list(POLICY_KEYS)
     assert policy["tensor_parallel_size"] == {
         "type": "int", "nullable": False, "doc": "Megatron TP; 1 for FSDP.",
     }
@@ -36,9 +40,11 @@ def test_the_schema_names_the_runspec_keys_with_their_types_and_meaning() -> Non
     assert (critic["type"], critic["nullable"]) == ("dict", True)
     assert schema["artifact_slots"] == [
         "model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data",
+        "environment_data",
     ]
     assert [rule["code"] for rule in schema["world_rules"]] == [
-        "EXEC004", "PIPE003", "VER002", "VER003", "VER004", "VER005",
+        "EXEC004", "EXEC009", "PIPE003", "RES001", "RES002", "RES003", "RES004", "VER002",
+        "VER003", "VER004", "VER005", "VER006",
     ]
     assert schema["run_export_slots"] == ["model", "reference_model", "critic_model"]
     assert schema["patterns"]["commit"] == "[0-9a-f]{40}"
@@ -81,6 +87,11 @@ def test_the_schema_carries_bounds_defaults_examples_variants_and_targets() -> N
     assert schema["artifacts"]["adopted"]["keys"]["kind"]["choices"] == [
         "model", "tokenizer", "dataset", "report"]
     assert schema["artifacts"]["hf_dataset"]["keys"]["rows"]["bounds"] == {"ge": 1}
+    # Syntax a preflight rule checks, named so that the plugin checks the BUILD value too.
+    hf_model = schema["artifacts"]["hf_model"]["keys"]
+    assert (hf_model["revision"]["syntax"], hf_model["version"]["syntax"]) == ("commit", "version")
+    assert schema["artifacts"]["adopted"]["keys"]["sha256"]["syntax"] == "sha256"
+    assert schema["artifacts"]["built"]["keys"]["config"]["default"] == {}
     assert schema["targets"]["role_plan"] == {"section": "role_plan"}
     assert schema["targets"]["hf_model"] == {"artifact": "hf_model"}
     assert schema["example"]["role_plan"]["rollout"]["num_engines"] == 8

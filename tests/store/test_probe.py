@@ -16,29 +16,32 @@ from rlaunch.store.probe import StoreProbe, probe_store
 
 # Short, so the tests that wait it out stay short; the default (10 s) is the same code path.
 BOUND = 3.0
+# For a store that answers: the bound only cuts a store that does not, so give a loaded
+# machine all the time it needs to get an answer.
+PATIENT = 60.0
 REPO = Path(__file__).resolve().parents[2]
 
 
-def probe(server: ObjectStoreServer, prefix: str) -> StoreProbe:
+def probe(server: ObjectStoreServer, prefix: str, seconds: float = BOUND) -> StoreProbe:
     with server.applied():
-        return probe_store(prefix, seconds=BOUND)
+        return probe_store(prefix, seconds=seconds)
 
 
 @pytest.mark.parametrize("scheme", ["s3", "gs"])
 def test_an_answering_store_is_reachable_empty_or_not(scheme, request) -> None:
     server = request.getfixturevalue("s3_server" if scheme == "s3" else "gcs_server")
     prefix = server.prefix()
-    empty = probe(server, prefix)
+    empty = probe(server, prefix, PATIENT)
     assert (empty.state, empty.answer) == ("reachable", "")
     with server.applied():
         server.filesystem().pipe(prefix.split("://")[1] + "/_ledger/x/dev.json", b"{}")
-    assert probe(server, prefix).state == "reachable"
+    assert probe(server, prefix, PATIENT).state == "reachable"
 
 
 @pytest.mark.parametrize("scheme", ["s3", "gs"])
 def test_a_missing_bucket_is_named(scheme, request) -> None:
     server = request.getfixturevalue("s3_server" if scheme == "s3" else "gcs_server")
-    found = probe(server, f"{scheme}://no-such-bucket-here/store")
+    found = probe(server, f"{scheme}://no-such-bucket-here/store", PATIENT)
     assert found.state == "no-bucket"
     assert found.problem().startswith(
         f"store {scheme}://no-such-bucket-here/store has no such bucket: bucket "
@@ -50,7 +53,7 @@ def test_a_missing_bucket_is_named(scheme, request) -> None:
 def test_a_refused_key_is_access_denied(tmp_path: Path) -> None:
     server = start_s3(tmp_path, refuse_every_key=True)
     try:
-        found = probe(server, "s3://some-bucket/store")
+        found = probe(server, "s3://some-bucket/store", PATIENT)
     finally:
         server.stop()
     assert found.state == "denied"

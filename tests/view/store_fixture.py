@@ -12,6 +12,7 @@ from rlaunch.render import render_launch
 from rlaunch.runtimes.smoke.metrics import MetricsSink
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
+from rlaunch.status import AttemptStatus
 
 
 def step_record(step: int, scale: float) -> dict[str, float | int]:
@@ -46,7 +47,7 @@ def add_run(store: Path, name: str, version: str, *, attempts: list[tuple[str, r
             set_submission(record, attempt_id, {
                 "executor": "local", "submission_id": f"rlaunch-{name}-{attempt_id}",
                 "address": "http://127.0.0.1:1", "attempt_id": attempt_id})
-            set_status(record, attempt_id, status)
+            set_status(record, attempt_id, AttemptStatus(status))
 
         ledger.update(name, version, start)
         folder = Path(paths.attempts_root) / attempt_id

@@ -271,7 +271,8 @@ def test_the_help_names_every_rule_that_check_does_not_run(python: str) -> None:
         "from rlaunch.preflight.engine.registry import registered_rules; "
         "print(json.dumps(sorted(r.code for r in registered_rules() if r.scope == 'world')))",
     )
-    assert world == ["EXEC004", "PIPE003", "VER002", "VER003", "VER004", "VER005"]
+    assert world == ["EXEC004", "EXEC009", "PIPE003", "RES001", "RES002", "RES003", "RES004",
+                     "VER002", "VER003", "VER004", "VER005", "VER006"]
     help_text = RlaunchPreflightSubsystem.help
     assert isinstance(help_text, str)
     assert "NOT run by `check`" in help_text

@@ -7,17 +7,19 @@
             "task": "gsm8k",                           # rlaunch.tasks module of the extractors
             "template": "{question} Let's think step by step ...",   # over the source columns
             "ground_truth": {"column": "answer", "extract": "final_answer"},   # or null
-            "env_class": "gsm8k",                      # the skyrl-gym env id
+            "env_class": "gsm8k",                      # the skyrl-gym env id: gsm8k, aime
             "reward_method": "rule",
         },
         rows=7473,
     )
 
 The payload is `prompts.parquet` with the columns of `rlaunch.tasks.prompts` (SkyRL 0.3.0's
-PromptDataset row). The split's files are found through the dataset card (`configs:` /
-`data_files:`), else by the usual `{config}/{split}-*.parquet` layout; rows keep their order.
-Same source and config, same bytes. Every config field is part of the fingerprint; the row
-count goes into the build record, and a declared `rows` must equal it.
+PromptDataset row), the ground truth in the column the env reads it from (`reward_spec` for
+gsm8k, `reward_model` for aime: `rlaunch.tasks.prompts.GROUND_TRUTH_COLUMN`). The split's
+files are found through the dataset card (`configs:` / `data_files:`), else by the usual
+`{config}/{split}-*.parquet` layout; rows keep their order. Same source and config, same bytes.
+Every config field is part of the fingerprint; the row count goes into the build record, and a
+declared `rows` must equal it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from rlaunch.spec.builder_configs import GroundTruthConfig, PromptConfig
 from rlaunch.tasks.parquet import write_prompts
 from rlaunch.tasks.prompts import (
     GROUND_TRUTH,
+    GROUND_TRUTH_COLUMN,
     PROMPTS_FILE,
     VERBATIM,
     prompt_row,
@@ -59,6 +62,11 @@ class PromptParquetBuilder:
             raise BuildError(
                 f"{ident}: prompt_parquet needs deps={{\"source\": <an hf_dataset target>}}, the "
                 f"pinned split it formats; got deps {sorted(artifact.deps) or 'none'}"
+            )
+        if config.env_class not in GROUND_TRUTH_COLUMN:
+            raise BuildError(
+                f"{ident}: config.env_class {config.env_class!r} is not an env prompt_parquet "
+                f"writes rows for; use one of {', '.join(sorted(GROUND_TRUTH_COLUMN))}"
             )
         extract = _extractor(ident, config)
         files = split_files(deps["source"], source)

@@ -11,11 +11,11 @@ from rlaunch.executors.base import (
     ExecutorError,
     ExecutorOptions,
     JobLost,
-    JobStatus,
     Submission,
 )
 from rlaunch.plugins import EXECUTOR_GROUP as GROUP
 from rlaunch.plugins import PluginError, load
+from rlaunch.status import AttemptStatus
 
 
 def load_executor(name: str, options: ExecutorOptions | None = None) -> Executor:
@@ -33,6 +33,6 @@ def load_executor(name: str, options: ExecutorOptions | None = None) -> Executor
 
 
 __all__ = [
-    "GROUP", "Executor", "ExecutorError", "ExecutorOptions", "JobLost", "JobStatus", "Submission",
-    "load_executor",
+    "AttemptStatus", "GROUP", "Executor", "ExecutorError", "ExecutorOptions", "JobLost",
+    "Submission", "load_executor",
 ]

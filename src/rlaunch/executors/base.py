@@ -10,7 +10,6 @@ log line written by rlaunch.
 from __future__ import annotations
 
 import abc
-import enum
 import json
 import shlex
 import sys
@@ -21,6 +20,7 @@ from typing import Any, ClassVar
 
 from rlaunch.render.launchdoc import LaunchDocument
 from rlaunch.spec.catalog import profile
+from rlaunch.status import AttemptStatus
 
 
 class ExecutorError(RuntimeError):
@@ -30,23 +30,6 @@ class ExecutorError(RuntimeError):
 
 class JobLost(ExecutorError):
     """The executor no longer knows the job at all (its head is gone): it is not running."""
-
-
-class JobStatus(str, enum.Enum):
-    """Where a submitted job is. The names are the Ray Jobs API's, so Ray statuses map 1:1."""
-
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
-
-    def is_terminal(self) -> bool:
-        """A terminal status never changes again."""
-        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -118,9 +101,6 @@ class ExecutorOptions:
     """Progress messages for a person (stderr by default)."""
     runtime_args: tuple[str, ...] = ()
     """Arguments after the launch YAML on the runtime's command line (`--check-handoffs`)."""
-    job_python: tuple[str, str] | None = None
-    """local: (setting, interpreter) of the environment the job runs in, instead of the
-    runtime profile's setting (a rehearsal's environment: `RLAUNCH_REHEARSAL_PYTHON`)."""
 
 
 class Executor(abc.ABC):
@@ -147,8 +127,14 @@ class Executor(abc.ABC):
     ) -> Submission:
         """Start the job. `env` holds the credential values for the job's environment only."""
 
+    def prepare(self, launch: LaunchDocument) -> None:
+        """Start, in the background, what `submit` will need, while the caller builds the
+        inputs (local: the Ray head). Errors surface in `submit`; `close` ends what it started.
+        Optional: by default nothing is started early."""
+
     @abc.abstractmethod
-    def status(self, submission: Submission) -> JobStatus: ...
+    def status(self, submission: Submission) -> AttemptStatus:
+        """The job's status: one of the job statuses (`AttemptStatus.is_job_status`)."""
 
     @abc.abstractmethod
     def logs(self, submission: Submission, follow: bool) -> Iterator[str]:

@@ -76,7 +76,15 @@ def parse_payload(data: bytes, where: str) -> dict[str, str]:
 def wrapped_argv(source: str, location: str, argv: list[str] | tuple[str, ...], *,
                  python: str | None = None) -> list[str]:
     """The job's command: the wrapper takes the credentials from `source` (`file` or `ray-kv`)
-    at `location`, then execs `argv`. `python`: the job's interpreter (default: this one)."""
+    at `location`, then execs `argv`. `python`: the job's interpreter (default: this one).
+    A `file` job runs on this machine: the wrapper is this file, run isolated (`-I`: no user
+    site, no PYTHON* variables, not its folder on the path), which imports the standard library
+    only, instead of `-m`, which imports the rlaunch.executors package first (about a second of
+    a job's start-up; five on a loaded machine). A `ray-kv` job's cluster has rlaunch on its
+    path, not necessarily this file: `-m` there."""
+    if source == "file":
+        return [python or sys.executable, "-I", str(Path(__file__).resolve()), source, location,
+                "--", *argv]
     return [python or sys.executable, "-m", "rlaunch.executors.credentials", source, location,
             "--", *argv]
 

@@ -11,14 +11,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from rlaunch.clock import utc_now
-from rlaunch.executors.base import (
-    Executor,
-    JobStatus,
-    Submission,
-    entrypoint_argv,
-    shell_command,
-)
+from rlaunch.executors.base import Executor, Submission, entrypoint_argv, shell_command
 from rlaunch.render.launchdoc import LaunchDocument
+from rlaunch.status import AttemptStatus
 
 
 class DryRunExecutor(Executor):
@@ -52,8 +47,8 @@ class DryRunExecutor(Executor):
             entrypoint=entrypoint_argv(launch, str(Path(launch_yaml_path).resolve())),
         )
 
-    def status(self, submission: Submission) -> JobStatus:
-        return JobStatus.SUCCEEDED
+    def status(self, submission: Submission) -> AttemptStatus:
+        return AttemptStatus.SUCCEEDED
 
     def logs(self, submission: Submission, follow: bool) -> Iterator[str]:
         yield f"dry run {submission.submission_id}: nothing ran\n"

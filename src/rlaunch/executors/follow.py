@@ -12,8 +12,9 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from rlaunch.executors.base import Executor, JobStatus, Submission
+from rlaunch.executors.base import Executor, Submission
 from rlaunch.paths import join
+from rlaunch.status import AttemptStatus
 from rlaunch.store.fs import open_location
 
 MASK = "***"
@@ -67,7 +68,7 @@ def stream(
     files: AttemptFiles | None,
     watch: Callable[[str], None] | None = None,
     save_every_s: float = 5.0,
-) -> JobStatus:
+) -> AttemptStatus:
     """Echo the job's output until it ends (`watch` reads it too: `job_progress`); returns
     its terminal status."""
     last_save = time.monotonic()
@@ -88,7 +89,7 @@ def stream(
     return wait_terminal(executor, submission, _STATUS_WAIT_S)
 
 
-def wait_terminal(executor: Executor, submission: Submission, timeout_s: float) -> JobStatus:
+def wait_terminal(executor: Executor, submission: Submission, timeout_s: float) -> AttemptStatus:
     deadline = time.monotonic() + timeout_s
     status = executor.status(submission)
     while not status.is_terminal() and time.monotonic() < deadline:

@@ -62,6 +62,10 @@ class HeadNotReady(ExecutorError):
         self.exit_code = exit_code
 
 
+class HeadStartCancelled(HeadNotReady):
+    """The launcher stopped waiting (it will not submit): the head is to be stopped, no fault."""
+
+
 @dataclass(frozen=True)
 class HeadEndpoints:
     agent_url: str
@@ -88,9 +92,11 @@ def wait_ready(
     timeout_s: float,
     head_alive: Callable[[], bool],
     say: Callable[[str], None],
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """The dashboard's `/api/version` answer once the head is ready; raises HeadNotReady
-    naming the step it waited for (and the last answer it got) otherwise."""
+    naming the step it waited for (and the last answer it got) otherwise, HeadStartCancelled
+    as soon as `cancelled()` is true."""
     started = time.monotonic()
     deadline = started + timeout_s
     next_progress = started + _PROGRESS_EVERY_S
@@ -106,6 +112,11 @@ def wait_ready(
     exit_code: int | None = None
     while True:
         waited_for = steps[step][0]
+        if cancelled():
+            raise HeadStartCancelled(
+                f"the launch stopped waiting for the local Ray head (at: {waited_for})",
+                waited_for, exit_code,
+            )
         now = time.monotonic()
         if now >= deadline:
             detail = f" (last answer: {last_error})" if last_error else ""

@@ -20,8 +20,9 @@ from collections.abc import Iterator, Mapping
 from http.client import HTTPException
 from typing import Any
 
-from rlaunch.executors.base import ExecutorError, JobStatus
+from rlaunch.executors.base import ExecutorError
 from rlaunch.spec.execution import Allocation
+from rlaunch.status import AttemptStatus
 
 GPU_RESOURCE = "GPU"
 """The Ray resource a plan's GPUs are counted in (simulated GPUs on the local head too)."""
@@ -224,14 +225,14 @@ def submit(
             ) from None
 
 
-def status(address: str, submission_id: str) -> JobStatus:
+def status(address: str, submission_id: str) -> AttemptStatus:
     try:
         value = _client(address).get_job_status(submission_id)
     except (RuntimeError, OSError) as err:
         raise ExecutorError(
             f"cannot read the status of job {submission_id} at {address}: {err}"
         ) from None
-    return JobStatus(str(value))
+    return AttemptStatus.of_job(str(value))
 
 
 def logs(address: str, submission_id: str, follow: bool) -> Iterator[str]:
@@ -298,7 +299,7 @@ def stop(address: str, submission_id: str) -> None:
         raise ExecutorError(f"cannot stop job {submission_id} at {address}: {err}") from None
 
 
-def wait_terminal(address: str, submission_id: str, timeout_s: float) -> JobStatus:
+def wait_terminal(address: str, submission_id: str, timeout_s: float) -> AttemptStatus:
     """Poll until the job is terminal or the timeout passes (returns the last status)."""
     deadline = time.monotonic() + timeout_s
     current = status(address, submission_id)

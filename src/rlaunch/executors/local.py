@@ -7,15 +7,20 @@ environment that has the pinned runtime (rlaunch.executors.runtime_python: this 
 the smoke runtime, `$RLAUNCH_SKYRL_PYTHON` for SkyRL), submitted through the Ray Jobs API with
 `PYTHONPATH` and rlaunch's job settings (`RLAUNCH_NODE_CACHE`, ...) in its runtime env and the
 credentials in a 0600 file its wrapper reads and deletes (`rlaunch.executors.credentials`).
-`close()`
+`prepare()` starts (or finds) the head in a thread while the launch builds its inputs: on two
+cores the head's start-up runs beside the one-thread builds instead of after them. `close()`
 stops the head when this executor started it, unless `keep_head` (released: it outlives this
 process) or `hold_head` (left to this process, which stops it later; its supervisor stops it
-when this process dies) is set.
+when this process dies) is set; a head started by `prepare` that no job was submitted to is
+stopped either way.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 
 from rlaunch.clock import utc_now
@@ -25,7 +30,6 @@ from rlaunch.executors.base import (
     ExecutorError,
     ExecutorOptions,
     JobLost,
-    JobStatus,
     Submission,
     entrypoint_argv,
     shell_command,
@@ -40,9 +44,11 @@ from rlaunch.executors.local_head import (
     release_head,
     stop_head,
 )
-from rlaunch.executors.runtime_python import head_python, job_python
+from rlaunch.executors.runtime_python import job_python
 from rlaunch.paths import ATTEMPT_ENV
+from rlaunch.progress import progress
 from rlaunch.render.launchdoc import LaunchDocument
+from rlaunch.status import AttemptStatus
 
 
 class LocalExecutor(Executor):
@@ -52,13 +58,15 @@ class LocalExecutor(Executor):
         super().__init__(options)
         self._state_dir = self.options.head_state_dir or default_state_dir()
         self._started: HeadRecord | None = None
+        self._early: Future[tuple[HeadRecord, bool]] | None = None
+        """The head `prepare` is starting, until `head` or `close` takes it."""
+        self._cancel = threading.Event()
 
     def describe(self, launch_yaml_path: Path, launch: LaunchDocument) -> list[str]:
         allocation = launch.execution.allocation
         gpus = allocation.total_gpus
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
-                               python=job_python(launch, self.options.job_python),
-                               extra=self.options.runtime_args)
+                               python=job_python(launch), extra=self.options.runtime_args)
         names = launch.execution.env
         settings = "".join(f", {name}={value}" for name, value in job_settings().items())
         return [
@@ -69,13 +77,25 @@ class LocalExecutor(Executor):
             + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
         ]
 
-    def head(self, launch: LaunchDocument, python: str | None = None) -> HeadRecord:
-        """The head for `launch`, run by the Ray of the job's interpreter `python` when it has
-        Ray (rlaunch.executors.runtime_python.head_python)."""
-        record, started = ensure_head(
-            launch.execution.allocation, self._state_dir, self.options.say,
-            python=head_python(python or job_python(launch, self.options.job_python)),
-        )
+    def prepare(self, launch: LaunchDocument) -> None:
+        if self._early is not None:
+            return
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlaunch-local-head")
+        self._early = pool.submit(ensure_head, launch.execution.allocation, self._state_dir,
+                                  self.options.say, cancelled=self._cancel.is_set)
+        pool.shutdown(wait=False)
+
+    def head(self, launch: LaunchDocument) -> HeadRecord:
+        early = self._early
+        if early is None:
+            record, started = ensure_head(
+                launch.execution.allocation, self._state_dir, self.options.say
+            )
+        else:
+            # Interrupted or failed here, the early head stays for `close` to stop.
+            with progress("waiting for the local Ray head") if not early.done() else nullcontext():
+                record, started = early.result()
+            self._early = None
         if started:
             self._started = record
         return record
@@ -88,8 +108,8 @@ class LocalExecutor(Executor):
         env: Mapping[str, str],
         attempt_id: str,
     ) -> Submission:
-        python = job_python(launch, self.options.job_python)
-        record = self.head(launch, python)
+        python = job_python(launch)
+        record = self.head(launch)
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()), python=python,
                                extra=self.options.runtime_args)
         submission_id = launch.submission_name(attempt_id)
@@ -129,7 +149,7 @@ class LocalExecutor(Executor):
             ) from None
         return submission.address
 
-    def status(self, submission: Submission) -> JobStatus:
+    def status(self, submission: Submission) -> AttemptStatus:
         return jobs_api.status(self._address(submission), submission.submission_id)
 
     def logs(self, submission: Submission, follow: bool) -> Iterator[str]:
@@ -144,6 +164,16 @@ class LocalExecutor(Executor):
         return self._started
 
     def close(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:
+            # Nothing was submitted: stop waiting, and stop the head if it was started for this.
+            self._cancel.set()
+            try:
+                record, started = early.result()
+            except ExecutorError:
+                started = False  # a head that did not get ready was stopped where it failed
+            if started:
+                stop_head(record, self._state_dir, self.options.say)
         if self._started is None:
             return
         if self.options.keep_head:

@@ -3,8 +3,7 @@
 Lifecycle (docs/launching.md, "The local Ray head"):
 - `ensure_head` reuses the head recorded in `{state_dir}/head.json` when it is alive (its
   session still has processes and its dashboard answers with the recorded session name) and
-  was started for the same allocation and by the same interpreter (whose Ray the job joins);
-  otherwise it replaces it (refusing while jobs run on it).
+  was started for the same allocation; otherwise it replaces it (refusing while jobs run on it).
 - The head is `ray start --head` in a new session (`start_new_session`), with every server bound
   to 127.0.0.1 on free ports, simulated GPUs (`--num-gpus`) matching the allocation, and its own
   short `--temp-dir` (Ray's unix socket paths must stay under 108 characters).
@@ -28,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from rlaunch.executors.head_ready import (
     START_TIMEOUT_ENV,
     HeadEndpoints,
     HeadNotReady,
+    HeadStartCancelled,
     start_timeout_s,
     wait_ready,
 )
@@ -94,16 +95,12 @@ class HeadRecord:
     started_by_start: int = 0
     """The launcher's start time (clock ticks after boot, /proc/PID/stat): with its pid, who
     owns the head (a pid alone may be reused). 0 in records written before it was kept."""
-    python: str = ""
-    """The interpreter whose Ray runs the head ("" in records written before it was kept: the
-    launcher's)."""
 
-    def fits(self, allocation: Allocation, python: str = sys.executable) -> bool:
+    def fits(self, allocation: Allocation) -> bool:
         return (
             self.num_nodes == allocation.num_nodes
             and self.gpus_per_node == allocation.gpus_per_node
             and self.num_cpus == head_cpus(allocation)
-            and (self.python or sys.executable) == python
         )
 
 
@@ -308,10 +305,10 @@ def _short_temp_dir() -> str:
 
 
 def head_command(
-    allocation: Allocation, ports: dict[str, int], temp_dir: str, python: str = sys.executable
+    allocation: Allocation, ports: dict[str, int], temp_dir: str
 ) -> list[str]:
     command = [
-        python, "-m", "ray.scripts.scripts", "start", "--head",
+        sys.executable, "-m", "ray.scripts.scripts", "start", "--head",
         "--node-ip-address", "127.0.0.1",
         "--dashboard-host", "127.0.0.1",
         "--include-dashboard", "true",
@@ -340,13 +337,19 @@ def _head_env() -> dict[str, str]:
 
 
 def start_head(
-    allocation: Allocation, state_dir: Path, say: Callable[[str], None],
-    python: str = sys.executable,
+    allocation: Allocation,
+    state_dir: Path,
+    say: Callable[[str], None],
+    *,
+    cancelled: Callable[[], bool] | None = None,
 ) -> HeadRecord:
+    """Start a head and wait until it is ready. `cancelled`: the caller waits in the background
+    (LocalExecutor.prepare) and may stop waiting: no spinner then (the foreground shows its
+    own), and once `cancelled()` is true the head is stopped and HeadStartCancelled raised."""
     timeout_s = start_timeout_s()
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
-    command = head_command(allocation, ports, temp_dir, python)
+    command = head_command(allocation, ports, temp_dir)
     gpus = allocation.total_gpus
     say(f"rlaunch: starting a local Ray head on 127.0.0.1 ({gpus} simulated GPUs, "
         f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
@@ -363,7 +366,7 @@ def start_head(
         temp_dir=temp_dir, session_name="", num_nodes=allocation.num_nodes,
         gpus_per_node=allocation.gpus_per_node, num_cpus=head_cpus(allocation),
         started_at=utc_now(), started_by_pid=os.getpid(),
-        started_by_start=process_start(os.getpid()) or 0, python=python,
+        started_by_start=process_start(os.getpid()) or 0,
     )
     # Written before waiting: if this launcher dies now, its supervisor stops the head.
     _write_record(state_dir, record)
@@ -373,12 +376,14 @@ def start_head(
         dashboard_url=record.dashboard_url,
     )
     try:
-        with progress("waiting for the local Ray head"):
+        with (progress("waiting for the local Ray head") if cancelled is None
+              else nullcontext()):
             answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
-                                head_alive=lambda: bool(owned_pids(record)))
+                                head_alive=lambda: bool(owned_pids(record)),
+                                cancelled=cancelled or (lambda: False))
     except (HeadNotReady, KeyboardInterrupt) as err:
         tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
-        if isinstance(err, KeyboardInterrupt):
+        if isinstance(err, (KeyboardInterrupt, HeadStartCancelled)):
             stop_head(record, state_dir, say)
             raise
         kept = state_dir / FAILED_START_LOGS
@@ -395,12 +400,14 @@ def start_head(
 
 
 def ensure_head(
-    allocation: Allocation, state_dir: Path, say: Callable[[str], None],
-    python: str = sys.executable,
+    allocation: Allocation,
+    state_dir: Path,
+    say: Callable[[str], None],
+    *,
+    cancelled: Callable[[], bool] | None = None,
 ) -> tuple[HeadRecord, bool]:
-    """The head to submit to, and whether it was started now (by this call). `python`: the
-    interpreter whose Ray runs it (a head of another is replaced, as one of another
-    allocation is)."""
+    """The head to submit to, and whether it was started now (by this call). `cancelled`: see
+    `start_head`."""
     # Launches that start at once share one head: the check-and-start is serialized.
     with exclusive(state_dir / "head.lock"):
         record = read_record(state_dir)
@@ -412,7 +419,7 @@ def ensure_head(
             record = None
         if record is not None:
             if is_alive(record):
-                if record.fits(allocation, python):
+                if record.fits(allocation):
                     say(f"rlaunch: reusing the local Ray head at {record.dashboard_url}")
                     return record, False
                 busy = running_jobs(record)
@@ -433,10 +440,9 @@ def ensure_head(
                         f"{allocation.gpus_per_node} GPUs and {head_cpus(allocation)} CPUs. "
                         f"Wait for them or stop them (`rlaunch stop`), then launch again"
                     )
-                say("rlaunch: the local Ray head was started for another allocation or Ray "
-                    "environment; replacing it")
+                say("rlaunch: the local Ray head was started for another allocation; replacing it")
             stop_head(record, state_dir, say)
-        return start_head(allocation, state_dir, say, python), True
+        return start_head(allocation, state_dir, say, cancelled=cancelled), True
 
 
 def stop_if_started_since(

@@ -31,18 +31,25 @@ from rlaunch.executors import jobs_api
 from rlaunch.executors.base import (
     Executor,
     ExecutorError,
-    JobStatus,
     Submission,
     entrypoint_argv,
     shell_command,
 )
 from rlaunch.executors.credentials import new_kv_key, payload, wrapped_argv
 from rlaunch.executors.job import rlaunch_source_root, shipped_package
-from rlaunch.executors.runtime_python import job_python
+from rlaunch.executors.runtime_python import (
+    job_python,
+    needed_distributions,
+    parse_probe,
+    probe_command,
+    refusal,
+)
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
+from rlaunch.status import AttemptStatus
 
 STAGED_YAML = "launch.yaml"
+_PROBE_JOB_TIMEOUT_S = 120.0
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -106,6 +113,29 @@ class RayClusterExecutor(Executor):
                if names else ""),
         ]
 
+    def check_cluster_python(self, launch: LaunchDocument, address: str, python: str,
+                             probe_id: str) -> None:
+        """Ask the cluster's interpreter, in a probe job, for what the job needs; refuse
+        before submitting when it lacks any (a head on this machine is asked directly,
+        `job_python`)."""
+        distributions = needed_distributions(launch)
+        if not distributions:
+            return
+        jobs_api.submit(address, entrypoint=shell_command(probe_command(python, distributions)),
+                        submission_id=probe_id, env_vars={})
+        status = jobs_api.wait_terminal(address, probe_id, _PROBE_JOB_TIMEOUT_S)
+        output = "".join(jobs_api.logs(address, probe_id, False))
+        if status != AttemptStatus.SUCCEEDED:
+            raise ExecutorError(
+                f"the probe job {probe_id} that asks the cluster's interpreter `{python}` at "
+                f"{address} for its packages ended {status.value}: {output.strip()[-400:]}"
+            )
+        problem = refusal(launch, parse_probe(output),
+                          f"the cluster's interpreter `{python}` at {address}",
+                          f"Run on a cluster whose `{python}` is an environment")
+        if problem is not None:
+            raise ExecutorError(problem)
+
     def preflight_cluster(self, launch: LaunchDocument) -> str:
         """Probe the address and check its resources; returns the address."""
         address = self._address(launch)
@@ -125,6 +155,9 @@ class RayClusterExecutor(Executor):
         address = self.preflight_cluster(launch)
         argv = self._argv(launch, address)
         submission_id = launch.submission_name(attempt_id)
+        remote_python = self._python(address)
+        if remote_python is not None:
+            self.check_cluster_python(launch, address, remote_python, f"{submission_id}-probe")
         command = list(argv)
         if env:
             # Not in the runtime env: Ray logs that (rlaunch.executors.credentials).
@@ -160,7 +193,7 @@ class RayClusterExecutor(Executor):
             raise ExecutorError(f"submission {submission.submission_id} has no Jobs API address")
         return submission.address
 
-    def status(self, submission: Submission) -> JobStatus:
+    def status(self, submission: Submission) -> AttemptStatus:
         address = self._recorded_address(submission)
         jobs_api.probe(address, self.options.connect_timeout_s)
         return jobs_api.status(address, submission.submission_id)

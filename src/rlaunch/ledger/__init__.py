@@ -12,9 +12,8 @@ from rlaunch.ledger.lock import LaunchLock, LaunchLocked, lock_path_for
 from rlaunch.ledger.records import (
     NEVER_LAUNCHED,
     RECORD_SCHEMA_VERSION,
-    SUBMIT_FAILED,
-    SUBMITTING,
     add_smoke_result,
+    attempt_status,
     last_attempt,
     latest_smoke_result,
     launched,
@@ -27,7 +26,7 @@ from rlaunch.ledger.records import (
 
 __all__ = [
     "LaunchLock", "LaunchLocked", "Ledger", "LedgerError", "NEVER_LAUNCHED",
-    "RECORD_SCHEMA_VERSION", "RUNTIME_RECORD", "SUBMITTING", "SUBMIT_FAILED", "add_smoke_result",
+    "RECORD_SCHEMA_VERSION", "RUNTIME_RECORD", "add_smoke_result", "attempt_status",
     "last_attempt", "latest_smoke_result", "launched", "lock_path_for", "new_record",
     "set_status", "set_submission", "set_wandb_url", "start_attempt",
 ]

@@ -4,12 +4,14 @@
       "schema_version": 1, "identity": "name@version", "name": ..., "version": ...,
       "fingerprint": "sha256:..." | null,       # of the last launch (null: never launched)
       "runtime_fingerprint": "sha256:..." | null,
+      "runtime_pin": "skyrl==0.3.0" | "<repo>@<commit>" | null,   # absent in older records
+      "fingerprint_beside_runtime": "sha256:..." | null,  # RunSpec's; absent in older records
       "geometry": {...} | null,                 # role geometry (RolePlan.geometry()) launched
       "launcher_commit": "<40-hex>" | null,
       "yaml_digest": "sha256:..." | null,       # of the launch YAML's bytes
       "smoke_of": "name@version" | null,        # the full run this run is a smoke of
-      "status": "never-launched" | "submitting" | "PENDING" | "RUNNING" | "SUCCEEDED" | "FAILED"
-                | "STOPPED" | "submit-failed",
+      "status": "never-launched" | an AttemptStatus value (rlaunch.status: "submitting",
+                "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "submit-failed", "LOST"),
       "submission": {...} | null,               # the last attempt's Submission
       "skip_smoke_gate": "reason" | null,       # of the last attempt
       "attempts": [{attempt_id, started_at, finished_at, status, submission, fingerprint,
@@ -32,16 +34,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlaunch.clock import utc_now
+from rlaunch.status import AttemptStatus
 
 RECORD_SCHEMA_VERSION = 1
 NEVER_LAUNCHED = "never-launched"
-SUBMITTING = "submitting"
-SUBMIT_FAILED = "submit-failed"
-SUCCEEDED = "SUCCEEDED"
-LOST = "LOST"
-"""The job's executor no longer knows it (e.g. its local head died with a killed launcher): it
-cannot be running, and how it ended is unknown."""
-TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED", SUBMIT_FAILED, LOST})
+"""The status of a record with no attempt; an attempt's status is an AttemptStatus value."""
 
 
 def new_record(name: str, version: str) -> dict[str, Any]:
@@ -85,19 +82,25 @@ def start_attempt(
     smoke_of: str | None,
     skip_smoke_gate: str | None,
     run_exports: Mapping[str, Mapping[str, Any]] | None = None,
+    runtime_pin: str | None = None,
+    fingerprint_beside_runtime: str | None = None,
 ) -> None:
     """Record a launch about to be submitted (before the executor is called: a crash between
     submit and the next write still leaves the attempt, and its fingerprint, on record).
     `run_exports`: the contents of the other runs' exports it reads (the pipeline plan compares
-    them with the exports in the store: `rlaunch.pipeline.plan`); None: not known."""
+    them with the exports in the store: `rlaunch.pipeline.plan`); None: not known.
+    `runtime_pin` (`skyrl==0.3.0`) and `fingerprint_beside_runtime` (RunSpec's) let a later
+    launch on another runtime tell an upgrade from a changed run (VER006)."""
     record.update(
         fingerprint=fingerprint,
         runtime_fingerprint=runtime_fingerprint,
+        runtime_pin=runtime_pin,
+        fingerprint_beside_runtime=fingerprint_beside_runtime,
         geometry=dict(geometry),
         launcher_commit=launcher_commit,
         yaml_digest=yaml_digest,
         smoke_of=smoke_of,
-        status=SUBMITTING,
+        status=AttemptStatus.SUBMITTING.value,
         submission=None,
         skip_smoke_gate=skip_smoke_gate,
         updated_at=utc_now(),
@@ -107,7 +110,7 @@ def start_attempt(
             "attempt_id": attempt_id,
             "started_at": utc_now(),
             "finished_at": None,
-            "status": SUBMITTING,
+            "status": AttemptStatus.SUBMITTING.value,
             "submission": None,
             "fingerprint": fingerprint,
             "runtime_fingerprint": runtime_fingerprint,
@@ -132,22 +135,24 @@ def _attempt(record: dict[str, Any], attempt_id: str) -> dict[str, Any]:
 def set_submission(record: dict[str, Any], attempt_id: str, submission: Mapping[str, Any]) -> None:
     attempt = _attempt(record, attempt_id)
     attempt["submission"] = dict(submission)
-    attempt["status"] = "PENDING"
-    record.update(submission=dict(submission), status="PENDING", updated_at=utc_now())
+    attempt["status"] = AttemptStatus.PENDING.value
+    record.update(submission=dict(submission), status=AttemptStatus.PENDING.value,
+                  updated_at=utc_now())
 
 
 def set_status(
-    record: dict[str, Any], attempt_id: str, status: str, *, error: str | None = None
+    record: dict[str, Any], attempt_id: str, status: AttemptStatus, *, error: str | None = None
 ) -> None:
+    """Record an attempt's status (its value: the string records always held)."""
     attempt = _attempt(record, attempt_id)
-    attempt["status"] = status
-    if status in TERMINAL:
+    attempt["status"] = status.value
+    if status.is_terminal():
         attempt["finished_at"] = utc_now()
     if error is not None:
         attempt["error"] = error
     # The record's status is the latest attempt's.
     if record["attempts"][-1] is attempt:
-        record["status"] = status
+        record["status"] = status.value
     record["updated_at"] = utc_now()
 
 
@@ -166,7 +171,7 @@ def latest_smoke_result(record: Mapping[str, Any] | None) -> dict[str, Any] | No
     """The newest successful smoke result, else the newest result (so a rule can name it)."""
     results = list((record or {}).get("smoke_results", []))
     for result in reversed(results):
-        if result.get("status") == SUCCEEDED:
+        if result.get("status") == AttemptStatus.SUCCEEDED:
             return dict(result)
     return dict(results[-1]) if results else None
 
@@ -174,3 +179,9 @@ def latest_smoke_result(record: Mapping[str, Any] | None) -> dict[str, Any] | No
 def last_attempt(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     attempts = (record or {}).get("attempts") or []
     return dict(attempts[-1]) if attempts else None
+
+
+def attempt_status(attempt: Mapping[str, Any] | None) -> AttemptStatus | None:
+    """An attempt's recorded status; None for no attempt (or a status this version does not
+    know)."""
+    return AttemptStatus.recorded((attempt or {}).get("status"))

@@ -14,9 +14,10 @@ from typing import Any
 
 from rlaunch.clock import utc_now
 from rlaunch.ledger.ledger import Ledger
-from rlaunch.ledger.records import SUCCEEDED, add_smoke_result
+from rlaunch.ledger.records import add_smoke_result
 from rlaunch.paths import run_paths
 from rlaunch.spec import RunSpec
+from rlaunch.status import AttemptStatus
 from rlaunch.store.fs import StoreError, open_location
 
 
@@ -62,7 +63,7 @@ def record_smoke_success(
     result = {
         "smoke": f"{name}@{version}",
         "attempt_id": attempt_id,
-        "status": SUCCEEDED,
+        "status": AttemptStatus.SUCCEEDED.value,
         "geometry": record.get("geometry"),
         "runtime_fingerprint": record.get("runtime_fingerprint"),
         "fingerprint": record.get("fingerprint"),
@@ -89,7 +90,7 @@ def recorded_smoke_success(
     """The newest successful result of the smoke run `smoke` (NAME@VERSION) recorded for
     `full_name@full_version`, or None."""
     for result in reversed((ledger.read(full_name, full_version) or {}).get("smoke_results", [])):
-        if result.get("smoke") == smoke and result.get("status") == SUCCEEDED:
+        if result.get("smoke") == smoke and result.get("status") == AttemptStatus.SUCCEEDED:
             return dict(result)
     return None
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rlaunch.ledger.records import SUCCEEDED, last_attempt
+from rlaunch.ledger.records import last_attempt
+from rlaunch.status import AttemptStatus
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,6 @@ def stage_state(record: Mapping[str, Any] | None, fingerprint: str) -> StageStat
             False, f"its last attempt {attempt_id} ran fingerprint "
             f"{_short(attempt.get('fingerprint'))}, not this spec's {_short(fingerprint)}",
             attempt_id)
-    if status != SUCCEEDED:
+    if status != AttemptStatus.SUCCEEDED:
         return StageState(False, f"its last attempt {attempt_id} is {status}", attempt_id)
     return StageState(True, f"finished: attempt {attempt_id} SUCCEEDED", attempt_id)

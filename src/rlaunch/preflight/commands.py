@@ -8,11 +8,13 @@ from typing import Any
 import click
 
 from rlaunch.ledger import Ledger
+from rlaunch.ledger.checkpoints import list_checkpoints
 from rlaunch.paths import resolve_store_prefix
 from rlaunch.preflight.docs import rules_json, rules_markdown, rules_table
 from rlaunch.preflight.engine.report import format_json, format_text, spec_report
 from rlaunch.preflight.engine.runner import run_preflight
 from rlaunch.preflight.engine.world import World, current_world
+from rlaunch.preflight.upgrade import format_upgrade, upgrade_check
 from rlaunch.spec.catalog import PROFILES, settings_catalog
 from rlaunch.spec.io import SpecError, load_spec
 from rlaunch.spec.run import RunSpec
@@ -35,11 +37,13 @@ def with_ledger(world: World, spec: RunSpec, probes: dict[str, StoreProbe]) -> W
             raise StoreUnavailable(probe)
 
         return replace(world, ledger=unavailable, checkpoint_runtime=unavailable,
-                       smoke_record=unavailable, store_prefix=prefix, store_probe=probe)
+                       smoke_record=unavailable, checkpoints=unavailable, store_prefix=prefix,
+                       store_probe=probe)
     ledger = Ledger(prefix)
     return replace(
         world, ledger=ledger.launched_record, checkpoint_runtime=ledger.checkpoint_runtime,
-        smoke_record=ledger.smoke_result, store_prefix=ledger.prefix, store_probe=probe,
+        smoke_record=ledger.smoke_result, checkpoints=list_checkpoints,
+        store_prefix=ledger.prefix, store_probe=probe,
     )
 
 
@@ -137,3 +141,30 @@ def preflight(specs: tuple[str, ...], output_format: str, scope: str) -> None:
             click.echo(f"\n{len(specs)} specs: {clean} ok, {refused} refused, {invalid} invalid")
     status = EXIT_INVALID if invalid else EXIT_ERRORS if refused else EXIT_CLEAN
     click.get_current_context().exit(status)
+
+
+@click.command("upgrade-check")
+@click.argument("spec_path", metavar="SPEC")
+@click.option("--to", "pin", required=True, metavar="PIN",
+              help="The runtime pin to move to, e.g. skyrl==0.4.0.")
+def upgrade_check_command(spec_path: str, pin: str) -> None:
+    """What changes for a run when only its runtime pin changes: every SkyRL setting whose
+    effective value moves (a default the release moved, a field it no longer has, a new
+    required one), and the preflight rules that start or stop firing. SPEC is a RunSpec file,
+    e.g. the spec.json `./pants package` writes beside a launch YAML.
+
+    Exit status: 0 when nothing changes, 1 when something does, 2 when the spec cannot be
+    read or a pin has no catalog.
+    """
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as err:
+        click.echo(err.render(), err=True)
+        click.get_current_context().exit(EXIT_INVALID)
+    try:
+        report = upgrade_check(spec, pin)
+    except ValueError as err:
+        click.echo(f"Error: {err}", err=True)
+        click.get_current_context().exit(EXIT_INVALID)
+    click.echo(format_upgrade(report), nl=False)
+    click.get_current_context().exit(EXIT_ERRORS if report.changes_anything else EXIT_CLEAN)

@@ -44,9 +44,14 @@ FAMILY_TEXT = {
     "settings": "A run's extra SkyRL settings (`settings`) where SkyRL 0.3.0 or vLLM refuses,"
     " ignores or rewrites them. Their names and types are checked when the spec is read.",
     "memory": "Each phase of the run fits in one GPU of the allocated accelerator: the policy's"
-    " training step, the reference's forward pass, each vLLM engine's weights and KV cache, and"
-    " the weight sync under colocate_all. Every finding shows the terms of its sum; the formulas"
-    " and their sources are in docs/memory.md. Not applied to simulated GPUs (`sim`).",
+    " training step, the forward-only passes (the policy's old log-probs, the reference's), each"
+    " vLLM engine's weights and KV cache, and the weight sync under colocate_all. An error is"
+    " certain: the phase cannot fit even with the shortest micro batch the spec allows (its"
+    " weights, gradients and optimizer state alone overflow), or vLLM refuses to start (MEM004)."
+    " A phase that fits short sequences but not its worst case (every sequence at full length;"
+    " SkyRL removes a micro batch's padding, so it pays for the tokens there) is a warning that"
+    " names the length at which it starts to fail. Every finding shows the terms of its sum; the"
+    " formulas and their sources are in docs/memory.md. Not applied to simulated GPUs (`sim`).",
     "pipeline": "A stage that reads another run's export (a pipeline): versions and tokenizer"
     " across the two stages, and the upstream finished before the stage launches (world)."
     + BEYOND_SKYRL,
@@ -60,6 +65,9 @@ FAMILY_TEXT = {
     " or the KL would read ids as other strings); special tokens named differently over the same"
     " vocabulary are a warning (generation stops at the run's eos; ids mean the same); a"
     " different chat template is no finding at all.",
+    "resume": "A run that resumes is checked against the checkpoint root it would load: the"
+    " pointer, a complete step folder, shards of this plan's world size, no save left past"
+    " the pointer.",
 }
 
 INTRO = f"""\
@@ -108,13 +116,15 @@ def rules_table() -> str:
     width = max(len(rule.summary) for rule in rules)
     lines = [f"{'CODE':<9} {'FAMILY':<11} {'SCOPE':<6} RULE", f"{'-' * 9} {'-' * 11} {'-' * 6} "
              + "-" * min(width, 60)]
-    lines += [f"{r.code:<9} {r.family:<11} {r.scope:<6} {r.summary}" for r in rules]
+    lines += [f"{r.code:<9} {r.family:<11} {r.scope:<6} {r.summary}"
+              + (f" (SkyRL {', '.join(r.releases)} only)" if r.releases else "") for r in rules]
     return "\n".join(lines) + "\n"
 
 
 def rules_json() -> str:
     rules = [
-        {"code": r.code, "family": r.family, "scope": r.scope, "summary": r.summary}
+        {"code": r.code, "family": r.family, "scope": r.scope, "summary": r.summary,
+         "releases": r.releases}
         for r in _listed()
     ]
     return json.dumps({"rules": rules}, indent=2) + "\n"
@@ -191,8 +201,8 @@ def rules_markdown() -> str:
         for rule in (r for r in rules if r.family == family):
             why = " ".join((inspect.getdoc(rule.func) or "").split())
             lines += [
-                f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`; implemented in"
-                f" `{rule.implementation}`.", "",
+                f"### {rule.code}", "", f"{rule.summary} Scope: `{rule.scope}`; releases:"
+                f" {rule.describe_releases()}; implemented in `{rule.implementation}`.", "",
                 *([why, ""] if why else []),
                 f"Example: {rule.example.describe()}.", "", "```", *example_findings(rule),
                 "```", "",

@@ -32,7 +32,8 @@ SECTIONS = (
 )
 """Top-level keys of a launch document, in order."""
 
-INPUT_SLOTS = ("model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data")
+INPUT_SLOTS = ("model", "tokenizer", "reference_model", "critic_model", "train_data", "eval_data",
+               "environment_data")
 """RunSpec artifact slots, in the order they appear under `inputs` (unset slots are left out)."""
 
 
@@ -199,5 +200,6 @@ def launch_document(
         "artifacts": artifacts,
         "inputs": inputs,
         "resume": _resume(spec),
-        "skyrl": skyrl_subtree(spec, inputs=inputs, artifacts=artifacts),
+        "skyrl": skyrl_subtree(spec, inputs=inputs, artifacts=artifacts,
+                               release=spec.skyrl_release),
     }

@@ -53,7 +53,8 @@ def skyrl_subtree(
     that has a value, in the table's order; `inputs` and `artifacts` are the document's own
     sections, so every path in it is the one written there. The run's `settings` come last,
     each at its dotted name: the RunSpec proved each is a field of the pinned release that the
-    plan does not decide, so none replaces a rendered value."""
+    plan does not decide, so none replaces a rendered value; then `environment_data_setting`,
+    given the URI of `environment_data`."""
     data_paths = {slot: _data_path(inputs[slot], slot) for slot in data_slots(release)
                   if slot in inputs}
     source = RenderInputs(spec=spec, inputs=inputs, artifacts=artifacts, data_paths=data_paths)
@@ -63,6 +64,10 @@ def skyrl_subtree(
             _place(subtree, row.skyrl, row.value(source))
     for name, value in spec.settings.items():
         _place(subtree, name, copy.deepcopy(value))
+    # The environment's data: its store URI here, the staged folder on the nodes (the runtime
+    # adapter stages every input and rewrites its URI to the folder, rlaunch.runtimes.staging).
+    if spec.environment_data_setting is not None and "environment_data" in inputs:
+        _place(subtree, spec.environment_data_setting, inputs["environment_data"]["uri"])
     return subtree
 
 

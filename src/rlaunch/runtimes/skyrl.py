@@ -1,5 +1,4 @@
-"""The `skyrl` runtime adapter:
-`python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs | --rehearse]`.
+"""The `skyrl` runtime adapter: `python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]`.
 
 Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md):
 1. stage every input (`inputs.<slot>`) from the store into the node cache, on every alive node of
@@ -8,9 +7,7 @@ Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md
    run than the one staged (rlaunch.runtimes.trained_from);
 2. rewrite the `skyrl` subtree's store paths to the staged folders, and print each rewrite;
 3. run SkyRL's own handoff check (`python -m rlaunch.runtimes.skyrl_handoff <overrides>`) on
-   them; with `--check-handoffs` stop there; with `--rehearse`, first shrink the model, bound
-   the rows and hand SkyRL's loop to CPU workers and engines (rlaunch.runtimes.skyrl_rehearse,
-   docs/rehearsal.md);
+   them; with `--check-handoffs` stop there;
 4. run SkyRL's entrypoint as a child with exactly those overrides, forwarding SIGINT, SIGTERM
    and SIGHUP, and keep its exit status;
 5. before SkyRL starts, record in `{ckpt_path}/runtime.json` what the root is trained from; after
@@ -47,13 +44,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from rlaunch.paths import ATTEMPT_ENV
+from rlaunch.paths import ATTEMPT_ENV, join
 from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
-from rlaunch.spec.catalog import is_eval_entrypoint
+from rlaunch.spec.catalog import is_eval_entrypoint, resolve
 from rlaunch.runtimes.skyrl_eval import dump_folder, eval_manifest, local_dump_root
-from rlaunch.runtimes.skyrl_rehearse import rehearse
 from rlaunch.runtimes.skyrl_outputs import OutputError, terminal_manifest, write_manifest
 from rlaunch.runtimes.staging import (
     Staged,
@@ -65,16 +62,23 @@ from rlaunch.runtimes.staging import (
     stage_inputs,
 )
 from rlaunch.runtimes.staging_ray import on_a_ray_cluster, stage_on_nodes
+from rlaunch.runtimes.skyrl_pathlib_outputs import (
+    CWD,
+    LOGS,
+    STORE_LOGS,
+    collect,
+    collect_on_nodes,
+    work_root,
+)
 from rlaunch.runtimes.worker_env import (
     WorkerEnvError,
-    driver_env,
+    driver_environment,
     publish,
     with_setup_hook,
     withdraw,
     worker_values,
 )
 from rlaunch.runtimes.trained_from import (
-    RUN_EXPORT,
     StaleCheckpoints,
     check_root,
     launch_exports,
@@ -82,11 +86,8 @@ from rlaunch.runtimes.trained_from import (
 )
 from rlaunch.store import StoreError
 
-USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs | --rehearse]"
+USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]"
 CHECK_FLAG = "--check-handoffs"
-REHEARSE_FLAG = "--rehearse"
-"""A rehearsal (docs/rehearsal.md): the model shrunk, the rows bounded, a few steps of SkyRL's
-own loop with CPU workers and engines (rlaunch.runtimes.skyrl_rehearse, skyrl_cpu)."""
 HANDOFF_MODULE_ENV = "RLAUNCH_SKYRL_HANDOFF_MODULE"
 """What runs as the handoff check: a module (default rlaunch.runtimes.skyrl_handoff), or a
 script path ending `.py` (run as `python <path>`, so its own folder is importable)."""
@@ -129,11 +130,12 @@ def workers_values(launch: LaunchDocument) -> dict[str, str]:
 
 
 def supervise(argv: list[str], env: dict[str, str],
-              on_line: Callable[[str], None] | None = None) -> int:
-    """Run `argv` as a child, its output passed through line by line; SIGINT, SIGTERM and
-    SIGHUP go to the child, and its exit status is returned (-N: killed by signal N)."""
+              on_line: Callable[[str], None] | None = None, cwd: Path | None = None) -> int:
+    """Run `argv` as a child (in `cwd`), its output passed through line by line; SIGINT,
+    SIGTERM and SIGHUP go to the child, and its exit status is returned (-N: killed by signal
+    N)."""
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, bufsize=1)
+                             text=True, bufsize=1, cwd=cwd)
     previous = {sig: signal.getsignal(sig) for sig in _FORWARDED}
 
     def forward(signum: int, frame: object) -> None:
@@ -154,11 +156,37 @@ def supervise(argv: list[str], env: dict[str, str],
             signal.signal(sig, handler)
 
 
+def move_pathlib_outputs(launch: LaunchDocument, attempt: str, work: Path) -> None:
+    """SkyRL's logs and pathlib-written store files, from every node into the run's folder in
+    the store (rlaunch.runtimes.skyrl_pathlib_outputs); a failure is said, not raised: the
+    run's result does not depend on them."""
+    attempt_uri = join(launch.artifacts.attempts_root, attempt)
+    try:
+        if on_a_ray_cluster():
+            written = collect_on_nodes(str(work), attempt_uri, say)
+        else:
+            written = collect(str(work), attempt_uri)
+    except (OSError, ValueError, StoreError) as err:
+        say(f"SkyRL's logs and dumps not moved into the store: {type(err).__name__}: {err}")
+        return
+    if written:
+        say(f"SkyRL's logs and dumps: {len(written)} files moved into the store, under "
+            f"{join(attempt_uri, STORE_LOGS)} and where SkyRL meant them ({written[-1]})")
+
+
+
+def skyrl_release(launch: LaunchDocument) -> str:
+    """The catalogued SkyRL release the launch pins, or "" (a pin the catalog does not know: the
+    adapter then assumes what every known release does, e.g. the variables any copies)."""
+    runtime = launch.runtime
+    found = resolve(runtime.profile, package=runtime.package,
+                    commit=runtime.git.commit if runtime.git is not None else None)
+    return found.version if found is not None else ""
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     check_only = CHECK_FLAG in args
-    rehearsal = REHEARSE_FLAG in args
-    rest = [arg for arg in args if arg not in (CHECK_FLAG, REHEARSE_FLAG)]
+    rest = [arg for arg in args if arg != CHECK_FLAG]
     if len(rest) != 1 or rest[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr)
         return 2
@@ -167,32 +195,41 @@ def main(argv: list[str] | None = None) -> int:
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    work = work_root(node_cache_root(), launch.run.id, attempt)
     values = workers_values(launch)
+    release = skyrl_release(launch)
     address = os.environ.get("RAY_ADDRESS") if on_a_ray_cluster() else None
-    if address is None or not values:
-        return run(launch, check_only, {**os.environ, **values}, None, rehearsal=rehearsal)
+    if address is None:
+        # SkyRL starts a Ray of its own, whose processes inherit its driver's environment.
+        return run(launch, check_only, attempt, work, {**os.environ, **values},
+                   driver_environment(os.environ, values, key=None, cwd=str(work / CWD),
+                                      release=release))
     try:
-        key = publish(address, values)
+        key = publish(address, values) if values else None
     except WorkerEnvError as err:
         print(f"error: {err}; SkyRL was not started", file=sys.stderr)
         return 2
     # This process's own Ray (staging) and SkyRL's driver both run the setup hook in their
-    # workers; SkyRL's driver holds a placeholder where SkyRL would log a value.
-    os.environ.update(with_setup_hook(os.environ, key))
-    say(f"{', '.join(sorted(values))} reach every Ray worker of the run through the GCS entry "
-        f"{key} (rlaunch.runtimes.worker_env)")
+    # workers: it changes into SkyRL's working folder and sets the values; SkyRL's driver holds
+    # a placeholder where SkyRL would log a value.
+    os.environ.update(with_setup_hook(os.environ, key, str(work / CWD)))
+    if key is not None:
+        say(f"{', '.join(sorted(values))} reach every Ray worker of the run through the GCS "
+            f"entry {key} (rlaunch.runtimes.worker_env)")
     try:
-        return run(launch, check_only, {**os.environ, **values},
-                   driver_env({**os.environ, **values}, values), rehearsal=rehearsal)
+        return run(launch, check_only, attempt, work, {**os.environ, **values},
+                   driver_environment(os.environ, values, key=key, cwd=None, release=release))
     finally:
-        withdraw(address, key)
+        if key is not None:
+            withdraw(address, key)
 
 
-def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
-        skyrl_env: dict[str, str] | None, *, rehearsal: bool = False) -> int:
+def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
+        env: dict[str, str], skyrl_env: dict[str, str] | None) -> int:
     """Stage, check and run SkyRL; `env` is the handoff check's environment, `skyrl_env`
-    SkyRL's driver's (`env` when None); `rehearsal`: rehearse it (rlaunch.runtimes.
-    skyrl_rehearse)."""
+    SkyRL's driver's (`env` when None); `work` the node-local folder of SkyRL's pathlib outputs
+    (rlaunch.runtimes.skyrl_pathlib_outputs)."""
     try:
         staged = stage(launch)
     except (StagingError, StoreError) as err:
@@ -208,13 +245,6 @@ def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
     local = local_overrides(tree, staged)
     for line in rewrites(tree, local):
         say(f"staged path {line}")
-    extra: list[str] = []
-    if rehearsal:
-        runs = {item.path for item in staged
-                if launch.inputs[item.slot].type == RUN_EXPORT}
-        local, extra = rehearse(local, exports=runs, seed=launch.run.seed,
-                                cache=node_cache_root() / "rehearsal", say=say)
-    attempt = os.environ.get(ATTEMPT_ENV) or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     evaluates = is_eval_entrypoint(launch.runtime.profile, launch.runtime.entrypoint)
     if evaluates:
         # SkyRL's eval dumps with pathlib under export_path: a local folder, read back after.
@@ -222,6 +252,8 @@ def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
         local["trainer"]["export_path"] = str(dump_root)
         say(f"eval stage: SkyRL dumps its results under {dump_folder(dump_root)}; the report "
             f"goes to {launch.artifacts.export_root}")
+    # SkyRL writes its logs with pathlib under log_path: a local folder, moved to the store after.
+    local["trainer"]["log_path"] = str(work / LOGS)
     overrides = skyrl_cli_args(local)
     say(f"handoff check: {' '.join(handoff_command([])[1:])} ({len(overrides)} overrides)")
     checked = supervise(handoff_command(overrides), env)
@@ -239,12 +271,17 @@ def run(launch: LaunchDocument, check_only: bool, env: dict[str, str],
         print(f"error: cannot record what the checkpoint root is trained from: {err}",
               file=sys.stderr)
         return 2
-    argv_out = command(launch, overrides + extra)
+    argv_out = command(launch, overrides)
     say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
     urls: list[str] = []
     started = time.monotonic()
-    status = supervise(argv_out, env if skyrl_env is None else skyrl_env,
-                       on_line=lambda line: urls.extend(_WANDB_URL.findall(line)))
+    (work / CWD).mkdir(parents=True, exist_ok=True)
+    try:
+        status = supervise(argv_out, env if skyrl_env is None else skyrl_env,
+                           on_line=lambda line: urls.extend(_WANDB_URL.findall(line)),
+                           cwd=work / CWD)
+    finally:
+        move_pathlib_outputs(launch, attempt, work)
     if status != 0:
         say(f"SkyRL exited with status {status} after {time.monotonic() - started:.0f} s")
         return status if status > 0 else 128 - status

@@ -15,11 +15,14 @@ release: 0.3.0 or 0.4.0), the steps
    `trainer.max_prompt_length` (its prompt-length filter), reporting rows kept and dropped, and
    refusing fewer train rows than `trainer.train_batch_size`, which SkyRL asserts only in
    `BasePPOExp.get_train_dataset`, on the job's GPUs;
-4. env: the row's `env_class` (else `environment.env_class`, as
+4. env: on every row of every train and val file, as SkyRL's `PromptDataset.__getitem__` hands
+   it on, the row's `env_class` (else `environment.env_class`, as
    `skyrl/train/generators/utils.py` `prepare_generator_input` falls back) looked up in
-   skyrl-gym's registry and made with `skyrl_gym.make` on the first rows, as
-   `SkyRLGymGenerator.agent_loop` does; where rlaunch.tasks knows how the env grades an answer,
-   a response stating the row's own ground truth must earn the full reward (1.0).
+   skyrl-gym's registry and made with `skyrl_gym.make`, as `SkyRLGymGenerator.agent_loop` does;
+   where rlaunch.tasks knows how the env grades an answer, a response stating the row's own
+   ground truth, and for a numeric env the number as a solution states it (`1250` for
+   `1,250`, `27` for `27.0`), must earn the full reward (1.0). A row that fails is refused with
+   its number in the file and its value.
 
 It prints a short report, then one line `SKYRL_HANDOFF {json}` for programs, and exits 0 when
 every step passed, 1 otherwise. `check_handoffs(argv)` does the same for a caller in-process.
@@ -48,12 +51,10 @@ from skyrl.train.utils import validate_cfg
 from skyrl.utils.tok import get_tokenizer
 from skyrl_gym.envs.registration import registry
 
-from rlaunch.tasks.prompts import REFERENCE_RESPONSES
+from rlaunch.tasks.prompts import REFERENCE_RESPONSES, STATED_NUMBER, ground_truth_column
 
 MARKER = "SKYRL_HANDOFF"
 FULL_REWARD = 1.0
-ENV_ROWS = 4
-"""Rows of the train data each env check instantiates the env on."""
 LENGTH_SAMPLE = 64
 """Rows whose prompt length in tokens the report shows (shortest, longest) per file."""
 _LOADERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
@@ -82,7 +83,8 @@ class HandoffReport:
     tokenizer: str = "not checked"
     data: list[DataReport] = field(default_factory=list)
     env_class: str | None = None
-    ground_truth_rewards: list[float] = field(default_factory=list)
+    ground_truths_scored: dict[str, int] = field(default_factory=dict)
+    """Per slot, the rows whose ground truth earned the env's full reward."""
     problems: list[dict[str, str]] = field(default_factory=list)
 
     @property
@@ -199,16 +201,56 @@ def _data(slot: str, path: str, tokenizer: Any, max_length: int) -> tuple[DataRe
             f"max_prompt_length (lengths.max_prompt_length in BUILD) to at least "
             f"{max(lengths)}, or shorten the artifact's template",
         )
-    return shown, dataset
+    return shown, raw
 
 
-def _env_check(
-    cfg: SkyRLTrainConfig, dataset: Any, path: str, report: HandoffReport
-) -> None:
-    where = f"train_data {path} ({artifact_of(path)})"
+class _Rows:
+    """A data file's rows as SkyRL's own `PromptDataset.__getitem__` hands them to the
+    generator (prompt, env class, extras), over every row of the file, so that a row's number
+    is its number in the file (PromptDataset's length filter renumbers the rows it keeps)."""
+
+    prompt_key = "prompt"
+    env_class_key = "env_class"
+
+    def __init__(self, raw: Any) -> None:
+        self.dataframe = raw
+
+    def __len__(self) -> int:
+        return len(self.dataframe)
+
+    def __getitem__(self, item: int) -> tuple[Any, Any, dict[str, Any], str]:
+        return PromptDataset.__getitem__(self, item)  # type: ignore[arg-type]
+
+
+def _truth_field(env_class: str, extras: dict[str, Any]) -> tuple[str, Any]:
+    column = ground_truth_column(env_class)
+    return column, (extras.get(column) or {}).get("ground_truth")
+
+
+def _responses(env_class: str, truth: Any) -> list[tuple[str, str]]:
+    """(what, response) pairs whose reward must be the full one: the ground truth as written,
+    and, for a numeric env, the number as a solution states it."""
+    respond = REFERENCE_RESPONSES[env_class]
+    pairs = [("its own ground truth", respond(str(truth)))]
+    stated = STATED_NUMBER.get(env_class)
+    number = stated(str(truth)) if stated is not None else None
+    if number is not None and number != str(truth):
+        pairs.append((f"the number {number} as a solution states it", respond(number)))
+    return pairs
+
+
+def _ground_truths(cfg: SkyRLTrainConfig, slot: str, path: str, raw: Any,
+                   report: HandoffReport) -> int:
+    """Make the row's env as `SkyRLGymGenerator.agent_loop` does, on every row of the file, and
+    score each row's ground truth with it; the rows scored."""
+    where = f"{slot} {path} ({artifact_of(path)})"
     known = sorted(registry)
-    for index in range(min(ENV_ROWS, len(dataset))):
-        prompt, env_class, extras, _ = dataset[index]
+    rows = _Rows(raw)
+    failures: list[tuple[int, str]] = []
+    scored = 0
+    for index in range(len(rows)):
+        prompt, env_class, extras, _ = rows[index]
+        # prepare_generator_input (skyrl/train/generators/utils.py) falls back to the config's.
         env_class = env_class if env_class is not None else cfg.environment.env_class
         report.env_class = env_class
         if env_class not in registry:
@@ -218,6 +260,7 @@ def _env_check(
                 f"register (it has {', '.join(known)}); fix the env_class in the artifact's "
                 f"config (and algorithm.environment) to one of them",
             )
+        column, truth = _truth_field(env_class, extras)
         extras["max_turns"] = cfg.generator.max_turns
         env_config = getattr(cfg.environment.skyrl_gym, env_class, {})
         try:
@@ -226,34 +269,46 @@ def _env_check(
         except Exception as err:
             raise _Refused(
                 "env",
-                f"{where}: env {env_class!r} refuses row {index} (reward_spec "
-                f"{extras.get('reward_spec')!r}): {type(err).__name__}: {err}. Declare how the "
-                f"ground truth is taken from the source in the artifact's BUILD config "
-                f"(ground_truth={{column, extract}})",
+                f"{where}: env {env_class!r} refuses row {index} ({column} "
+                f"{extras.get(column)!r}): {type(err).__name__}: {err}. Build the rows with "
+                f"prompt_parquet, whose config.env_class writes the column the env reads, and "
+                f"declare how the ground truth is taken from the source (config.ground_truth="
+                f"{{column, extract}})",
             ) from None
-        respond = REFERENCE_RESPONSES.get(env_class)
-        truth = (extras.get("reward_spec") or {}).get("ground_truth")
-        if respond is None:
+        if env_class not in REFERENCE_RESPONSES:
             continue
         if truth is None:
             raise _Refused(
                 "env",
-                f"{where}: row {index} has no ground truth (reward_spec "
-                f"{extras.get('reward_spec')!r}), and env {env_class!r} grades every answer "
+                f"{where}: row {index} has no ground truth ({column} "
+                f"{extras.get(column)!r}), and env {env_class!r} grades every answer "
                 f"against it, so every reward would be 0. Declare how the ground truth is taken "
                 f"from the source in the artifact's BUILD config (ground_truth={{column, "
                 f"extract}})",
             )
-        reward = float(env.step(respond(str(truth)))["reward"])
-        report.ground_truth_rewards.append(reward)
-        if reward != FULL_REWARD:
-            raise _Refused(
-                "env",
-                f"{where}: row {index}'s own ground truth {truth!r}, answered as env "
-                f"{env_class!r} grades answers, earns reward {reward}, not {FULL_REWARD}: the "
-                f"ground truth is not what the env compares against; fix the artifact's "
-                f"config.ground_truth (for gsm8k: extract 'final_answer', the number after ####)",
-            )
+        scored += 1
+        for what, response in _responses(env_class, truth):
+            env = skyrl_gym.make(env_class, env_config=env_config, extras=extras)
+            env.init(prompt)
+            reward = float(env.step(response)["reward"])
+            if reward != FULL_REWARD:
+                failures.append((index, f"row {index}'s ground truth {truth!r}: {what} "
+                                        f"({response!r}) earns reward {reward:g}"))
+                break
+    if failures:
+        first_row, first = failures[0]
+        rows_shown = ", ".join(str(row) for row, _ in failures[:10])
+        more = "" if len(failures) <= 10 else ", ..."
+        raise _Refused(
+            "env",
+            f"{where}: {first} from env {report.env_class!r}, not {FULL_REWARD:g}; "
+            f"{len(failures)} of {len(rows)} rows fail so (rows {rows_shown}{more}). A "
+            f"correct answer can never earn the reward on them: write each ground truth as "
+            f"the env compares it (the number alone: no thousands separator, no trailing .0) "
+            f"with the artifact's config.ground_truth (for gsm8k: extract 'final_answer', the "
+            f"number after ####, or 'number' for a numeric column)",
+        )
+    return scored
 
 
 def check_handoffs(argv: list[str], *, say: Say = print) -> HandoffReport:
@@ -264,18 +319,17 @@ def check_handoffs(argv: list[str], *, say: Say = print) -> HandoffReport:
         say(f"config: {report.config}")
         tokenizer = _tokenizer(cfg, report)
         say(f"tokenizer: {report.tokenizer}")
-        train = None
+        checked: list[tuple[str, str, Any]] = []
         val_files = list(cfg.data.val_data or []) if cfg.trainer.eval_interval > 0 else []
         sources = [("train_data", p) for p in cfg.data.train_data] + [
             ("val_data", p) for p in val_files
         ]
         for slot, path in sources:
-            shown, dataset = _data(slot, path, tokenizer, cfg.trainer.max_prompt_length)
+            shown, raw = _data(slot, path, tokenizer, cfg.trainer.max_prompt_length)
             report.data.append(shown)
             say(f"{slot}: {shown.path} ({shown.artifact}): {shown.kept} of {shown.rows} rows "
                 f"kept, {shown.dropped} longer than {cfg.trainer.max_prompt_length} tokens")
-            if slot == "train_data" and train is None:
-                train = (dataset, path)
+            checked.append((slot, path, raw))
         kept = sum(item.kept for item in report.data if item.slot == "train_data")
         if kept < cfg.trainer.train_batch_size:
             raise _Refused(
@@ -285,11 +339,13 @@ def check_handoffs(argv: list[str], *, say: Say = print) -> HandoffReport:
                 f"BasePPOExp.get_train_dataset after the GPUs are reserved; use more rows, a "
                 f"larger max_prompt_length, or a smaller train_batch_size",
             )
-        if train is not None:
-            _env_check(cfg, train[0], train[1], report)
-            rewards = ", ".join(f"{reward:g}" for reward in report.ground_truth_rewards)
-            say(f"env: {report.env_class} made on the first rows; reward of the ground truth: "
-                f"{rewards or 'not checked (rlaunch.tasks has no reference answer for it)'}")
+        for slot, path, raw in checked:
+            scored = _ground_truths(cfg, slot, path, raw, report)
+            report.ground_truths_scored[slot] = report.ground_truths_scored.get(slot, 0) + scored
+            shown = (f"the ground truth of all {scored} rows earns the full reward"
+                     if scored else "ground truths not scored (rlaunch.tasks has no reference "
+                     "answer for it)")
+            say(f"env: {report.env_class} made on every row of {slot} {path}; {shown}")
     except _Refused as refused:
         report.problems.append({"stage": refused.stage, "message": str(refused)})
         say(f"error ({refused.stage}): {refused}")

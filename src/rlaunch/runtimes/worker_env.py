@@ -17,8 +17,9 @@ the job's details. So, on a Ray cluster (RAY_ADDRESS set, as Ray sets it for eve
    `ray._private.worker.init`) a `worker_process_setup_hook`, this module's `setup`, and the
    key's name (`with_setup_hook`). SkyRL's driver inherits it from the adapter;
 3. Ray runs the hook first in every worker process of the job (`skyrl_entrypoint`, the worker
-   actors, the engines): it reads the entry and sets the values in `os.environ`, over what the
-   runtime env set;
+   actors, the engines): it changes into the run's working folder (CWD_ENV, where SkyRL's
+   pathlib outputs go: rlaunch.runtimes.skyrl_pathlib_outputs), reads the entry and sets the
+   values in `os.environ`, over what the runtime env set;
 4. SkyRL's driver holds WANDB_API_KEY as PLACEHOLDER (`driver_env`): SkyRL's `validate_cfg`
    only asserts it is set, and `prepare_runtime_environment` copies it into the runtime env,
    that is into Ray's log; each worker's hook sets the real value;
@@ -26,7 +27,9 @@ the job's details. So, on a Ray cluster (RAY_ADDRESS set, as Ray sets it for eve
    the entry in the GCS's memory until the cluster stops: no file either way.
 
 Without a cluster, SkyRL's `ray.init` starts a Ray of its own from the driver, whose processes
-inherit the driver's environment: the values reach them as the driver has them.
+inherit the driver's environment. The driver then holds the placeholder too, the values in
+VALUES_ENV (inherited by every process of that Ray, never in a runtime env), and the same job
+config variable with the hook, which sets them (`driver_environment`).
 
 Imports only the standard library; Ray (present wherever this runs on a cluster) lazily.
 """
@@ -43,20 +46,48 @@ KEY_ENV = "RLAUNCH_WORKER_ENV_KEY"
 """The name of the GCS entry (never a value): the only thing the runtime env carries."""
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 """ray._private.runtime_env.constants.RAY_JOB_CONFIG_JSON_ENV_VAR, a variable of that name."""
+CWD_ENV = "RLAUNCH_WORKER_CWD"
+"""The folder every worker process works in (rlaunch.runtimes.skyrl_pathlib_outputs)."""
+VALUES_ENV = "RLAUNCH_WORKER_ENV_VALUES"
+"""Without a cluster: the values, in the environment SkyRL's own Ray inherits from its driver."""
 KEY_PREFIX = "rlaunch_worker_env_"
 PLACEHOLDER = "set-in-each-ray-worker-by-rlaunch.runtimes.worker_env"
 SECRET_NAMES_SKYRL_FORWARDS = ("WANDB_API_KEY",)
-"""Of the credentials, those SkyRL's `prepare_runtime_environment` copies into its runtime env."""
+"""Of the credentials, those SkyRL 0.3.0's `prepare_runtime_environment` copies into its runtime
+env."""
+SKYRL_FORWARDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "0.3.0": (SECRET_NAMES_SKYRL_FORWARDS, ()),
+    # 0.4.0's `prepare_runtime_environment` also copies HF_HOME, HF_TOKEN, HF_HUB_OFFLINE and
+    # HF_ENDPOINT, and every variable whose name starts with SKYRL_.
+    "0.4.0": ((*SECRET_NAMES_SKYRL_FORWARDS, "HF_HOME", "HF_TOKEN", "HF_HUB_OFFLINE",
+               "HF_ENDPOINT"), ("SKYRL_",)),
+}
+"""SkyRL release -> (names, name prefixes) its `prepare_runtime_environment`
+(skyrl/train/utils/utils.py) copies from the driver's environment into the Ray runtime env,
+which Ray logs: a value the adapter hands the workers is a placeholder there."""
+
+
+def skyrl_forwards(name: str, release: str) -> bool:
+    """Whether SkyRL `release` copies the variable `name` into its runtime env (an unknown
+    release: every name either release copies)."""
+    known = [SKYRL_FORWARDS[release]] if release in SKYRL_FORWARDS else SKYRL_FORWARDS.values()
+    return any(name in names or name.startswith(prefixes) for names, prefixes in known)
 
 
 class WorkerEnvError(Exception):
     """The values could not be handed to the workers; the message names the channel."""
 
 
+WANDB_SETTINGS = ("WANDB_MODE", "WANDB_BASE_URL")
+"""wandb's settings that the launching environment may set, carried to the workers too."""
+
+
 def worker_values(credential_names: list[str], wandb: tuple[str, str] | None,
                   env: Mapping[str, str]) -> dict[str, str]:
-    """The named credentials `env` holds, and the W&B entity and project."""
-    values = {name: env[name] for name in credential_names if env.get(name)}
+    """The named credentials `env` holds, wandb's settings it has, and the W&B entity and
+    project."""
+    values = {name: env[name] for name in (*credential_names, *WANDB_SETTINGS)
+              if env.get(name)}
     if wandb is not None:
         values["WANDB_ENTITY"], values["WANDB_PROJECT"] = wandb
     return values
@@ -85,25 +116,48 @@ def withdraw(address: str, key: str) -> None:
     _gcs(address).internal_kv_del(key.encode(), False, None)
 
 
-def with_setup_hook(env: Mapping[str, str], key: str) -> dict[str, str]:
-    """`env` with the job config variable naming the setup hook and the entry, merged into the
-    job's own runtime env (Ray refuses a `ray.init` whose runtime env repeats a key of it)."""
+def with_setup_hook(env: Mapping[str, str], key: str | None,
+                    cwd: str | None = None) -> dict[str, str]:
+    """`env` with the job config variable naming the setup hook, the entry and the working
+    folder, merged into the job's own runtime env (Ray refuses a `ray.init` whose runtime env
+    repeats a key of it)."""
     config = json.loads(env.get(JOB_CONFIG_ENV) or "{}")
     runtime_env = dict(config.get("runtime_env") or {})
     runtime_env["worker_process_setup_hook"] = SETUP_HOOK
-    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), KEY_ENV: key}
+    named = {KEY_ENV: key, CWD_ENV: cwd}
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}),
+                               **{name: value for name, value in named.items() if value}}
     return {**env, JOB_CONFIG_ENV: json.dumps({**config, "runtime_env": runtime_env})}
 
 
-def driver_env(env: Mapping[str, str], values: Mapping[str, str]) -> dict[str, str]:
-    """SkyRL's driver environment on a cluster: what SkyRL copies into its runtime env holds
-    PLACEHOLDER, never the value."""
-    return {**env, **{name: PLACEHOLDER for name in SECRET_NAMES_SKYRL_FORWARDS
-                      if name in values}}
+def driver_env(env: Mapping[str, str], values: Mapping[str, str],
+               release: str = "0.3.0") -> dict[str, str]:
+    """SkyRL's driver environment on a cluster: each value SkyRL `release` copies into its
+    runtime env holds PLACEHOLDER, never the value."""
+    return {**env, **{name: PLACEHOLDER for name in values if skyrl_forwards(name, release)}}
+
+
+def driver_environment(env: Mapping[str, str], values: Mapping[str, str], *,
+                       key: str | None, cwd: str | None,
+                       release: str = "0.3.0") -> dict[str, str]:
+    """SkyRL's driver's environment: with `key` (a GCS entry on a cluster) or, without a
+    cluster, the values inherited in VALUES_ENV; the setup hook; the placeholders."""
+    driver = driver_env({**env, **values}, values, release)
+    if key is None and values:
+        driver[VALUES_ENV] = json.dumps(dict(values))
+    return with_setup_hook(driver, key, cwd)
 
 
 def setup() -> None:
-    """Ray's worker_process_setup_hook: the entry's values into this worker's environment."""
+    """Ray's worker_process_setup_hook: into the run's working folder, and the entry's values
+    into this worker's environment."""
+    cwd = os.environ.get(CWD_ENV)
+    if cwd:
+        os.makedirs(cwd, exist_ok=True)
+        os.chdir(cwd)
+    inherited = os.environ.pop(VALUES_ENV, None)
+    if inherited:
+        os.environ.update(json.loads(inherited))
     key = os.environ.get(KEY_ENV)
     if not key:
         return

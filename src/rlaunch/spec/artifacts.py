@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import Field, model_validator
 
-from rlaunch.spec.base import SpecModel, fingerprint_of
+from rlaunch.spec.base import SpecModel, Syntax, fingerprint_of
 
 if TYPE_CHECKING:
     from rlaunch.spec.run import RunSpec
@@ -68,6 +68,14 @@ class ModelFacts(SpecModel):
         return self.hidden_size // self.num_attention_heads if self.num_attention_heads else 0
 
 
+Version = Annotated[str, Syntax("version")]
+"""A calendar version `YYYY.MM.DD` or `YYYY.MM.DD.N` (a real date; immutable once launched: a
+changed artifact gets a new version) or `dev` / `<label>-dev` (mutable, always rebuilt); a
+calendar version may not depend on a dev one (VER001)."""
+Commit = Annotated[str, Syntax("commit")]
+Rows = Annotated[int, Field(ge=1)]
+
+
 class HFModel(SpecModel):
     """A Hugging Face model repo pinned at a commit, with its tokenizer pin."""
 
@@ -75,18 +83,27 @@ class HFModel(SpecModel):
     """The variant's tag: `hf_model`."""
     name: str
     """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
-    version: str
-    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
-    repo_id: str
+    version: Version
+    """The artifact's version; with its name the identity `name@version` and the store path
+    `{prefix}/{name}/{version}/`. A calendar version `YYYY.MM.DD` or `YYYY.MM.DD.N` (a real
+    date) is immutable: once launched, its fingerprint is recorded and a changed artifact must
+    get a new version. `dev` and `<label>-dev` (e.g. `sft-dev`) are mutable and always rebuilt;
+    a calendar version may not depend on a dev one."""
+    repo_id: str = Field(examples=["Qwen/Qwen2.5-1.5B-Instruct"])
     """The Hugging Face repository, `owner/name`, e.g. `Qwen/Qwen2.5-1.5B-Instruct`."""
-    revision: str
-    """40-hex commit sha. Branches and tags (`main`, `v1`) move and are rejected."""
+    revision: Commit
+    """The 40-character hex commit sha the repository is pinned at. Branches and tags (`main`,
+    `v1.0`) move, so they are refused. Note beside the pin where it comes from."""
     tokenizer_repo_id: str
-    """The repository of the tokenizer (the model's `repo_id` when it ships its tokenizer)."""
-    tokenizer_revision: str
-    """The 40-hex commit of the tokenizer repository."""
+    """The repository of the tokenizer; in a BUILD file, unset: the model's `repo_id` (the
+    tokenizer shipped with the model)."""
+    tokenizer_revision: Commit
+    """The 40-hex commit of the tokenizer repository; in a BUILD file, unset: the model's
+    `revision`. Set it with `tokenizer_repo_id`."""
     facts: ModelFacts
-    """Facts about the model that preflight needs, as its `config.json` names them."""
+    """Facts about the model that preflight needs, as its `config.json` names them (tensor
+    parallel sizes must divide the heads, lengths must fit the context); the builder verifies
+    them; `rlaunch pin <repo_id>` prints them."""
 
     @property
     def kind(self) -> ArtifactKind:
@@ -100,19 +117,25 @@ class HFDataset(SpecModel):
     """The variant's tag: `hf_dataset`."""
     name: str
     """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
-    version: str
-    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
-    repo_id: str
+    version: Version
+    """The dataset's version; with its name the identity `name@version`. `YYYY.MM.DD[.N]` (a
+    real date; immutable once launched) or `dev` / `<label>-dev` (mutable)."""
+    repo_id: str = Field(examples=["openai/gsm8k"])
     """The Hugging Face repository, `owner/name`, e.g. `openai/gsm8k`."""
-    revision: str
-    """40-hex commit sha. Branches and tags (`main`, `v1`) move and are rejected."""
-    config: str | None
-    """Dataset configuration (subset) name as `datasets.load_dataset(repo, config)` takes it,
-    e.g. `main` for openai/gsm8k; null for a dataset with a single default configuration."""
+    revision: Commit
+    """The 40-character hex commit sha the repository is pinned at. Branches and tags move, so
+    they are refused."""
+    config: str | None = None
+    """The dataset configuration (subset) as `datasets.load_dataset(repo_id, config)` takes it,
+    e.g. `main` or `socratic` for `openai/gsm8k`; null for a dataset with a single default
+    configuration. The download is the whole repo at the commit either way; the runtime loads
+    this configuration from it, and the build refuses a name the repo's README.md card does not
+    list among its `configs`."""
     split: str
     """The split this artifact stands for, e.g. `train` or `test`."""
-    rows: Annotated[int, Field(ge=1)] | None
-    """Number of rows in the split when known (lets preflight check batch coverage)."""
+    rows: Rows | None = None
+    """Rows of the split, when known: lets `check` prove the data covers at least one train
+    batch (BATCH010)."""
 
     @property
     def kind(self) -> ArtifactKind:
@@ -126,18 +149,25 @@ class AdoptedArtifact(SpecModel):
     """The variant's tag: `adopted`."""
     name: str
     """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
-    version: str
-    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
-    kind: ArtifactKind
-    """`model`, `tokenizer`, `dataset` or `report`."""
-    uri: str
-    """Where the object lives, in an object store (`gs://bucket/path`, `s3://bucket/path`)."""
-    sha256: str
-    """The sha256 of the object's content (64 hex characters)."""
-    facts: ModelFacts | None
-    """Required when kind is `model`."""
-    rows: Annotated[int, Field(ge=1)] | None
-    """Rows of a dataset when known; null for models and tokenizers."""
+    version: Version = Field(examples=["2026.10.14"])
+    """The artifact's version; with its name the identity `name@version`. `YYYY.MM.DD[.N]` (a
+    real date; immutable once launched) or `dev` / `<label>-dev` (mutable)."""
+    kind: ArtifactKind = Field(examples=["model"])
+    """What the artifact is: `model`, `tokenizer`, `dataset` or `report`. A run's slot takes
+    only its kind (`model=` a model, `train_data=` a dataset); a model needs its `facts`. A
+    `report` is what an eval stage writes; no run slot takes it."""
+    uri: str = Field(examples=["gs://rl-posttraining-store/adopted/qwen2.5-1.5b-sft"])
+    """Where the existing object lives, in an object store (`gs://bucket/path`,
+    `s3://bucket/path`). Ambient paths (`/home/...`, `~`, `$VAR`) are refused by `check`."""
+    sha256: Annotated[str, Syntax("sha256")] = Field(
+        examples=["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"])
+    """The sha256 of the object's content (64 hex characters): adopting verifies it, so the
+    name stands for exactly these bytes."""
+    facts: ModelFacts | None = None
+    """Facts about a model that preflight needs, as its `config.json` names them; required when
+    kind is `model`, null otherwise."""
+    rows: Rows | None = Field(default=None, examples=[7473])
+    """Rows of a dataset, when known (BATCH010); null for models and tokenizers."""
 
 
 class BuiltArtifact(SpecModel):
@@ -147,20 +177,31 @@ class BuiltArtifact(SpecModel):
     """The variant's tag: `built`."""
     name: str
     """With `version`, the artifact's identity `name@version` (a BUILD target's name)."""
-    version: str
-    """`YYYY.MM.DD[.N]` (a real date; immutable once launched) or `dev` / `<label>-dev`."""
+    version: Version
+    """The artifact's version; with its name the identity `name@version`. `YYYY.MM.DD[.N]` (a
+    real date; immutable once launched) or `dev` / `<label>-dev` (mutable, always rebuilt)."""
     kind: ArtifactKind
-    """`model`, `tokenizer`, `dataset` or `report`."""
+    """What the artifact is: `model`, `tokenizer`, `dataset` or `report`. A run's slot takes
+    only its kind; a model needs its `facts`; a `report` is what an eval stage writes."""
     builder: str
-    """Builder plugin name (entry point group `rlaunch.builders`)."""
-    config: dict[str, Any]
-    """The builder's configuration, a dict of JSON values; part of the fingerprint."""
-    deps: dict[str, "Artifact"]
-    """The artifacts the builder consumes, by slot."""
-    facts: ModelFacts | None
-    """Required when kind is `model`."""
-    rows: Annotated[int, Field(ge=1)] | None
-    """Rows of a dataset when known; null for models and tokenizers."""
+    """The builder plugin that makes the artifact (Python entry point group `rlaunch.builders`,
+    or `module:Class`), e.g. `countdown_data`, `char_tokenizer`, `sft_model` (ART009)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The builder's configuration, a dict of JSON values; part of the artifact's fingerprint
+    (ART010 checks it against the builder's own fields)."""
+    deps: dict[str, "Artifact"] = Field(default_factory=dict)
+    """The artifacts the builder consumes, by slot. Their identities and fingerprints are part
+    of this artifact's fingerprint."""
+    facts: ModelFacts | None = Field(
+        default=None, examples=[{"num_attention_heads": 4, "num_key_value_heads": 4,
+                                 "max_position_embeddings": 64, "num_experts": None,
+                                 "num_hidden_layers": 2, "hidden_size": 64,
+                                 "intermediate_size": 256, "vocab_size": 50, "head_dim": None,
+                                 "torch_dtype": "float32", "num_parameters": 101888}])
+    """Facts about a model that preflight needs, as its `config.json` names them; required when
+    kind is `model` (the builder verifies them), null otherwise."""
+    rows: Rows | None = None
+    """Rows of a dataset, when known (BATCH010); null for models and tokenizers."""
 
 
 class RunExport(SpecModel):

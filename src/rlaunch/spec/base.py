@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from rlaunch.fingerprints import canonical_json, fingerprint_of
 
-__all__ = ["MAX_INT", "Bounds", "SpecModel", "canonical_json", "fingerprint_of"]
+__all__ = ["MAX_INT", "Bounds", "SpecModel", "Syntax", "canonical_json", "fingerprint_of"]
 
 # The largest integer any field takes: JSON's exact integer range. Beyond it a number has been
 # mistyped (or is an attack), and readers in other languages would round it.
@@ -27,6 +27,16 @@ class Bounds:
     gt: int | float | None = None
     le: int | float | None = None
     lt: int | float | None = None
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """The syntax of a string that a preflight rule checks, with its code (a pinned commit, a
+    sha256, a version; rlaunch.spec.syntax holds the patterns). Written beside the field, as
+    `Annotated[str, Syntax("commit")]`, so that the Pants plugin checks the BUILD value too
+    (schema.json carries its name and the patterns)."""
+
+    name: str
 
 
 class SpecModel(BaseModel):

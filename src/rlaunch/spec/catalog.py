@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from types import MappingProxyType
 
 from rlaunch.spec import skyrl_fields_0_3_0, skyrl_fields_0_4_0
@@ -208,10 +209,12 @@ def profile(name: str) -> RuntimeProfile | None:
     return PROFILES.get(name)
 
 
+@lru_cache(maxsize=64)
 def resolve(
     profile_name: str, *, package: str | None, commit: str | None
 ) -> RuntimeRelease | None:
-    """The catalogued release a pin names, or None when the catalog does not know it."""
+    """The catalogued release a pin names, or None when the catalog does not know it (cached:
+    the catalog is fixed, and every rule that reads a setting asks)."""
     found = PROFILES.get(profile_name)
     if found is None:
         return None
@@ -223,6 +226,7 @@ def resolve(
     return None
 
 
+@lru_cache(maxsize=64)
 def settings_catalog(
     profile_name: str, *, package: str | None, commit: str | None
 ) -> SettingsCatalog | str:

@@ -9,13 +9,18 @@ from pydantic import Field
 from rlaunch.spec.base import Bounds, SpecModel
 
 
+IRIS_PRIORITY_BANDS = ("production", "interactive", "batch")
+"""Iris's priority bands (`iris job run --priority`): what execution.priority is for `iris`."""
+
+
 class Allocation(SpecModel):
     num_nodes: int
     """Nodes allocated."""
     gpus_per_node: int
     """GPUs per node."""
     accelerator: str
-    """`H100`, `A100-80GB`, `L4`, ... or `sim` for simulated GPUs on the local executor."""
+    """`H100`, `A100-80GB`, `L4`, ... (for `iris`, the GPU variant), or `sim` for simulated GPUs
+    (on `iris`: a job asking for no accelerator, the smoke runtime simulating its GPUs)."""
     cpus_per_node: int
     """CPUs per node."""
     memory_gb_per_node: int
@@ -45,18 +50,21 @@ class Execution(SpecModel):
 
     executor: str
     """The executor plugin that submits the launch YAML: `local` (a Ray head on this machine with
-    simulated GPUs), `ray` (an existing cluster at `address`), `iris` (`cluster`) or `dry-run`;
-    third-party ones register the entry point group `rlaunch.executors`."""
+    simulated GPUs), `ray` (an existing cluster at `address`), `iris` (an Iris controller at
+    `address`, or `cluster`) or `dry-run`; third-party ones register the entry point group
+    `rlaunch.executors`."""
     address: str | None = None
-    """The Ray Jobs API address for the `ray` executor, e.g. `http://10.0.0.5:8265`; null
-    otherwise."""
+    """The Ray Jobs API address for the `ray` executor, e.g. `http://10.0.0.5:8265`; for `iris`,
+    the Iris controller URL (it wins over `cluster`); null otherwise."""
     cluster: str | None = Field(default=None, examples=["h100-west"])
-    """The cluster name for the `iris` executor; null otherwise."""
+    """For the `iris` executor: a cluster config file, or a cluster name that Iris resolves as
+    `iris --cluster NAME` does; null otherwise."""
     allocation: Allocation
     """What the run is given. The roles must use exactly num_nodes x gpus_per_node GPUs, in
     whole nodes."""
-    priority: Literal["low", "normal", "high"] = "normal"
-    """Scheduling priority: `low`, `normal` or `high`."""
+    priority: Literal["low", "normal", "high", "production", "interactive", "batch"] = "normal"
+    """Scheduling priority: `low`, `normal` or `high`; for `iris`, its priority band:
+    `production`, `interactive` or `batch` (EXEC010)."""
     max_retries: Annotated[int, Bounds(ge=0)] = Field(default=0, examples=[1])
     """How many times a failed job is resubmitted (EXEC006)."""
     timeout_minutes: Annotated[int, Bounds(ge=1)]

@@ -140,7 +140,8 @@ class RolePlan(SpecModel):
         return self._parallelism("policy", self.policy)
 
     def _parallelism(self, role: str, footprint: PolicyRole | AuxRole) -> Parallelism:
-        sizes = self.reference if role == "reference" and self.reference else self.policy
+        sizes = (self.reference if role == "reference" and self.reference is not None
+                 else self.policy)
         return Parallelism.of(role, self.strategy, nodes=footprint.num_nodes,
                               gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
 

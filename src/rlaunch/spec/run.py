@@ -16,11 +16,17 @@ from rlaunch.spec.artifacts import (
     walk,
 )
 from rlaunch.spec.base import SpecModel, fingerprint_of
-from rlaunch.spec.catalog import SKYRL_0_3_0_SETTINGS, is_eval_entrypoint, settings_catalog
+from rlaunch.spec.catalog import (
+    SKYRL_0_3_0_SETTINGS,
+    is_eval_entrypoint,
+    resolve,
+    settings_catalog,
+)
 from rlaunch.spec.execution import Allocation, Execution
 from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.runtime import RuntimePin, runtime_fingerprint
 from rlaunch.spec.settings import SettingsCatalog
+from rlaunch.spec.skyrl_mapping import SKYRL_RELEASE
 from rlaunch.spec.sources import BuildSources
 
 SCHEMA_VERSION = 1
@@ -134,6 +140,14 @@ class RunSpec(SpecModel):
     """The training dataset."""
     eval_data: Artifact | None
     """The evaluation dataset; null: no evaluation."""
+    environment_data: Artifact | None = None
+    """Data the task environment reads (a folder of SQL databases, a search index), an artifact
+    of kind dataset pinned, built or adopted like any input and staged onto every node; the
+    launcher sets `environment_data_setting` to its staged folder. Null (absent): none."""
+    environment_data_setting: str | None = None
+    """The SkyRL setting the staged folder of `environment_data` is given to, a string field of
+    the pinned release, e.g. `environment.skyrl_gym.text2sql.db_path`; set exactly when
+    `environment_data` is, and not also in `settings`."""
     runtime: RuntimePin
     """The runtime the run is launched on."""
     role_plan: RolePlan
@@ -159,14 +173,35 @@ class RunSpec(SpecModel):
     """The full run this run is the smoke test of; null for a full run."""
 
     _build_sources: BuildSources | None = PrivateAttr(default=None)
+    _catalog: tuple[RuntimePin, SettingsCatalog | str] | None = PrivateAttr(default=None)
+    """The runtime the catalog was looked up for, and the catalog: preflight asks it for tens
+    of settings per spec."""
 
     def settings_catalog(self) -> SettingsCatalog | str:
         """The settings the pinned runtime release reads, or why the catalog has none."""
         runtime = self.runtime
-        return settings_catalog(
+        known = self._catalog
+        if known is not None and known[0] is runtime:
+            return known[1]
+        catalog = settings_catalog(
             runtime.profile, package=runtime.package,
             commit=runtime.git.commit if runtime.git is not None else None,
         )
+        self._catalog = (runtime, catalog)
+        return catalog
+
+    @property
+    def skyrl_release(self) -> str:
+        """The SkyRL release whose config names the launch YAML's `skyrl` subtree is written in:
+        the pinned release of a SkyRL run, else SkyRL 0.3.0 (the names the smoke runtime reads,
+        and the release a SkyRL pin the catalog does not know is rendered for)."""
+        runtime = self.runtime
+        if runtime.profile == "skyrl":
+            release = resolve(runtime.profile, package=runtime.package,
+                              commit=runtime.git.commit if runtime.git is not None else None)
+            if release is not None:
+                return release.version
+        return SKYRL_RELEASE
 
     @model_validator(mode="after")
     def _settings_exist(self) -> RunSpec:
@@ -190,6 +225,35 @@ class RunSpec(SpecModel):
                 for loc, problem, value in problems
             ])
         return self
+
+    @model_validator(mode="after")
+    def _environment_data_names_a_setting(self) -> RunSpec:
+        """`environment_data` and `environment_data_setting` come together; the setting is a
+        string field of the pinned release that `settings` does not also set."""
+        setting, data = self.environment_data_setting, self.environment_data
+        if setting is None and data is None:
+            return self
+        problem = None
+        if setting is None:
+            problem = ("environment_data is set but environment_data_setting is not: name the "
+                       "SkyRL setting that reads its folder, e.g. "
+                       "environment.skyrl_gym.text2sql.db_path")
+        elif data is None:
+            problem = (f"environment_data_setting {setting!r} is set but environment_data is "
+                       "not: name the artifact whose staged folder it receives")
+        elif setting in self.settings:
+            problem = (f"{setting!r} is both environment_data_setting and a key of settings: "
+                       "remove it from settings (the launcher sets it to the staged folder of "
+                       "environment_data)")
+        else:
+            catalog = self.settings_catalog()
+            if not isinstance(catalog, str):
+                problem = catalog.problem(setting, "/staged/folder")
+        if problem is None:
+            return self
+        raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
+            type=PydanticCustomError("environment_data", "{problem}", {"problem": problem}),
+            loc=("environment_data_setting",), input=setting)])
 
     def skyrl_setting(self, name: str, default: Any = None) -> Any:
         """The value of SkyRL setting `name`: as the run sets it in `settings`, else `default`
@@ -224,6 +288,7 @@ class RunSpec(SpecModel):
             "critic_model": self.critic_model,
             "train_data": self.train_data,
             "eval_data": self.eval_data,
+            "environment_data": self.environment_data,
         }
         return {slot: artifact for slot, artifact in named.items() if artifact is not None}
 
@@ -250,10 +315,29 @@ class RunSpec(SpecModel):
         """Hash of what the run *is*: everything but where it runs. Of the execution only
         the allocation counts; executor, address, priority, credentials, W&B and store
         prefix may change without a new version."""
+        return fingerprint_of(self._content())
+
+    @property
+    def fingerprint_beside_runtime(self) -> str:
+        """The fingerprint of everything but the runtime pin and the checkpoint compatibility
+        it states (`resume.compatible_runtimes`): equal for a run and its upgrade to another
+        runtime release when nothing else changed (VER006 lets such an upgrade keep its
+        calendar version when the spec states compatibility with the runtime launched before)."""
+        content = self._content()
+        del content["runtime"]
+        del content["resume"]["compatible_runtimes"]
+        if content["smoke_of"] is not None:
+            del content["smoke_of"]["runtime"]
+        return fingerprint_of(content)
+
+    def _content(self) -> dict[str, Any]:
         content = self.model_dump(mode="json", exclude={"name", "version", "execution"})
         # Runs without settings keep the fingerprints they had before settings existed.
         if not content["settings"]:
             del content["settings"]
+        # And runs without environment data the fingerprints they had before it existed.
+        if content["environment_data"] is None:
+            del content["environment_data"], content["environment_data_setting"]
         if content["smoke_of"] is not None and not content["smoke_of"]["settings"]:
             del content["smoke_of"]["settings"]
         content["allocation"] = self.execution.allocation.model_dump(mode="json")
@@ -265,7 +349,7 @@ class RunSpec(SpecModel):
             for part in parents:
                 node = node[part]
             node[last] = {"identity": identity(export), "fingerprint": fingerprint(export)}
-        return fingerprint_of(content)
+        return content
 
     def input_identities(self) -> dict[str, str]:
         return {slot: identity(artifact) for slot, artifact in self.slots().items()}

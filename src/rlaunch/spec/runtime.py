@@ -21,8 +21,8 @@ class RuntimePin(SpecModel):
     """Identity of the runtime target, e.g. `skyrl-0.3.0`."""
     profile: str
     """The runtime profile from the library's catalog (src/rlaunch/spec/catalog.py; `rlaunch
-    rules` lists them): `skyrl` (SkyRL 0.3.0) or `smoke` (rlaunch's CPU runtime). It says which
-    entrypoints, strategies and fixes the runtime has."""
+    rules` lists them): `skyrl` (SkyRL 0.3.0, 0.4.0) or `smoke` (rlaunch's CPU runtime). It says
+    which entrypoints, strategies and fixes the runtime has."""
     package: str | None = Field(default=None, examples=["skyrl==0.3.0"])
     """The pinned package, `name==X.Y.Z`, e.g. `skyrl==0.3.0`; null when `git` pins the code.
     Set exactly one of `package` or `git`."""
@@ -38,6 +38,13 @@ class RuntimePin(SpecModel):
         default_factory=list, examples=[["batch-lcm-dp-validation", "max-ckpts-zero-rejected"]])
     """Ids of fixes the run needs from the runtime; preflight proves the pinned runtime contains
     each (the catalog lists them per profile)."""
+
+    @property
+    def pin_label(self) -> str:
+        """The pin as messages write it: `skyrl==0.3.0`, or `<repo>@<commit>`."""
+        if self.git is not None:
+            return f"{self.git.repo}@{self.git.commit}"
+        return self.package or self.name
 
 
 def runtime_fingerprint(runtime: RuntimePin) -> str:

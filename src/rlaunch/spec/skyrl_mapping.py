@@ -32,10 +32,14 @@ if TYPE_CHECKING:
     from rlaunch.spec.roleplan import AuxRole, PolicyRole
     from rlaunch.spec.run import CheckpointPolicy, RunSpec
 
-SKYRL_RELEASES: tuple[str, ...] = ("0.3.0",)
+SKYRL_RELEASES: tuple[str, ...] = ("0.3.0", "0.4.0")
 """The SkyRL releases the table knows, oldest first."""
 SKYRL_RELEASE = "0.3.0"
-"""The release the `skyrl` subtree is written for."""
+"""The release the `skyrl` subtree is written for when the run pins none the catalog knows (the
+smoke runtime reads 0.3.0's names); a SkyRL run's subtree is written for its pinned release
+(`RunSpec.skyrl_release`). 0.4.0 renamed and removed no field the table writes (its generated
+catalog, src/rlaunch/spec/skyrl_fields_0_4_0.py, has every 0.3.0 name), so every row applies to
+both."""
 
 
 @dataclass(frozen=True)

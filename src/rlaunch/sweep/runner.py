@@ -85,10 +85,8 @@ def result_line(spec: RunSpec, store: str | None, status: str, seconds: float) -
 
 class PointLauncher:
     def __init__(self, *, total: int, out_dir: Path, store: str | None, repo: Path | None,
-                 line: Line, say: Line, advance: Callable[..., None],
-                 rehearse: bool = False) -> None:
+                 line: Line, say: Line, advance: Callable[..., None]) -> None:
         self.total = total
-        self.rehearse = rehearse
         self.out_dir = out_dir
         self.store = store
         self.repo = repo
@@ -108,8 +106,7 @@ class PointLauncher:
         try:
             request = LaunchRequest(spec=spec, source=point.source, follow=True,
                                     store=self.store, hold_head=True, repo=self.repo,
-                                    out=self.out_dir / spec.name / "launch.yaml",
-                                    rehearse=self.rehearse)
+                                    out=self.out_dir / spec.name / "launch.yaml")
             result = launch(request, echo=lambda text: None,
                             say=lambda text: self.say(f"{tag} {text}"))
         except LaunchRefused as err:

@@ -21,10 +21,25 @@ def final_answer(solution: str) -> str | None:
     return found.group(1).replace(",", "").replace("$", "")
 
 
+_NUMBER = re.compile(r"^\$?(-?[0-9][0-9,]*(?:\.[0-9]+)?|-?\.[0-9]+)$")
+
+
+def stated_number(value: str) -> str | None:
+    """A number as a solution states it: no thousands separators, no `$`, no trailing `.0`
+    (`1,250` -> `1250`, `27.0` -> `27`, `0.50` -> `0.5`); None when `value` is not a number."""
+    found = _NUMBER.match(value.strip())
+    if found is None:
+        return None
+    text = found.group(1).replace(",", "")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("", "-", "-0") else text
+
+
 def reference_response(ground_truth: str) -> str:
     """A response that states `ground_truth` in the format GSM8kEnv grades."""
     return f"The answer is\n#### {ground_truth}"
 
 
-GROUND_TRUTH = {"final_answer": final_answer}
+GROUND_TRUTH = {"final_answer": final_answer, "number": stated_number}
 """How a ground truth may be taken from a source column (`ground_truth.extract` in BUILD)."""

@@ -28,9 +28,18 @@ class PromptFileError(ValueError):
     """A prompt file that is missing, unreadable or not in the runtime format."""
 
 
+def _schema_of(rows: list[dict[str, Any]]) -> pa.Schema:
+    """SCHEMA, with the ground truth's column named as the rows name it (`reward_model` for
+    the envs that read it there, rlaunch.tasks.prompts.GROUND_TRUTH_COLUMN)."""
+    if rows and "reward_model" in rows[0]:
+        index = SCHEMA.get_field_index("reward_spec")
+        return SCHEMA.set(index, SCHEMA.field(index).with_name("reward_model"))
+    return SCHEMA
+
+
 def write_prompts(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write runtime-format rows to `path` (a builder's fresh folder), deterministically."""
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    table = pa.Table.from_pylist(rows, schema=_schema_of(rows))
     pq.write_table(table, str(path), compression="zstd", compression_level=3,
                    use_dictionary=True, write_statistics=False,
                    row_group_size=max(len(rows), 1))

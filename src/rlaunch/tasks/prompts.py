@@ -7,7 +7,9 @@ take it:
                                           template is applied to it (`_prompt_not_too_long`)
     env_class    "gsm8k"                  PromptDataset's `env_class_key`: the skyrl-gym env id
     reward_spec  {method, ground_truth}   passed on in the env's `extras`; GSM8kEnv.__init__
-                                          (skyrl_gym/envs/gsm8k/env.py) asserts ground_truth
+                                          (skyrl_gym/envs/gsm8k/env.py) asserts ground_truth;
+                 (reward_model)           the column AIMEEnv.__init__ (skyrl_gym/envs/aime/
+                                          env.py) reads it from instead (GROUND_TRUTH_COLUMN)
     data_source  "openai/gsm8k"           where the row came from
     extra_info   {split, index}           the source split and the row's index in it
 
@@ -25,7 +27,7 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from rlaunch.tasks import gsm8k
+from rlaunch.tasks import gsm8k, math_answers
 
 COLUMNS = ("data_source", "prompt", "env_class", "reward_spec", "extra_info")
 PROMPTS_FILE = "prompts.parquet"
@@ -43,6 +45,7 @@ DATA_FILES: dict[str, dict[str, str]] = {
 
 GROUND_TRUTH: dict[str, dict[str, Callable[[str], str | None]]] = {
     "gsm8k": gsm8k.GROUND_TRUTH,
+    "math": math_answers.GROUND_TRUTH,
 }
 """Per task, the named ways a ground truth is taken from a source column."""
 VERBATIM = "verbatim"
@@ -50,9 +53,28 @@ VERBATIM = "verbatim"
 
 REFERENCE_RESPONSES: dict[str, Callable[[str], str]] = {
     "gsm8k": gsm8k.reference_response,
+    "aime": math_answers.reference_response,
 }
 """Per env class, a response that states a row's ground truth the way the env grades it: the
 handoff check proves that the dataset's own answer earns the env's full reward."""
+
+
+GROUND_TRUTH_COLUMN: dict[str, str] = {
+    "gsm8k": "reward_spec",
+    "aime": "reward_model",
+}
+"""The skyrl-gym 0.4.0 envs `prompt_parquet` writes rows for, and the column whose `ground_truth`
+each reads from its `extras`: GSM8kEnv.__init__ (skyrl_gym/envs/gsm8k/env.py) asserts
+`extras["reward_spec"]["ground_truth"]`, AIMEEnv.__init__ (skyrl_gym/envs/aime/env.py)
+`extras["reward_model"]["ground_truth"]`."""
+STATED_NUMBER = {"gsm8k": gsm8k.stated_number, "aime": gsm8k.stated_number}
+"""Per env, how a solution states a numeric ground truth: the handoff check scores that too."""
+
+
+def ground_truth_column(env_class: str) -> str:
+    """The column a row of `env_class` holds its ground truth in (`reward_spec` for the smoke
+    runtime's countdown, and by default)."""
+    return GROUND_TRUTH_COLUMN.get(env_class, "reward_spec")
 
 
 def data_file(builder: str | None, slot: str) -> str | None:
@@ -87,6 +109,6 @@ def prompt_row(
         "data_source": data_source,
         "prompt": [{"role": "user", "content": content}],
         "env_class": env_class,
-        "reward_spec": {"method": method, "ground_truth": ground_truth},
+        ground_truth_column(env_class): {"method": method, "ground_truth": ground_truth},
         "extra_info": {"split": split, "index": index},
     }

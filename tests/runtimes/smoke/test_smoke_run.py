@@ -29,6 +29,12 @@ def test_colocated_run_writes_checkpoints_export_metrics_and_manifest(finished_r
     assert manifest["final_step"] == 8 and manifest["export_path"] == artifacts["export_root"]
     assert manifest["metrics"]["steps"] == 8
     assert set(manifest["metrics"]["eval"]) == {"initial", "final"}
+    # Where the attempt's time went, in the order the phases first ended.
+    timings = manifest["metrics"]["timings_s"]
+    assert [name for name, _ in timings] == [
+        "reading inputs", "connecting to Ray", "workers", "evals", "training", "checkpoints",
+        "export", "stopping workers"]
+    assert all(seconds >= 0 for _, seconds in timings)
     model, _ = load_pretrained(artifacts["export_root"])
     assert weights_sha256(model.state_dict()) == manifest["weights_sha256"]
 
@@ -66,6 +72,7 @@ def test_console_shows_the_placement_and_one_line_per_step(finished_run) -> None
     assert [line.split(" |")[0] for line in steps] == [f"step {n}/8" for n in range(1, 9)]
     assert all(" | reward " in line and " | kl " in line and " | loss " in line
                and " tok/s | " in line and line.endswith(" s/step") for line in steps)
+    assert console.splitlines()[-1].startswith("timings: reading inputs ")
 
 
 def test_resume_from_path_ends_with_the_same_weights(finished_run, tiny_model_dir: Path,

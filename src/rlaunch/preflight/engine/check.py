@@ -59,6 +59,16 @@ class Check:
     def __init__(self, spec: RunSpec, world: World | None = None) -> None:
         self.spec = spec
         self.world = world
+        self._derived: dict[Any, Any] = {}
+
+    def derived(self, compute: Callable[[Check], T]) -> T:
+        """`compute(self)`, computed once per Check: a value several rules derive from the spec
+        (placement groups, the memory picture), kept beside the rules' module that owns it."""
+        try:
+            return self._derived[compute]
+        except KeyError:
+            value = self._derived[compute] = compute(self)
+            return value
 
     @cached_property
     def artifacts(self) -> list[tuple[str, Artifact]]:
@@ -133,7 +143,11 @@ class Check:
         """A trainer role's parallelism (rlaunch.spec.parallelism): the reference's own sizes
         (trainer.ref), the policy's for the policy and the critic (the critic is FSDP only, and
         its SP is rendered from the policy's). Asked only for a role the plan has."""
+        known = self._derived.get(("parallelism", role))
+        if known is not None:
+            return known
         found = self.spec.role_plan.parallelism(role)
+        self._derived[("parallelism", role)] = found
         if found is None:
             raise ValueError(f"the {role}'s parallelism is asked for, but role_plan.{role} is "
                              "null (rules ask only for roles the plan has)")

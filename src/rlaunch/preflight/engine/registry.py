@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from rlaunch.ledger.checkpoints import CheckpointListing
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.world import World
@@ -38,9 +39,10 @@ RULE_MODULES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "runtime": ("runtime",),
     "execution": ("execution",),
     "smoke": ("smoke",),
-    "settings": ("settings",),
+    "settings": ("settings", "settings_weight_sync"),
     "memory": ("memory",),
     "pipeline": ("pipeline",),
+    "resume": ("resume",),
 })
 """Every rule family, in the order `rlaunch rules` lists them, with its modules (under
 RULES_PACKAGE). A new rule module is added here, under its family."""
@@ -69,7 +71,8 @@ class Example:
     `world` keys: `env`, `git_dirty`, `launcher_commit`, `store_prefix` as in `World`;
     `ledger` and `smoke_record`: the record returned for any `(name, version)`;
     `checkpoint_runtime`: the runtime fingerprint found in any checkpoint root; `store_probe`:
-    the fields of a StoreProbe."""
+    the fields of a StoreProbe; `checkpoints`: the fields of the CheckpointListing found at any
+    checkpoint root or step folder."""
 
     base: str = "colocated-1x8"
     edits: Edits = field(default_factory=lambda: MappingProxyType({}))
@@ -103,6 +106,12 @@ class Example:
         ledger = given.pop("ledger", None)
         smoke = given.pop("smoke_record", None)
         checkpoint = given.pop("checkpoint_runtime", None)
+        listing = given.pop("checkpoints", None)
+        if listing is not None:
+            listing = CheckpointListing(**{**listing, "steps": tuple(listing["steps"]),
+                                           "files": None if listing["files"] is None
+                                           else frozenset(listing["files"])})
+        given["checkpoints"] = lambda path: listing
         if "store_probe" in given:
             given["store_probe"] = StoreProbe(**given["store_probe"])
         given.setdefault("store_prefix", "/srv/rlaunch-store")
@@ -127,10 +136,22 @@ class Rule:
     summary: str
     func: RuleFunc
     example: Example
+    releases: tuple[str, ...] | None = None
+    """The SkyRL releases whose validators the rule mirrors: it runs only for a run whose
+    `skyrl` subtree is written for one of them (`RunSpec.skyrl_release`). None: every run."""
 
     @property
     def implementation(self) -> str:
         return implementation(self.func)
+
+    def applies_to(self, skyrl_release: str) -> bool:
+        return self.releases is None or skyrl_release in self.releases
+
+    def describe_releases(self) -> str:
+        """`every release`, or the releases it applies to, for the docs."""
+        if self.releases is None:
+            return "every release"
+        return "SkyRL " + ", ".join(self.releases) + " only"
 
 
 _RULES: dict[str, Rule] = {}
@@ -145,10 +166,11 @@ def family_of(module: str) -> str | None:
 
 
 def rule(
-    code: str, summary: str, *, example: Example, scope: Scope = "spec"
+    code: str, summary: str, *, example: Example, scope: Scope = "spec",
+    releases: tuple[str, ...] | None = None,
 ) -> Callable[[RuleFunc], RuleFunc]:
     """Register the decorated function as the rule `code` of the family RULE_MODULES declares for
-    its module."""
+    its module; `releases`: the SkyRL releases whose validators it mirrors (None: every run)."""
 
     def register(func: RuleFunc) -> RuleFunc:
         family = family_of(func.__module__)
@@ -159,7 +181,7 @@ def rule(
             )
         if code in _RULES:
             raise ValueError(f"rule code {code} is registered twice")
-        _RULES[code] = Rule(code, family, scope, summary, func, example)
+        _RULES[code] = Rule(code, family, scope, summary, func, example, releases)
         return func
 
     return register
@@ -187,6 +209,8 @@ class LaunchCheck:
     """Its real finding on an example; the example's docstring describes it for the docs."""
     family: str = LAUNCH_FAMILY
     scope: Scope = "world"
+    releases: tuple[str, ...] | None = None
+    """Every run (launch checks mirror no release's validators)."""
 
     @property
     def implementation(self) -> str:

@@ -36,6 +36,12 @@ def rules_for(scope: RunScope) -> tuple[Rule, ...]:
     return tuple(r for r in registered_rules() if scope == "all" or r.scope == "spec")
 
 
+@lru_cache(maxsize=16)
+def _rules_for_release(scope: RunScope, release: str) -> tuple[Rule, ...]:
+    """The rules of `scope` that apply to a run of SkyRL `release`."""
+    return tuple(rule for rule in rules_for(scope) if rule.applies_to(release))
+
+
 def run_preflight(
     spec: RunSpec, *, scope: RunScope = "spec", world: World | None = None
 ) -> list[Finding]:
@@ -53,7 +59,7 @@ def run_preflight(
     check = Check(spec, world if scope == "all" else None)
     findings: list[Finding] = []
     unchecked: list[str] = []
-    for rule in rules_for(scope):
+    for rule in _rules_for_release(scope, spec.skyrl_release):
         try:
             findings.extend(rule.func(check))
         except StoreUnavailable:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlaunch.ledger.checkpoints import CheckpointListing
 from rlaunch.paths import default_store_prefix
 from rlaunch.store.probe import StoreProbe
 
@@ -23,6 +24,8 @@ RecordLookup = Callable[[str, str], Mapping[str, Any] | None]
 """`(name, version) -> record | None`."""
 CheckpointLookup = Callable[[str], str | None]
 """`checkpoint_root -> runtime fingerprint recorded in it | None` (None: no checkpoint there)."""
+CheckpointsLookup = Callable[[str], CheckpointListing | None]
+"""`checkpoint root or global_step_N folder -> what it holds | None` (None: nothing there)."""
 
 
 def no_record(name: str, version: str) -> None:
@@ -30,6 +33,10 @@ def no_record(name: str, version: str) -> None:
 
 
 def no_checkpoint(checkpoint_root: str) -> None:
+    return None
+
+
+def no_checkpoints(path: str) -> None:
     return None
 
 
@@ -48,6 +55,9 @@ class World:
     """Runtime fingerprint recorded in an existing checkpoint root."""
     smoke_record: RecordLookup = no_record
     """Recorded smoke result of `name@version`: `status`, `geometry`, `runtime_fingerprint`."""
+    checkpoints: CheckpointsLookup = no_checkpoints
+    """The pointer, step folders and the resumed step's files of a checkpoint root (or of a
+    `resume.path` step folder), for the resume rules."""
     store_prefix: str = field(default_factory=default_store_prefix)
     """Store prefix used when the spec leaves `execution.store_prefix` null."""
     store_probe: StoreProbe | None = None

@@ -42,15 +42,34 @@ UNSHARDED_TRAIN = 4  # an all-gathered unit while it computes: bf16 params 2 + b
 UNSHARDED_FORWARD = 2  # an all-gathered unit in a forward-only pass: bf16 params
 MEGATRON_LOCAL = 6  # bf16 params 2 + fp32 main grads 4 (grad_reduce_in_fp32)
 MEGATRON_OPTIMIZER = 12  # fp32 master params 4 + Adam moments 8, over DP (distributed optimizer)
+# Megatron LoRA: the base is frozen in bf16, and Megatron's DDP gives grad buffers only to
+# parameters that require grad (the adapters), so a base parameter costs its 2 bytes.
+MEGATRON_FROZEN = 2
+FSDP_ADAM = 8  # Adam's two fp32 moments, resident on the GPU between steps when not offloaded
 # Activation bytes per token per hidden unit of one transformer layer (Korthikanti et al. 2022,
 # "Reducing Activation Recomputation in Large Transformer Models": 34 s b h with flash attention,
 # i.e. without the 5 a s / h term of materialized attention scores).
 LAYER_ACTIVATION = 34
 CHECKPOINT_INPUT = 2  # gradient checkpointing keeps each layer's bf16 input
-# bf16 logits 2 + one bf16 working copy 2: SkyRL divides them by the temperature in place and
-# takes log-probs with flash-attn's cross entropy, whose backward is in place
-# (skyrl/backends/skyrl_train/workers/model_wrapper.py, `logprobs_from_logits`).
-LOGITS = 4
+# Logits, bytes per token per vocabulary entry. The LM head computes in bf16 (FSDP2's
+# MixedPrecisionPolicy(param_dtype=bf16), skyrl/backends/skyrl_train/distributed/
+# fsdp_strategy.py; transformers 5's Qwen2ForCausalLM.forward does not upcast them);
+# `HFModelWrapper.forward` (skyrl/backends/skyrl_train/workers/model_wrapper.py) divides them by
+# the temperature in place (`logits_BSV.div_(temperature)`) and takes log-probs with
+# `logprobs_from_logits(..., inplace_backward=True)` (skyrl/backends/skyrl_train/utils/
+# torch_utils.py): flash-attn's cross entropy keeps one fp32 value per token and writes its
+# gradient into the logits' own buffer. A forward-only pass holds the one bf16 tensor: 2 B.
+# A training step's backward holds two: the in-place divide is recorded by autograd, and its
+# backward (grad / temperature) allocates a new bf16 gradient while the cross entropy's
+# in-place one still holds the logits' buffer: 4 B at the backward's peak. Measured on CPU by
+# benchmarks/memory_terms.py (2.04 B above the logits with the divide, 0.82 B without).
+LOGITS_FORWARD = 2
+LOGITS_TRAINING = 4
+# The fewest tokens a sequence can have: one prompt token and one generated token. With SkyRL's
+# padding removal (`trainer.remove_microbatch_padding`, default true) a micro batch costs the
+# tokens it holds; without it, its longest sequence times its size. Either way the spec allows
+# a micro batch of sequences this short, so only what does not fit at this length is certain.
+SHORTEST_SEQUENCE = 2
 
 
 def accelerator_memory(accelerator: str) -> float | None:
@@ -63,6 +82,9 @@ class Term:
     name: str
     bytes: float
     formula: str
+    tokens: int = 0
+    """The micro batch's tokens on this GPU when the term grows with them (activations and
+    logits: bytes = tokens x a constant), 0 for a fixed term (weights, gradients, optimizer)."""
 
     def text(self) -> str:
         return f"{self.name} {self.formula} = {gib(self.bytes)}"
@@ -81,6 +103,30 @@ class Estimate:
 
     def sum_text(self) -> str:
         return " + ".join(term.text() for term in self.terms) + f" = {gib(self.total)}"
+
+    @property
+    def fixed(self) -> float:
+        """What the phase holds whatever its micro batch: weights, gradients, optimizer state."""
+        return sum(term.bytes for term in self.terms if not term.tokens)
+
+    @property
+    def tokens(self) -> int:
+        """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
+        return max((term.tokens for term in self.terms), default=0)
+
+    def per_token(self) -> float:
+        """Bytes per token of the micro batch (the growing terms are linear in the tokens)."""
+        growing = sum(term.bytes for term in self.terms if term.tokens)
+        return growing / self.tokens if self.tokens else 0.0
+
+    def at(self, tokens: float) -> float:
+        """The phase's peak with `tokens` tokens of micro batch on this GPU."""
+        return self.fixed + self.per_token() * tokens
+
+    def tokens_that_fit(self, memory: float) -> int:
+        """The most micro-batch tokens on this GPU that fit in `memory` bytes."""
+        per = self.per_token()
+        return int((memory - self.fixed) // per) if per else 0
 
 
 def gib(value: float) -> str:
@@ -151,34 +197,60 @@ class Activations:
     """Ulysses SP (FSDP) or CP (Megatron): divides the sequence."""
     tensor: int
     """Megatron TP with sequence parallelism: divides activations and the vocabulary."""
+    token_cap: int = 0
+    """`trainer.max_tokens_per_microbatch` when > 0: SkyRL packs micro batches by tokens
+    (`TokenBasedBatchIterator`, skyrl/backends/skyrl_train/workers/worker_utils.py) and
+    ignores the sample count; a sequence longer than the cap is a micro batch of its own, so a
+    micro batch holds at most max(cap, sequence) tokens."""
+
+    @property
+    def tokens(self) -> int:
+        """The most tokens a micro batch puts on this GPU."""
+        whole = max(self.token_cap, self.sequence) if self.token_cap > 0 else (
+            self.micro_batch * self.sequence)
+        return whole // self.split
+
+    def text(self) -> str:
+        """The micro batch in words, for a term's formula."""
+        split = f" / {self.split}" if self.split > 1 else ""
+        if self.token_cap > 0:
+            return (f"micro batch max(max_tokens_per_microbatch {self.token_cap}, "
+                    f"{self.sequence}) tokens{split}")
+        return f"micro {self.micro_batch} x {self.sequence} tokens{split}"
 
 
 def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
-                     backward: bool) -> list[Term]:
+                     backward: bool, logits: bool = True) -> list[Term]:
     """Activations of a training micro batch (with or without gradient checkpointing) or of a
-    forward-only pass (one layer at a time), and the logits."""
-    tokens = shape.micro_batch * shape.sequence // shape.split
+    forward-only pass (one layer at a time), and the logits (none for a critic: its value head
+    gives one number per token)."""
+    tokens = shape.tokens
     hidden, layers = facts.hidden_size, facts.num_hidden_layers
-    where = f"micro {shape.micro_batch} x {shape.sequence} tokens" + (
-        f" / {shape.split}" if shape.split > 1 else "")
+    where = shape.text()
     per_tp = f" / TP {shape.tensor}" if shape.tensor > 1 else ""
     layer = LAYER_ACTIVATION * tokens * hidden / shape.tensor
     terms = []
     if not backward:
         terms.append(Term("activations (forward, one layer)",
-                          layer, f"{LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}"))
+                          layer, f"{LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
+                          tokens))
     elif checkpointing:
         kept = CHECKPOINT_INPUT * layers * tokens * hidden / shape.tensor
         terms.append(Term(
             "activations (gradient checkpointing)", kept + layer,
             f"({layers} layers x {CHECKPOINT_INPUT} B + one layer {LAYER_ACTIVATION} B) x "
-            f"{where} x hidden {hidden}{per_tp}"))
+            f"{where} x hidden {hidden}{per_tp}", tokens))
     else:
         terms.append(Term(
             "activations (no checkpointing)", layers * layer,
-            f"{layers} layers x {LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}"))
-    terms.append(Term("logits", LOGITS * tokens * facts.vocab_size / shape.tensor,
-                      f"{LOGITS} B x {where} x vocab {facts.vocab_size}{per_tp}"))
+            f"{layers} layers x {LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
+            tokens))
+    if not logits:
+        return terms
+    size = LOGITS_TRAINING if backward else LOGITS_FORWARD
+    name = "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)"
+    terms.append(Term(name, size * tokens * facts.vocab_size / shape.tensor,
+                      f"{size} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
     return terms
 
 
@@ -208,12 +280,38 @@ def optimizer_shards(layout: Parallelism) -> tuple[int, int]:
             max(layout.world // layout.expert_group, 1))
 
 
+def critic_facts(facts: ModelFacts) -> ModelFacts:
+    """The critic's model: SkyRL's `get_llm_for_sequence_regression`
+    (skyrl/backends/skyrl_train/workers/model_wrapper.py) loads the base model without its LM
+    head and adds a value head of hidden x 1, so an untied LM head's vocab x hidden parameters
+    are not there (a tied one is the input embedding, which stays)."""
+    if is_tied(facts):
+        return facts
+    return facts.model_copy(update={
+        "num_parameters": facts.num_parameters - facts.vocab_size * facts.hidden_size})
+
+
 def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
-                    checkpointing: bool, offload: bool, lora_rank: int) -> Estimate:
-    """The policy's forward and backward of one micro batch, with its optimizer state."""
+                    checkpointing: bool, offload: bool, lora_rank: int,
+                    role: str = "policy") -> Estimate:
+    """A trainer's forward and backward of one micro batch, with its optimizer state: the
+    policy's, or (`role` "critic", facts from `critic_facts`) the critic's, which has no
+    logits."""
     params = facts.num_parameters
     terms: list[Term] = []
-    if shape.strategy == "megatron":
+    if shape.strategy == "megatron" and lora_rank > 0:
+        dense, expert = local_parameters(facts, shape)
+        terms.append(Term("frozen weights", (dense + expert) * MEGATRON_FROZEN,
+                          f"({billions(dense)} + {billions(expert)} params on this GPU) x "
+                          f"{MEGATRON_FROZEN} B"))
+        adapters = lora_parameters(facts, lora_rank)
+        ranks = shape.tensor * shape.pipeline
+        terms.append(Term(
+            f"LoRA rank {lora_rank} weights + grads + Adam",
+            adapters * (MEGATRON_LOCAL / ranks + MEGATRON_OPTIMIZER / shape.world),
+            f"{billions(adapters)} params x ({MEGATRON_LOCAL} B / TP x PP {ranks} + "
+            f"{MEGATRON_OPTIMIZER} B / {shape.world})"))
+    elif shape.strategy == "megatron":
         dense, expert = local_parameters(facts, shape)
         dp_dense, dp_expert = optimizer_shards(shape)
         terms.append(Term("weights + grads", (dense + expert) * MEGATRON_LOCAL,
@@ -240,8 +338,47 @@ def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activati
                               f"{billions(params)} params x {FSDP_TRAIN_STATE} B / "
                               f"{shape.world} shards"))
         terms += fsdp_unsharded_terms(facts, UNSHARDED_TRAIN)
-    terms += activation_terms(facts, activations, checkpointing, backward=True)
-    return Estimate("policy training", tuple(terms))
+    terms += activation_terms(facts, activations, checkpointing, backward=True,
+                              logits=role == "policy")
+    return Estimate(f"{role} training", tuple(terms))
+
+
+def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
+                   offload: bool, optimizer_resident: bool, lora_rank: int,
+                   role: str = "policy") -> Estimate:
+    """The policy's forward-only pass for the old log-probs (`micro_forward_batch_size_per_gpu`).
+    `WorkerDispatch.forward` (skyrl/backends/skyrl_train/workers/worker_dispatch.py) puts the
+    model on the GPU without its optimizer (`_ensure_on_gpu(need_optimizer=False)`); the
+    optimizer state is there anyway when nothing offloads it (`optimizer_resident`: no
+    `colocate_all`, no CPU offload)."""
+    params = facts.num_parameters
+    terms: list[Term] = []
+    if shape.strategy == "megatron":
+        dense, expert = local_parameters(facts, shape)
+        per = MEGATRON_FROZEN if lora_rank > 0 else MEGATRON_LOCAL
+        terms.append(Term("weights" if lora_rank > 0 else "weights + grad buffers",
+                          (dense + expert) * per,
+                          f"({billions(dense)} + {billions(expert)} params on this GPU) x "
+                          f"{per} B"))
+        if optimizer_resident and lora_rank == 0:
+            dp_dense, dp_expert = optimizer_shards(shape)
+            terms.append(Term("Adam state", (dense / dp_dense + expert / dp_expert)
+                              * MEGATRON_OPTIMIZER,
+                              f"({billions(dense)} / DP {dp_dense} + {billions(expert)} / "
+                              f"expert DP {dp_expert}) x {MEGATRON_OPTIMIZER} B"))
+    elif not offload:
+        terms.append(Term("weights", params * FSDP_FROZEN_PARAM / shape.world,
+                          f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
+                          f"{shape.world} shards"))
+        if optimizer_resident and lora_rank == 0:
+            terms.append(Term("Adam state", params * FSDP_ADAM / shape.world,
+                              f"{billions(params)} params x {FSDP_ADAM} B / "
+                              f"{shape.world} shards"))
+    if shape.strategy != "megatron":
+        terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
+    terms += activation_terms(facts, activations, checkpointing=True, backward=False,
+                              logits=role == "policy")
+    return Estimate(f"{role} forward", tuple(terms))
 
 
 def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,

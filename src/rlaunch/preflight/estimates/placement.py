@@ -45,7 +45,11 @@ def _trainer_group(name: str, role: AuxRole | PolicyRole, shared: bool = False) 
 
 
 def placement_groups(check: Check) -> list[Group]:
-    """The plan's placement groups in SkyRL's creation order."""
+    """The plan's placement groups in SkyRL's creation order (computed once per check)."""
+    return check.derived(_placement_groups)
+
+
+def _placement_groups(check: Check) -> list[Group]:
     plan = check.spec.role_plan
     rollout = plan.rollout
     engines = Group(

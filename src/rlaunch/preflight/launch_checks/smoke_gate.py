@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlaunch.ledger.ledger import Ledger
-from rlaunch.ledger.records import SUCCEEDED
 from rlaunch.ledger.smoke import role_geometry
 from rlaunch.preflight.engine.finding import Finding, error
 from rlaunch.preflight.engine.registry import launch_check
@@ -20,13 +19,14 @@ from rlaunch.spec import RunSpec
 from rlaunch.spec.examples import worked_example
 from rlaunch.spec.io import parse_spec
 from rlaunch.spec.syntax import is_calendar
+from rlaunch.status import AttemptStatus
 
 SMOKE_GATE_CODE = "LAUNCH001"
 
 
 def smoke_mismatch(result: Mapping[str, Any], spec: RunSpec) -> str | None:
     """Why a recorded smoke result does not stand for `spec`, or None when it does."""
-    if result.get("status") != SUCCEEDED:
+    if result.get("status") != AttemptStatus.SUCCEEDED:
         return f"it ended {result.get('status')}"
     if result.get("runtime_fingerprint") != spec.runtime_fingerprint:
         return (f"it ran runtime {result.get('runtime_fingerprint')}, this run's runtime is "

@@ -18,8 +18,10 @@ from rlaunch.preflight.rules import (  # noqa: F401
     memory,
     paths,
     pipeline,
+    resume,
     runtime,
     settings,
+    settings_weight_sync,
     smoke,
     versions,
 )

@@ -60,6 +60,10 @@ def critic_model_iff_gae(check: Check) -> Iterator[Finding]:
         )
 
 
+# validate_megatron_cfg's weight sync backends, per release.
+MEGATRON_WEIGHT_SYNC = {"0.3.0": "nccl", "0.4.0": "nccl, delta or sharded_rdt"}
+
+
 @rule(
     "ALGO003",
     "Megatron needs rollout backend vllm, weight sync nccl, no critic and SP 1.",
@@ -69,7 +73,9 @@ def critic_model_iff_gae(check: Check) -> Iterator[Finding]:
 )
 def megatron_constraints(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_megatron_cfg`: vLLM, nccl weight sync,
-    no critic, and SP 1 for `trainer.policy` and `trainer.ref`."""
+    no critic, and SP 1 for `trainer.policy` and `trainer.ref`. SkyRL 0.4.0 also takes delta and
+    sharded_rdt weight sync there, which the role plan does not offer (`weight_sync_backend` is
+    nccl or gloo), so the rule is the same for both releases; the message names the run's."""
     spec = check.spec
     plan = spec.role_plan
     if plan.strategy != "megatron":
@@ -92,11 +98,12 @@ def megatron_constraints(check: Check) -> Iterator[Finding]:
             path = f"role_plan.{name}.sequence_parallel_size"
             problems.append((path, f"{name} sequence_parallel_size {role.sequence_parallel_size}",
                              f"Set {path} to 1 (use CP instead)."))
+    syncs = MEGATRON_WEIGHT_SYNC.get(spec.skyrl_release, "nccl")
     for path, what, fix in problems:
         yield error(
             "ALGO003", (path, "role_plan.strategy"),
-            f"strategy megatron does not support {what} (SkyRL 0.3.0 supports vllm, nccl"
-            " weight sync, no critic and SP 1 with Megatron)",
+            f"strategy megatron does not support {what} (SkyRL {spec.skyrl_release} supports"
+            f" vllm, {syncs} weight sync, no critic and SP 1 with Megatron)",
             fix,
         )
 

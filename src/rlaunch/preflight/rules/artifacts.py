@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,7 +22,7 @@ from rlaunch.spec.artifacts import (
 )
 from rlaunch.spec.builder_configs import BUILDER_CONFIGS, PromptConfig, config_problems
 from rlaunch.spec.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
-from rlaunch.tasks.prompts import GROUND_TRUTH, VERBATIM
+from rlaunch.tasks.prompts import GROUND_TRUTH, GROUND_TRUTH_COLUMN, VERBATIM
 
 # What each slot of a run accepts: a tokenizer may come from a model repo.
 SLOT_KINDS = {
@@ -31,6 +32,7 @@ SLOT_KINDS = {
     "critic_model": ("model",),
     "train_data": ("dataset",),
     "eval_data": ("dataset",),
+    "environment_data": ("dataset",),
 }
 ADOPTED_DATA = {
     "type": "adopted", "name": "gsm8k-train", "version": "2026.11.01", "kind": "dataset",
@@ -80,6 +82,20 @@ def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
                 )
 
 
+@lru_cache(maxsize=1024)
+def _repo_id_problem(value: str) -> str | None:
+    """Why the Hub refuses a repo id (huggingface_hub's validate_repo_id), or None; cached, as
+    a search preflights the same repo ids many times."""
+    # Lazily: huggingface_hub costs start-up time that a spec without Hub artifacts never pays.
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError as err:
+        return str(err).split(":")[0].rstrip(".")
+    return None
+
+
 @rule(
     "ART011",
     "Every Hugging Face repo id is one the Hub accepts (huggingface_hub's validate_repo_id).",
@@ -87,9 +103,6 @@ def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
 )
 def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
     """A repo id the Hub refuses passed check and failed at download, after the launch began."""
-    # Lazily: huggingface_hub costs start-up time that a spec without Hub artifacts never pays.
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
     seen: set[tuple[str, str]] = set()
     for path, artifact in check.artifacts:
         if isinstance(artifact, HFModel):
@@ -103,10 +116,8 @@ def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
         seen.add((artifact.name, artifact.version))
         for name in fields:
             value = getattr(artifact, name)
-            try:
-                validate_repo_id(value)
-            except HFValidationError as err:
-                reason = str(err).split(":")[0].rstrip(".")
+            reason = _repo_id_problem(value)
+            if reason is not None:
                 yield error(
                     "ART011", (f"{path}.{name}",),
                     f"{path}.{name} {value[:100]!r} is not a Hugging Face repo id: {reason}",
@@ -275,6 +286,15 @@ def builders_registered(check: Check) -> Iterator[Finding]:
 
 def _prompt_config_problems(config: PromptConfig) -> list[tuple[str, str]]:
     """What prompt_parquet refuses at build time that its config alone decides."""
+    if config.env_class not in GROUND_TRUTH_COLUMN:
+        columns = "; ".join(f"{env} reads {column}"
+                            for env, column in sorted(GROUND_TRUTH_COLUMN.items()))
+        return [("config.env_class",
+                 f"{config.env_class!r} is not an env whose rows prompt_parquet writes: each "
+                 f"skyrl-gym 0.4.0 env reads the ground truth from its own column of the row "
+                 f"({columns}: GSM8kEnv.__init__ and AIMEEnv.__init__ assert it); set "
+                 f"config.env_class to one of {', '.join(sorted(GROUND_TRUTH_COLUMN))}, and "
+                 f"algorithm.environment to the same")]
     if config.task not in GROUND_TRUTH:
         return [("config.task", f"{config.task!r} is not a task of rlaunch.tasks (it has "
                                 f"{', '.join(sorted(GROUND_TRUTH))})")]

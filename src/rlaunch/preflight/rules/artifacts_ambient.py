@@ -13,13 +13,15 @@ from rlaunch.preflight.engine.finding import Finding, error
 from rlaunch.preflight.engine.registry import Example, rule
 
 # Checked by their own rules: the store prefix is where the store is (PATH003), the resume path
-# must lie in it (ALGO006), and the executor address is a network URL.
+# must lie in it (ALGO006), and the executor address is a network URL. The Iris cluster may be
+# a cluster config file: the launcher reads it to reach the controller, as `iris --config` does;
+# nothing of the run is read from it (EXEC002, and the executor when it connects).
 # Two SkyRL settings are scratch directories on the worker nodes, which SkyRL requires to be
 # local: the profiler's trace directory (`TorchProfilerConfig.validate` refuses a cloud URI) and
 # the LoRA adapter hand-off directory. They are written by the job, never read from the launching
 # machine.
 EXEMPT = frozenset({
-    "execution.store_prefix", "resume.path", "execution.address",
+    "execution.store_prefix", "resume.path", "execution.address", "execution.cluster",
     "settings.trainer.policy.torch_profiler_config.save_path",
     "settings.trainer.policy.model.lora.lora_sync_path",
 })
@@ -126,10 +128,14 @@ def no_ambient_paths(check: Check) -> Iterator[Finding]:
         if path in EXEMPT:
             continue
         reason = ambient_reason(value, local_store, prefix)
-        if reason is not None:
-            yield error(
-                "ART007", (path,),
-                f"{path} {value!r} is an ambient path: {reason}",
-                "Register what it points at as an artifact (adopted by URI and sha256, or"
-                " built) and refer to it by identity.",
-            )
+        if reason is None:
+            continue
+        fix = ("Register what it points at as an artifact (adopted by URI and sha256, or"
+               " built) and refer to it by identity.")
+        if path.startswith("settings."):
+            setting = path[len("settings."):]
+            fix = ("Register what it points at as an artifact of kind dataset (adopted by URI "
+                   "and sha256, or built), put it in environment_data and move the setting to "
+                   f"environment_data_setting: {setting!r}; the launcher stages the artifact "
+                   "onto every node and sets the setting to its folder.")
+        yield error("ART007", (path,), f"{path} {value!r} is an ambient path: {reason}", fix)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from functools import lru_cache
 
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
@@ -105,20 +106,18 @@ def _divisors(number: int) -> list[int]:
     return sorted(set(small + [number // d for d in small]))
 
 
-def _policy_mini_for(check: Check, train: int) -> int | None:
-    """The policy mini batch closest to the current one (within half to twice it) that divides
+def _policy_mini_for(train: int, current: int, samples: int, dp: int | None, micro: int
+                     ) -> int | None:
+    """The policy mini batch closest to `current` (within half to twice it) that divides
     `train` and keeps the per-GPU mini batch whole and a multiple of the micro batch (BATCH003
     to BATCH005)."""
-    batch = check.spec.role_plan.batch
-    dp = check.policy_dp
 
     def fits(mini: int) -> bool:
         if dp is None:
             return True
-        sequences = mini * batch.n_samples_per_prompt
-        return sequences % dp == 0 and (sequences // dp) % batch.micro_train_batch_size_per_gpu == 0
+        sequences = mini * samples
+        return sequences % dp == 0 and (sequences // dp) % micro == 0
 
-    current = batch.policy_mini_batch_size
     options = [mini for mini in _divisors(train)
                if current // 2 <= mini <= 2 * current and fits(mini)]
     if not options:
@@ -131,22 +130,39 @@ def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[in
     between half and twice the current train batch that leave out fewer rows and keep every
     batch rule: fewest left out first, then nearest the current size."""
     batch = check.spec.role_plan.batch
-    train, samples = batch.train_batch_size, batch.n_samples_per_prompt
     terms = dp_terms(check, with_critic=True)
     lcm = math.lcm(*(dp for _, dp in terms)) if terms is not None else 1
-    stride = prompt_stride(lcm, samples)
     critic = batch.critic_mini_batch_size if check.spec.role_plan.critic is not None else None
-    found = []
-    for size in range(max(1, train // 2), min(2 * train, rows) + 1):
+    return list(_usable_train_sizes(
+        rows, limit, batch.train_batch_size, batch.n_samples_per_prompt, lcm, critic,
+        batch.policy_mini_batch_size, check.policy_dp, batch.micro_train_batch_size_per_gpu,
+    ))
+
+
+@lru_cache(maxsize=4096)
+def _usable_train_sizes(rows: int, limit: int, train: int, samples: int, lcm: int,
+                        critic: int | None, mini: int, dp: int | None, micro: int
+                        ) -> tuple[tuple[int, int, int], ...]:
+    """usable_train_sizes of the sizes alone (cached: a search asks again and again)."""
+    stride = prompt_stride(lcm, samples)
+    candidates = []
+    low = max(1, train // 2)
+    for size in range(-(-low // stride) * stride, min(2 * train, rows) + 1, stride):
         left = rows % size
-        if left >= rows % train or size % stride or size * samples < lcm:
+        if left >= rows % train or size * samples < lcm:
             continue
         if critic is not None and size % critic:
             continue
-        mini = _policy_mini_for(check, size)
-        if mini is not None:
-            found.append((left, abs(size - train), size, mini))
-    return [(size, mini, left) for left, _, size, mini in sorted(found)[:limit]]
+        candidates.append((left, abs(size - train), size))
+    # Best first, and a mini batch is looked for only until `limit` sizes have one.
+    found = []
+    for left, _, size in sorted(candidates):
+        chosen = _policy_mini_for(size, mini, samples, dp, micro)
+        if chosen is not None:
+            found.append((size, chosen, left))
+            if len(found) == limit:
+                break
+    return tuple(found)
 
 
 @rule(

@@ -9,6 +9,7 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.preflight.rules.artifacts_format import SKYRL_PROFILE
+from rlaunch.spec.execution import IRIS_PRIORITY_BANDS
 from rlaunch.spec.syntax import ENV_NAME
 
 
@@ -31,8 +32,8 @@ def executor_registered(check: Check) -> Iterator[Finding]:
 
 @rule(
     "EXEC002",
-    "ray needs an http(s) address, iris a cluster, local the sim accelerator.",
-    example=Example(edits={"execution.executor": "iris"}),
+    "ray needs an http(s) address, iris a controller URL or a cluster, local the sim accelerator.",
+    example=Example(edits={"execution.executor": "iris", "execution.address": None}),
 )
 def executor_target(check: Check) -> Iterator[Finding]:
     execution = check.spec.execution
@@ -46,11 +47,22 @@ def executor_target(check: Check) -> Iterator[Finding]:
                 f" execution.address is {shown}",
                 "Set execution.address to the dashboard URL, e.g. http://head-node:8265.",
             )
+    elif execution.executor == "iris" and execution.address is not None:
+        if not execution.address.startswith(("http://", "https://")):
+            yield error(
+                "EXEC002", ("execution.address", "execution.executor"),
+                "execution.executor iris takes execution.address as the Iris controller URL,"
+                f" but it is {execution.address!r}",
+                "Set execution.address to the controller URL (http://host:port), or to null and"
+                " execution.cluster to a cluster config file or name.",
+            )
     elif execution.executor == "iris" and not execution.cluster:
         yield error(
-            "EXEC002", ("execution.cluster", "execution.executor"),
-            "execution.executor iris needs execution.cluster, but it is null",
-            "Set execution.cluster to the Iris cluster name.",
+            "EXEC002", ("execution.cluster", "execution.address", "execution.executor"),
+            "execution.executor iris needs execution.cluster or execution.address, but both are"
+            " null",
+            "Set execution.cluster to an Iris cluster config file or cluster name, or"
+            " execution.address to the controller URL.",
         )
     elif execution.executor == "local" and execution.allocation.accelerator != "sim":
         yield error(
@@ -190,16 +202,17 @@ def limits(check: Check) -> Iterator[Finding]:
 
 @rule(
     "EXEC007",
-    "The export policy is one SkyRL 0.3.0 carries out: hf_save_interval -1 (with export_final)"
-    " or >= 1; a SkyRL run that exports nothing fails; export_final false is not honoured.",
+    "The export policy is one SkyRL carries out: hf_save_interval -1 (with export_final) or"
+    " >= 1; a SkyRL run that exports nothing fails; export_final false is not honoured.",
     example=Example(edits={"checkpoint.export_final": False}),
 )
 def export_policy(check: Check) -> Iterator[Finding]:
-    # SkyRL 0.3.0 exports only while trainer.hf_save_interval > 0 (RayPPOTrainer.train,
-    # skyrl/train/trainer.py: the loop's `hf_model_save` condition and the "Safety net" after
-    # the loop, which exports the last step unless the loop just did). rlaunch.render.skyrl
-    # renders -1 with export_final as an interval no run reaches, so only that final save and
-    # the epoch ends export.
+    # SkyRL 0.3.0 and 0.4.0 export only while trainer.hf_save_interval > 0
+    # (RayPPOTrainer.train, skyrl/train/trainer.py: the loop's `hf_model_save` condition and
+    # the "Safety net" after the loop, which exports the last step unless the loop just did;
+    # tests/contract/test_export_policy_vs_skyrl.py evaluates both releases' own conditions).
+    # The SkyRL mapping renders -1 with export_final as an interval no run reaches, so only
+    # that final save and the epoch ends export.
     checkpoint = check.spec.checkpoint
     interval = checkpoint.hf_save_interval
     if interval == 0 or interval < -1:
@@ -214,14 +227,16 @@ def export_policy(check: Check) -> Iterator[Finding]:
     elif interval == -1 and check.spec.runtime.profile == SKYRL_PROFILE:
         yield error(
             "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
-            "checkpoint.export_final is false and hf_save_interval is -1: SkyRL 0.3.0 exports"
-            " nothing (RayPPOTrainer.train exports only while hf_save_interval > 0), so the"
-            " run ends without the export its terminal manifest names and fails",
+            "checkpoint.export_final is false and hf_save_interval is -1: SkyRL"
+            f" {check.spec.skyrl_release} exports nothing (RayPPOTrainer.train exports only"
+            " while hf_save_interval > 0), so the run ends without the export its terminal"
+            " manifest names and fails",
             "Set checkpoint.export_final to true, or hf_save_interval to a step count.",
         )
     else:
-        last = ("SkyRL 0.3.0 exports the last step whenever hf_save_interval > 0"
-                " (RayPPOTrainer.train's final save)" if interval > 0
+        last = (f"SkyRL {check.spec.skyrl_release} exports the last step whenever"
+                " hf_save_interval > 0 (RayPPOTrainer.train's final save)"
+                if check.spec.runtime.profile == SKYRL_PROFILE
                 else "the smoke runtime always exports the last step")
         yield warning(
             "EXEC007", ("checkpoint.export_final", "checkpoint.hf_save_interval"),
@@ -265,3 +280,19 @@ def store_answers(check: Check) -> Iterator[Finding]:
     if probe is None or probe.reachable:
         return
     yield error("EXEC009", (), probe.problem(), probe.fix())
+
+
+@rule(
+    "EXEC010",
+    "iris schedules by priority band: execution.priority is production, interactive or batch.",
+    example=Example(edits={"execution.executor": "iris", "execution.cluster": "us-east-a"}),
+)
+def iris_priority_band(check: Check) -> Iterator[Finding]:
+    execution = check.spec.execution
+    if execution.executor == "iris" and execution.priority not in IRIS_PRIORITY_BANDS:
+        yield error(
+            "EXEC010", ("execution.priority", "execution.executor"),
+            f"execution.priority {execution.priority!r} does not apply to executor iris, which"
+            f" schedules by priority band ({', '.join(IRIS_PRIORITY_BANDS)})",
+            "Set execution.priority to production, interactive or batch.",
+        )

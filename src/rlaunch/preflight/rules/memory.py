@@ -30,16 +30,19 @@ from rlaunch.preflight.estimates.gpu_memory import (
     ACCELERATOR_MEMORY_GIB,
     DTYPE_BYTES,
     GIB,
+    SHORTEST_SEQUENCE,
     SIMULATED,
     Activations,
     EngineShape,
     Estimate,
     Term,
     accelerator_memory,
+    critic_facts,
     engine_weights,
     gib,
     kv_bytes_per_token,
     local_parameters,
+    policy_forward,
     policy_training,
     reference_forward,
 )
@@ -48,9 +51,14 @@ from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
 
 REF_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
+CRITIC_OFFLOAD = "trainer.critic.fsdp_config.cpu_offload"
+CRITIC_LORA_RANK = "trainer.critic.model.lora.rank"
 CHECKPOINTING = "trainer.gradient_checkpointing"
 ENGINE_DTYPE = "generator.inference_engine.model_dtype"
 TRAINER_BF16 = "trainer.bf16"
+PADDING_REMOVAL = "trainer.remove_microbatch_padding"
+TOKEN_CAP = "trainer.max_tokens_per_microbatch"
+PER_MINIBATCH = "trainer.recompute_old_logprobs_per_minibatch"
 # Above this share of a GPU a phase fits on paper, but CUDA contexts, NCCL buffers and the
 # allocator's fragmentation (not in the sums) may take the rest.
 THIN = 0.9
@@ -78,7 +86,12 @@ class Memory:
 
 def memory_of(check: Check) -> Memory | None:
     """The run's memory picture, or None when the rules cannot apply: simulated GPUs, an
-    unknown accelerator (MEM001), unusable facts or roles (other rules report them)."""
+    unknown accelerator (MEM001), unusable facts or roles (other rules report them). Computed
+    once per check."""
+    return check.derived(_memory_of)
+
+
+def _memory_of(check: Check) -> Memory | None:
     spec = check.spec
     accelerator = spec.execution.allocation.accelerator
     gpu = accelerator_memory(accelerator)
@@ -100,24 +113,93 @@ def memory_of(check: Check) -> Memory | None:
     tensor = policy.tensor_parallel_size if megatron else 1
     batch = plan.batch
     rollout = plan.rollout
+    cap = spec.skyrl_setting(TOKEN_CAP)
+    cap = cap if isinstance(cap, int) and cap > 0 else 0
     return Memory(
         gpu=gpu * GIB, accelerator=accelerator, facts=facts, reference_facts=reference_facts,
-        activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor),
-        forward=Activations(batch.micro_forward_batch_size_per_gpu, sequence, split, tensor),
+        activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor,
+                                cap),
+        forward=Activations(_forward_micro_batch(check), sequence, split, tensor, cap),
         engine=EngineShape(rollout.tensor_parallel_size, rollout.pipeline_parallel_size,
                            rollout.data_parallel_size, rollout.expert_parallel_size),
         sequence=sequence,
     )
 
 
+def _forward_micro_batch(check: Check) -> int:
+    """The forward micro batch as SkyRL cuts it: `micro_forward_batch_size_per_gpu` sequences,
+    or all a GPU has when it has fewer (`SampleBasedBatchIterator` chunks what it is given): the
+    mini batch's share of a DP rank with `trainer.recompute_old_logprobs_per_minibatch` (the
+    default), else the whole training batch's."""
+    spec = check.spec
+    batch = spec.role_plan.batch
+    micro = batch.micro_forward_batch_size_per_gpu
+    dp = check.policy_dp
+    if dp is None:
+        return micro
+    prompts = (batch.policy_mini_batch_size if spec.skyrl_setting(PER_MINIBATCH)
+               else batch.train_batch_size)
+    return max(min(micro, prompts * batch.n_samples_per_prompt // dp), 1)
+
+
 def _policy_estimate(check: Check, memory: Memory) -> Estimate:
     spec = check.spec
-    offload = spec.role_plan.strategy == "fsdp" and bool(spec.skyrl_setting(CPU_OFFLOAD))
     return policy_training(
         memory.facts, check.parallelism("policy"), memory.activations,
-        checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=offload,
+        checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=_offload(check),
         lora_rank=int(spec.skyrl_setting(LORA_RANK)),
     )
+
+
+def _offload(check: Check) -> bool:
+    spec = check.spec
+    return spec.role_plan.strategy == "fsdp" and bool(spec.skyrl_setting(CPU_OFFLOAD))
+
+
+def _policy_forward(check: Check, memory: Memory) -> Estimate:
+    spec = check.spec
+    offload = _offload(check)
+    return policy_forward(
+        memory.facts, check.parallelism("policy"), memory.forward, offload=offload,
+        optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
+        lora_rank=int(spec.skyrl_setting(LORA_RANK)),
+    )
+
+
+def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
+    """The critic's training step or its forward pass (values), when the plan has a critic:
+    its own model (`critic_model`, else the policy's) without the LM head, FSDP over the
+    critic's GPUs with the policy's sizes, `trainer.critic.*` offload and LoRA as set."""
+    spec = check.spec
+    if spec.role_plan.critic is None:
+        return None
+    model = spec.critic_model
+    facts = getattr(model, "facts", None) if model is not None else memory.facts
+    if facts is None or not all(value > 0 for _, value in facts.counts()):
+        return None
+    offload = bool(spec.skyrl_setting(CRITIC_OFFLOAD))
+    rank = int(spec.skyrl_setting(CRITIC_LORA_RANK))
+    shape = check.parallelism("critic")
+    if training:
+        return policy_training(
+            critic_facts(facts), shape, memory.activations,
+            checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=offload,
+            lora_rank=rank, role="critic")
+    return policy_forward(
+        critic_facts(facts), shape, memory.forward, offload=offload,
+        optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
+        lora_rank=rank, role="critic")
+
+
+def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
+    spec = check.spec
+    plan = spec.role_plan
+    if plan.reference is None or not check.use_kl:
+        return None
+    return reference_forward(
+        memory.reference_facts, check.parallelism("reference"), memory.forward,
+        weight_bytes=2 if spec.skyrl_setting(TRAINER_BF16) else 4,
+        offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD)))
 
 
 def _share(estimate: Estimate, memory: Memory) -> str:
@@ -125,11 +207,45 @@ def _share(estimate: Estimate, memory: Memory) -> str:
             f"{memory.accelerator}, {gib(memory.gpu)})")
 
 
-def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate, memory: Memory,
-             fix: str) -> Iterator[Finding]:
-    if estimate.total > memory.gpu:
+def _padding_removed(check: Check) -> bool:
+    return bool(check.spec.skyrl_setting(PADDING_REMOVAL))
+
+
+def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
+             memory: Memory, shape: Activations, fix: str) -> Iterator[Finding]:
+    """Error when the phase cannot fit for any input the spec allows (its fixed terms and a
+    micro batch of the shortest sequences); a warning naming the length at which it starts to
+    fail when only longer sequences overflow; a warning above 90% otherwise."""
+    shortest = (1 if shape.token_cap else shape.micro_batch) * SHORTEST_SEQUENCE / shape.split
+    smallest = (f"one sequence of {SHORTEST_SEQUENCE} tokens" if shape.token_cap else
+                f"{shape.micro_batch} sequences of {SHORTEST_SEQUENCE} tokens")
+    if not estimate.tokens and estimate.total > memory.gpu:
         yield error(code, paths, f"{what} does not fit on one GPU: {_share(estimate, memory)}",
                     fix)
+    elif estimate.at(shortest) > memory.gpu:
+        fixed = " + ".join(term.text() for term in estimate.terms if not term.tokens)
+        yield error(code, paths,
+                    f"{what} does not fit on one GPU even at the shortest micro batch the spec "
+                    f"allows ({smallest}): "
+                    f"{fixed} = {gib(estimate.fixed)} before any activation, and "
+                    f"{gib(estimate.at(shortest))} with them; at full length "
+                    f"{_share(estimate, memory)}", fix)
+    elif estimate.total > memory.gpu:
+        fit = estimate.tokens_that_fit(memory.gpu)
+        length = fit * shape.split // max(shape.micro_batch, 1)
+        when = (f"a micro batch packs more than {fit * shape.split} tokens ({TOKEN_CAP} "
+                f"{shape.token_cap}; a longer sequence is a micro batch of its own)"
+                if shape.token_cap else
+                f"a micro batch's {shape.micro_batch} sequences average more than {length} "
+                f"tokens ({fit} tokens on this GPU; SkyRL removes a micro batch's padding, "
+                f"{PADDING_REMOVAL})" if _padding_removed(check) else
+                f"a micro batch's longest sequence exceeds {length} tokens (SkyRL pads a micro "
+                f"batch to its longest sequence, {PADDING_REMOVAL}: false)")
+        yield warning(code, paths,
+                      f"{what} fails with out-of-memory once {when}: the worst case, every "
+                      f"sequence at {memory.sequence} tokens, is {_share(estimate, memory)}; "
+                      f"shorter sequences fit ({gib(estimate.fixed)} fixed + "
+                      f"{estimate.per_token():.0f} B per token)", fix)
     elif estimate.total > THIN * memory.gpu:
         yield warning(code, paths,
                       f"{what} leaves less than {100 - 100 * THIN:.0f}% of the GPU free (CUDA "
@@ -171,62 +287,96 @@ def qwen14b_on_a100_40(data: dict) -> None:
     data["role_plan"]["rollout"].update(num_engines=4, tensor_parallel_size=2)
 
 
+def qwen14b_on_l4(data: dict) -> None:
+    """Qwen2.5-14B-Instruct, full fine-tuning on 1 x 8 L4: weights, grads and Adam overflow
+
+    The weights, gradients and Adam state alone do not fit in 24 GB, whatever the lengths."""
+    qwen14b_on_a100_40(data)
+    data["execution"]["allocation"]["accelerator"] = "L4"
+
+
 @rule(
     "MEM002",
-    "The policy's training step fits on one GPU (weights, grads, Adam, activations, logits).",
-    example=Example(edits=qwen14b_on_a100_40),
+    "The policy's training step fits on one GPU (weights, grads, Adam, activations, logits), "
+    "and the critic's when there is one.",
+    example=Example(edits=qwen14b_on_l4),
 )
 def policy_fits(check: Check) -> Iterator[Finding]:
-    """Error over the GPU's memory, warning above 90%. FSDP: 16 B per parameter (fp32 weights,
-    grads and Adam moments) over the policy's GPUs, plus the all-gathered root unit and one
-    layer; Megatron: 6 B per local parameter and 12 B over DP (distributed optimizer). Offload
-    (`trainer.policy.fsdp_config.cpu_offload`) and LoRA (`trainer.policy.model.lora.rank`) as
-    set. Beyond SkyRL: an out-of-memory error mid-step otherwise."""
+    """Error when the step cannot fit even at the shortest micro batch the spec allows (certain:
+    the weights, gradients and optimizer state alone overflow); a warning naming the length at
+    which it starts to fail when only long sequences overflow (SkyRL removes a micro batch's
+    padding, so the cost follows the tokens a micro batch holds); a warning above 90%. FSDP:
+    16 B per parameter (fp32 weights, grads and Adam moments) over the policy's GPUs, plus the
+    all-gathered root unit and one layer; Megatron: 6 B per local parameter and 12 B over DP
+    (distributed optimizer). Offload (`trainer.policy.fsdp_config.cpu_offload`) and LoRA
+    (`trainer.policy.model.lora.rank`, FSDP and Megatron) as set. Beyond SkyRL: an
+    out-of-memory error mid-step otherwise."""
     memory = memory_of(check)
     if memory is None:
         return
     estimate = _policy_estimate(check, memory)
     yield from _verdict(
-        "MEM002",
+        check, "MEM002",
         (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
          "role_plan.policy.num_nodes", "model.facts.num_parameters"),
-        "The policy's training step", estimate, memory,
+        "The policy's training step", estimate, memory, memory.activations,
         f"Offload the policy ({_set(CPU_OFFLOAD)}: true), train LoRA adapters ({_set(LORA_RANK)}),"
         " lower role_plan.batch.micro_train_batch_size_per_gpu or the lengths, shard over more "
         "GPUs, or take a larger accelerator.",
     )
+    critic = _critic(check, memory, training=True)
+    if critic is not None:
+        model = "critic_model" if check.spec.critic_model is not None else "model"
+        yield from _verdict(
+            check, "MEM002",
+            (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
+             "role_plan.critic.num_nodes", f"{model}.facts.num_parameters"),
+            "The critic's training step", critic, memory, memory.activations,
+            f"Offload the critic ({_set(CRITIC_OFFLOAD)}: true), train LoRA adapters "
+            f"({_set(CRITIC_LORA_RANK)}), lower role_plan.batch.micro_train_batch_size_per_gpu "
+            "or the lengths, give the critic more GPUs, or take a larger accelerator.",
+        )
 
 
 @rule(
     "MEM003",
-    "The reference's forward pass fits on one GPU (weights, one layer, logits).",
+    "The forward-only passes fit on one GPU: the policy's old log-probs, the reference's, the "
+    "critic's values (weights, one layer, logits of micro_forward_batch_size_per_gpu).",
     example=Example(edits={ACCELERATOR: "L4", "role_plan.batch.micro_forward_batch_size_per_gpu":
                            64}),
 )
-def reference_fits(check: Check) -> Iterator[Finding]:
-    """Error over the GPU's memory, warning above 90%. bf16 weights (`trainer.bf16`) over the
-    reference's GPUs (FSDP) or its model-parallel ranks (Megatron), the activations of one layer
-    and the logits of a forward micro batch."""
+def forward_fits(check: Check) -> Iterator[Finding]:
+    """Error when a forward micro batch cannot fit even at its shortest, warning (with the
+    length at which it fails) when only its worst case does not, warning above 90%. Each
+    forward-only pass is its own peak (`WorkerDispatch.forward` puts one model on the GPU,
+    without its optimizer): the policy's (fp32 weights over its GPUs, its Adam state too when
+    nothing offloads it) and the reference's (bf16 weights, `trainer.bf16`), each with one
+    layer's activations and the bf16 logits of `micro_forward_batch_size_per_gpu`. The
+    training micro batch fitting says nothing about it."""
     memory = memory_of(check)
-    plan = check.spec.role_plan
-    if memory is None or plan.reference is None or not check.use_kl:
+    if memory is None:
         return
     spec = check.spec
-    weight_bytes = 2 if spec.skyrl_setting(TRAINER_BF16) else 4
-    estimate = reference_forward(
-        memory.reference_facts, check.parallelism("reference"), memory.forward,
-        weight_bytes=weight_bytes,
-        offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD)),
-    )
     model = "reference_model" if spec.reference_model is not None else "model"
-    yield from _verdict(
-        "MEM003",
-        (ACCELERATOR, "role_plan.batch.micro_forward_batch_size_per_gpu",
-         f"{model}.facts.num_parameters"),
-        "The reference's forward pass", estimate, memory,
-        f"Lower role_plan.batch.micro_forward_batch_size_per_gpu, offload the reference "
-        f"({_set(REF_OFFLOAD)}: true), give it more GPUs, or take a larger accelerator.",
-    )
+    passes = [(_policy_forward(check, memory), "The policy's forward pass (old log-probs)",
+               "model.facts.num_parameters",
+               f"offload the policy ({_set(CPU_OFFLOAD)}: true)"),
+              (_reference_forward(check, memory), "The reference's forward pass",
+               f"{model}.facts.num_parameters",
+               f"offload the reference ({_set(REF_OFFLOAD)}: true)"),
+              (_critic(check, memory, training=False), "The critic's forward pass (values)",
+               f"{'critic_model' if spec.critic_model is not None else 'model'}.facts."
+               "num_parameters", f"offload the critic ({_set(CRITIC_OFFLOAD)}: true)")]
+    for estimate, what, facts_path, offload in passes:
+        if estimate is None:
+            continue
+        yield from _verdict(
+            check, "MEM003",
+            (ACCELERATOR, "role_plan.batch.micro_forward_batch_size_per_gpu", facts_path),
+            what, estimate, memory, memory.forward,
+            f"Lower role_plan.batch.micro_forward_batch_size_per_gpu, {offload}, shard over "
+            f"more GPUs, or take a larger accelerator.",
+        )
 
 
 def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str] | None:
@@ -348,9 +498,10 @@ def weight_sync_fits(check: Check) -> Iterator[Finding]:
                       f"{facts.num_parameters / 1e9:.2f}e9 params x 4 B / {shape.world} shards")
     estimate = Estimate("weight sync", (policy, budget[1]))
     yield from _verdict(
-        "MEM006", (ACCELERATOR, "role_plan.placement.colocate_all",
+        check, "MEM006", (ACCELERATOR, "role_plan.placement.colocate_all",
                    "role_plan.rollout.tensor_parallel_size"),
         "The weight sync (policy and engine weights together)", estimate, memory,
+        memory.activations,
         "Raise role_plan.rollout.tensor_parallel_size, offload the policy "
         f"({_set(CPU_OFFLOAD)}: true), or take a larger accelerator.",
     )
@@ -362,14 +513,11 @@ def memory_estimates(check: Check) -> list[Estimate]:
     memory = memory_of(check)
     if memory is None:
         return []
-    estimates = [_policy_estimate(check, memory)]
-    plan = check.spec.role_plan
-    if plan.reference is not None and check.use_kl:
-        spec = check.spec
-        estimates.append(reference_forward(
-            memory.reference_facts, check.parallelism("reference"), memory.forward,
-            weight_bytes=2 if spec.skyrl_setting(TRAINER_BF16) else 4,
-            offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD))))
+    estimates = [_policy_estimate(check, memory), _policy_forward(check, memory)]
+    for estimate in (_reference_forward(check, memory), _critic(check, memory, training=True),
+                     _critic(check, memory, training=False)):
+        if estimate is not None:
+            estimates.append(estimate)
     budget = _engine_budget(check, memory)
     if budget is not None:
         limit, weights, _, formula = budget

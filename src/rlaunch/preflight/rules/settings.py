@@ -1,5 +1,6 @@
-"""A run's extra SkyRL settings where SkyRL 0.3.0 (or the vLLM it drives) refuses them, or
-silently ignores or rewrites them.
+"""A run's extra SkyRL settings where SkyRL (or the vLLM it drives) refuses them, or silently
+ignores or rewrites them: the same in 0.3.0 and 0.4.0 for every rule here (0.4.0's own refusals
+are in settings_weight_sync.py), and each message names the run's release.
 
 Each rule cites the SkyRL 0.3.0 code it mirrors; tests/contract/test_skyrl_contract.py runs
 SkyRL's own loader and `validate_cfg` on a case of each error rule (refused by SkyRL too) and on
@@ -43,6 +44,12 @@ def _set(name: str) -> str:
     return f"settings.{name}"
 
 
+def _skyrl(check: Check) -> str:
+    """The run's SkyRL release as messages name it: these rules mirror code that 0.3.0 and 0.4.0
+    share (tests/contract/test_skyrl_contract.py runs each refusal against both)."""
+    return f"SkyRL {check.spec.skyrl_release}"
+
+
 def _lora_example(data: dict[str, Any]) -> None:
     """`settings: {"trainer.policy.model.lora.rank": 32}`, `role_plan.rollout.backend: "sglang"`"""
     data["settings"] = {LORA_RANK: 32}
@@ -74,7 +81,7 @@ def lora_needs_vllm(check: Check) -> Iterator[Finding]:
     if rank > 0 and backend != "vllm":
         yield error(
             "SET001", (_set(LORA_RANK), "role_plan.rollout.backend"),
-            f"LoRA rank {rank} with rollout backend {backend}: SkyRL 0.3.0 loads LoRA adapters "
+            f"LoRA rank {rank} with rollout backend {backend}: {_skyrl(check)} loads LoRA adapters "
             f"into vLLM engines only",
             "Set role_plan.rollout.backend to vllm, or drop the LoRA setting (rank 0: full "
             "fine-tuning).",
@@ -141,7 +148,7 @@ def lora_enforce_eager(check: Check) -> Iterator[Finding]:
         yield warning(
             "SET004", (_set(ENFORCE_EAGER), _set(LORA_RANK)),
             f"{ENFORCE_EAGER} is true with LoRA weight sync (rank "
-            f"{spec.skyrl_setting(LORA_RANK)}): SkyRL 0.3.0 sets it back to false",
+            f"{spec.skyrl_setting(LORA_RANK)}): {_skyrl(check)} sets it back to false",
             f"Remove {ENFORCE_EAGER}.",
         )
 
@@ -201,7 +208,7 @@ def fake_int4_qat(check: Check) -> Iterator[Finding]:
     if missing:
         yield error(
             "SET006", (_set(QAT), _set(LORA_RANK), _set(MERGE_LORA), "role_plan.strategy"),
-            f"{QAT} is true but SkyRL 0.3.0 also needs {', '.join(missing)}",
+            f"{QAT} is true but {_skyrl(check)} also needs {', '.join(missing)}",
             f"Set {', '.join(missing)}, or drop {QAT}.",
         )
 
@@ -232,7 +239,7 @@ def megatron_only_settings(check: Check) -> Iterator[Finding]:
     for name, what, fix in problems:
         yield error(
             "SET007", (_set(name), "role_plan.strategy"),
-            f"{what} (strategy {spec.role_plan.strategy}); SkyRL 0.3.0 refuses it at start-up",
+            f"{what} (strategy {spec.role_plan.strategy}); {_skyrl(check)} refuses it at start-up",
             f"Set {name} to {fix}.",
         )
 
@@ -251,7 +258,7 @@ def loss_reduction(check: Check) -> Iterator[Finding]:
     if reduction not in LOSS_REDUCTIONS:
         yield error(
             "SET008", (_set(LOSS_REDUCTION),),
-            f"{LOSS_REDUCTION} {reduction!r} is not one SkyRL 0.3.0 has",
+            f"{LOSS_REDUCTION} {reduction!r} is not one {_skyrl(check)} has",
             f"Use one of {', '.join(LOSS_REDUCTIONS)}.",
         )
     elif reduction == "seq_mean_token_sum_norm" and spec.skyrl_setting(MAX_SEQ_LEN) is None:
@@ -296,7 +303,7 @@ def generator_settings(check: Check) -> Iterator[Finding]:
     if logprobs is not None and logprobs > 1:
         yield error(
             "SET009", (_set(LOGPROBS),),
-            f"{LOGPROBS} is {logprobs}; SkyRL 0.3.0 takes 0 or 1 (the chosen token's logprob)",
+            f"{LOGPROBS} is {logprobs}; {_skyrl(check)} takes 0 or 1 (the chosen token's logprob)",
             f"Set {LOGPROBS} to 1.",
         )
 
@@ -383,7 +390,7 @@ def policy_loss(check: Check) -> Iterator[Finding]:
     name = "trainer.algorithm.policy_loss_type"
     if loss not in POLICY_LOSSES:
         yield error("SET011", (_set(name),),
-                    f"{name} {loss!r} is not a policy loss SkyRL 0.3.0 registers",
+                    f"{name} {loss!r} is not a policy loss {_skyrl(check)} registers",
                     f"Use one of {', '.join(POLICY_LOSSES)}.")
     ratio = spec.skyrl_setting(f"{_CORRECTION}.tis_ratio_type")
     metric = spec.skyrl_setting(f"{_CORRECTION}.sequence_mask_metric")
@@ -391,7 +398,7 @@ def policy_loss(check: Check) -> Iterator[Finding]:
                                 ("sequence_mask_metric", metric, ("product", "geometric"))):
         if value and value not in allowed:
             yield error("SET011", (_set(f"{_CORRECTION}.{key}"),),
-                        f"{_CORRECTION}.{key} {value!r} is not one SkyRL 0.3.0 has",
+                        f"{_CORRECTION}.{key} {value!r} is not one {_skyrl(check)} has",
                         f"Use {' or '.join(allowed)}, or null (no correction).")
     if (ratio is not None or metric is not None) and loss in ("clip_cov", "kl_cov"):
         yield error("SET011", (_set(name), _set(f"{_CORRECTION}.tis_ratio_type"),
@@ -493,7 +500,7 @@ def config_values(check: Check) -> Iterator[Finding]:
         value = spec.skyrl_setting(name)
         if not accepted(value):
             yield error("SET013", (_set(name),),
-                        f"{name} is {value!r}; SkyRL 0.3.0 ({where}) takes {requirement}",
+                        f"{name} is {value!r}; {_skyrl(check)} ({where}) takes {requirement}",
                         f"Set {name} to {requirement}.")
     workers = "data.dataloader.num_workers"
     if spec.skyrl_setting("data.dataloader.persistent_workers") and spec.settings.get(workers) == 0:

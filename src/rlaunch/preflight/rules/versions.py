@@ -11,6 +11,7 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.spec.syntax import CALENDAR, is_calendar, is_dev, next_calendar
+from rlaunch.status import AttemptStatus
 
 OLD_FINGERPRINT = "sha256:" + "0" * 64
 OTHER_RUNTIME = "sha256:" + "1" * 64
@@ -85,7 +86,7 @@ def calendar_immutable(check: Check) -> Iterator[Finding]:
             f"Restore the record's fingerprint to {launched_fp}; if this spec's content changed"
             f" since that launch, also bump the version to {next_calendar(spec.version)}.",
         )
-    elif recorded != current:
+    elif recorded != current and not _only_the_runtime_changed(spec, record):
         yield error(
             "VER002", ("version",),
             f"{spec.identity} was launched before (status {record.get('status', 'unknown')})"
@@ -93,6 +94,15 @@ def calendar_immutable(check: Check) -> Iterator[Finding]:
             " version is immutable",
             f"Bump the version to {next_calendar(spec.version)} (or restore the launched spec).",
         )
+
+
+def _only_the_runtime_changed(spec: Any, record: Mapping[str, Any]) -> bool:
+    """Whether the record was launched on another runtime with everything else as this spec has
+    it (the fingerprint beside the runtime, recorded since it exists): an upgrade, which VER006
+    judges, not VER002."""
+    beside = record.get("fingerprint_beside_runtime")
+    return (record.get("runtime_fingerprint") not in (None, spec.runtime_fingerprint)
+            and beside is not None and beside == spec.fingerprint_beside_runtime)
 
 
 def _last_launched_attempt(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -130,6 +140,48 @@ def checkpoint_runtime_matches(check: Check) -> Iterator[Finding]:
         "List the old fingerprint in resume.compatible_runtimes if its checkpoints load in this"
         f" runtime, set resume.mode to none, or bump the version to"
         f" {next_calendar(spec.version)} for a fresh root.",
+    )
+
+
+@rule(
+    "VER006",
+    "A calendar version launched on one runtime moves to another only with checkpoint"
+    " compatibility stated (else: a fresh version).",
+    scope="world",
+    example=Example(
+        world={
+            "ledger": {
+                "fingerprint": OLD_FINGERPRINT, "runtime_fingerprint": OTHER_RUNTIME,
+                "runtime_pin": "skyrl==0.2.9", "status": "FAILED",
+            }
+        }
+    ),
+)
+def runtime_change_is_a_fresh_version(check: Check) -> Iterator[Finding]:
+    """Error. DESIGN.md, "Releases are data": an upgrade is a runtime change, so a fresh
+    version, unless the spec states checkpoint compatibility (`resume.compatible_runtimes` lists
+    the runtime the version was launched on); then VER003 still refuses to resume from a
+    checkpoint root written by any runtime the list does not name."""
+    spec, world = check.spec, check.world
+    if world is None or not is_calendar(spec.version):
+        return
+    record = world.ledger(spec.name, spec.version)
+    if record is None or record.get("fingerprint") is None:
+        return
+    launched = record.get("runtime_fingerprint")
+    current = spec.runtime_fingerprint
+    if launched is None or launched == current or launched in spec.resume.compatible_runtimes:
+        return
+    before = record.get("runtime_pin") or "another runtime"
+    now = spec.runtime.pin_label
+    yield error(
+        "VER006", ("version", "runtime", "resume.compatible_runtimes"),
+        f"{spec.identity} was launched on {before} (runtime {launched}); this spec pins {now}"
+        f" (runtime {current}): a runtime change is a fresh version, and the spec states no"
+        " checkpoint compatibility with the runtime it was launched on",
+        f"Bump the version to {next_calendar(spec.version)} (a fresh checkpoint root;"
+        f" `rlaunch upgrade-check` lists what {now} changes), or, if the checkpoints {before}"
+        f" wrote load in {now}, state it: resume.compatible_runtimes: [\"{launched}\"].",
     )
 
 
@@ -180,7 +232,7 @@ def calendar_runs_once(check: Check) -> Iterator[Finding]:
     if world is None or not is_calendar(spec.version):
         return
     record = world.ledger(spec.name, spec.version) or {}
-    finished = [a for a in record.get("attempts", ()) if a.get("status") == "SUCCEEDED"]
+    finished = [a for a in record.get("attempts", ()) if a.get("status") == AttemptStatus.SUCCEEDED]
     if not finished:
         return
     where = ""

@@ -58,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copyfile(source, attempt_dir / "launch.yaml")
     say(f"smoke runtime: {config.run_id} attempt {attempt}; {run.total_steps} steps; "
         f"metrics -> {metrics.path}")
-    owned = False
+    owned: str | None = None
     try:
+        run.laps.lap("reading inputs")
         owned = connect(config, say)
+        run.laps.lap("connecting to Ray")
         manifest = run.run(metrics=metrics, timeout_s=timeout_s)
         manifest["attempt_id"] = attempt
         manifest["metrics_path"] = str(metrics.path)
@@ -70,13 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         metrics.close()
-        if owned:
+        if owned is not None:
             ray.shutdown()
+            shutil.rmtree(owned, ignore_errors=True)
     summary = manifest["metrics"]
     say(f"done: step {manifest['final_step']}, reward {summary['reward_mean_first5']:.3f} "
         f"(first 5) -> {summary['reward_mean_last5']:.3f} (last 5); export "
         f"{manifest['export_path']} {manifest['weights_sha256']}; manifest "
         f"{config.terminal_manifest}")
+    say(f"timings: {run.laps.line()}")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,22 +16,30 @@ from rlaunch.runtimes.smoke.placement import CPU_PER_SIM_GPU, Layout, build_layo
 from rlaunch.runtimes.smoke.worker import SimGPUWorker, WorkerSettings
 
 
-def connect(config: SmokeConfig, say) -> bool:
-    """Join the cluster this process runs in; returns True if this call started Ray.
+def connect(config: SmokeConfig, say) -> str | None:
+    """Join the cluster this process runs in; returns the temp dir of the Ray this call
+    started (the caller shuts it down and removes the dir), None when it joined one.
 
-    Inside a Ray job (or with $RAY_ADDRESS set) it connects to that cluster. Run by hand
-    without one, it starts a private local Ray sized from execution.allocation."""
+    Inside a Ray job (or with $RAY_ADDRESS set) it connects to that cluster. Run by hand or as
+    an Iris task, without one, it starts a private local Ray on 127.0.0.1, sized from
+    execution.allocation, in a temp dir of its own under /tmp: Ray's unix socket paths must
+    stay under 108 characters, and a task's TMPDIR (Iris's local workers give each task one
+    deep in their cache) can be too long for them."""
     if ray.is_initialized():
-        return False
+        return None
     if os.environ.get("RAY_ADDRESS"):
         ray.init(address="auto", log_to_driver=True)
-        return False
+        return None
     cpus = os.cpu_count() or 1
     say(f"no RAY_ADDRESS: starting a private local Ray ({cpus} CPUs, "
         f"{config.num_sim_gpus} simulated GPUs from execution.allocation)")
+    temp_dir = tempfile.mkdtemp(prefix="rls-", dir="/tmp")
+    # It serves this process only: every server on the loopback address, as the local head's
+    # (with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, set when the package is imported).
     ray.init(address="local", num_cpus=cpus, num_gpus=config.num_sim_gpus,
-             include_dashboard=False, log_to_driver=True)
-    return True
+             include_dashboard=False, log_to_driver=True, _node_ip_address="127.0.0.1",
+             _temp_dir=temp_dir)
+    return temp_dir
 
 
 @dataclass

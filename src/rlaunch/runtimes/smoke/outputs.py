@@ -24,6 +24,7 @@ def terminal_manifest(
     start_step: int,
     time_to_first_step_s: float | None,
     wall_time_s: float,
+    timings_s: dict[str, float],
 ) -> dict:
     """`history` holds every step's record, earlier attempts' included (from the checkpoint)."""
     this_attempt = [r for r in history if r["step"] > start_step]
@@ -40,6 +41,8 @@ def terminal_manifest(
         "seconds_per_step": mean([r["step_time_s"] for r in this_attempt]),
         "time_to_first_step_s": time_to_first_step_s,
         "wall_time_s": wall_time_s,
+        # [phase, seconds] pairs, in the order the phases first ended.
+        "timings_s": [[name, round(seconds, 3)] for name, seconds in timings_s.items()],
         "eval": evals,
     }
     return {

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import ray
 
+from rlaunch.clock import Laps
 from rlaunch.runtimes.smoke import checkpoint as ckpt
 from rlaunch.runtimes.smoke.cluster import Workers, start_workers
 from rlaunch.runtimes.smoke.config import SmokeConfig, SmokeConfigError
@@ -62,6 +63,9 @@ def _near_even(items: list, parts: int) -> list[list]:
 
 class SmokeRun:
     def __init__(self, config: SmokeConfig, *, say=print) -> None:
+        self.laps = Laps()
+        """Where the run's time goes, from here (`__main__` laps the inputs and Ray's
+        connection before `run`)."""
         self.config = config
         self.say = say
         refuse_finished_calendar(config)
@@ -103,15 +107,18 @@ class SmokeRun:
                             run_fingerprint=config.fingerprint, run_id=config.run_id,
                             exports=export_contents(config))
         started = time.monotonic()
+        laps = self.laps
         workers = start_workers(config, timeout_s=timeout_s, say=self.say)
         try:
             start_step = self._restore(workers, source)
             self._sync_weights(workers)
+            laps.lap("workers")
             remaining = (f"training steps {start_step + 1}..{self.total_steps}"
                          if start_step < self.total_steps else "no step left to train")
             self.say(f"workers ready in {time.monotonic() - started:.1f} s; {remaining}")
             if self.eval and "initial" not in self.evals:
                 self._evaluate(workers, "initial", start_step, metrics)
+                laps.lap("evals")
             first_step_at = None
             for step in range(start_step + 1, self.total_steps + 1):
                 record = self._step(workers, step)
@@ -119,16 +126,22 @@ class SmokeRun:
                     first_step_at = time.monotonic() - started
                 self.history.append(record)
                 metrics.log(record, self._line(record))
+                laps.lap("training")
                 self._maybe_checkpoint(workers, step)
+                laps.lap("checkpoints")
             if self.eval:
                 self._evaluate(workers, "final", self.total_steps, metrics)
+                laps.lap("evals")
             export_path, weights = self._export(workers)
+            laps.lap("export")
         finally:
             workers.stop()
+        laps.lap("stopping workers")
         return terminal_manifest(
             self.config, total_steps=self.total_steps, history=self.history, evals=self.evals,
             export_path=export_path, weights_sha256=weights, start_step=start_step,
             time_to_first_step_s=first_step_at, wall_time_s=time.monotonic() - started,
+            timings_s=laps.seconds,
         )
 
     def _line(self, record: dict) -> str:

@@ -1,0 +1,485 @@
+"""Search the role plans of a GPU budget that preflight accepts, and rank them.
+
+A search starts from a base RunSpec (model, data, runtime, lengths, algorithm and settings, as
+a run pins them) and a budget (nodes x GPUs per node of one accelerator). It enumerates role
+plans level by level:
+
+1. the trainers (`trainer` level): strategy, placement (all colocated, or the policy on GPUs
+   of its own with the reference beside it or on GPUs of its own), the policy's footprint and
+   parallel sizes (FSDP: SP; Megatron: TP, PP, EP), the reference with the policy's sizes;
+2. the engines (`rollout` level): TP, DP and EP of an engine over the GPUs the trainers leave;
+3. the micro batches (`batch` level): micro train batch m and micro forward batch 2m, largest
+   first; the first m preflight accepts is the geometry's plan, and smaller ones are not tried.
+
+Every candidate is preflighted by `run_preflight` (spec scope, every rule): a plan is valid
+when no finding is an error. Pruning comes from the findings themselves: an error of a
+geometry rule holds for every plan that makes the same choices at the levels its field paths
+lie in (the base spec's own fields are fixed), so that whole family is skipped (an engine TP
+that does not divide the heads is not tried again under any other trainer). The test suite
+checks the pruned search against brute force on small budgets. Three memory rules prune by
+what their estimates read (TRAINER_MEMORY, ENGINE_MEMORY): a trainer phase that overflows at
+micro batch m overflows under every engine layout at m.
+
+Ranking (`Facts.key`) orders valid plans by facts preflight computes, not by speed: fewest idle
+GPUs, then fewest warnings, then fewest engines crossing a node boundary, then the largest
+memory headroom of the tightest training phase (preflight's estimates). It predicts no throughput.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.finding import Finding
+from rlaunch.preflight.engine.registry import registered_rules
+from rlaunch.preflight.engine.runner import run_preflight
+from rlaunch.preflight.rules.memory import memory_estimates, memory_of
+from rlaunch.spec.io import SpecError, parse_spec
+from rlaunch.spec.run import RunSpec
+
+LEVELS = ("trainer", "rollout", "batch")
+"""The search's levels, outermost first."""
+LEVEL_PATHS = {
+    "trainer": ("role_plan.strategy", "role_plan.policy", "role_plan.reference",
+                "role_plan.critic", "role_plan.placement"),
+    "rollout": ("role_plan.rollout",),
+    "batch": ("role_plan.batch.micro_train_batch_size_per_gpu",
+              "role_plan.batch.micro_forward_batch_size_per_gpu"),
+}
+"""The spec fields each level decides; every other field is the base spec's, fixed."""
+MICRO_BATCHES = (8, 4, 2, 1)
+"""Micro train batches tried, largest first (the micro forward batch is twice it)."""
+STRATEGIES = ("fsdp", "megatron")
+ENGINE_PHASE = "vLLM engine"
+"""The phase name of the engine's estimate (rlaunch.preflight.rules.memory.memory_estimates)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the plans may use: nodes x GPUs per node of one accelerator."""
+
+    nodes: int
+    gpus_per_node: int
+    accelerator: str
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def level_of(path: str) -> int:
+    """The index of the level that decides a field path; -1 for a field the base spec fixes."""
+    for index, level in enumerate(LEVELS):
+        if any(path == prefix or path.startswith(prefix + ".") for prefix in LEVEL_PATHS[level]):
+            return index
+    return -1
+
+
+PRUNING_FAMILIES = frozenset({"geometry"})
+"""The rule families whose findings name every field they read, so that an error rules out
+every plan making the same choices at those fields' levels. Other rules (memory estimates
+read the parallel sizes their paths leave out) rule out their own plan only."""
+
+
+TRAINER_MEMORY = frozenset({"MEM002", "MEM003"})
+"""Memory rules of the trainers' phases (policy training; the policy's and the reference's
+forward passes): their estimates read the trainers' sizes, placement and micro batches
+(rlaunch.preflight.rules.memory `_policy_estimate`, `_policy_forward`, `_reference_forward`),
+never the engines. Such an error holds for every engine layout under the same trainers and
+micro batch."""
+ENGINE_MEMORY = frozenset({"MEM004"})
+"""The engine's memory rule: `_engine_budget` reads the engine's shape and the settings, never
+the micro batches, so its error holds for every micro batch of the same trainers and engines."""
+
+
+@lru_cache(maxsize=1)
+def _families() -> dict[str, str]:
+    return {rule.code: rule.family for rule in registered_rules()}
+
+
+def decided_by(finding: Finding) -> frozenset[int]:
+    """The levels a geometry finding's fields belong to: the same error holds for every plan
+    that makes the same choices at those levels. Every level (it prunes nothing but its own
+    plan) for a finding of another family, or one that names no field of a level."""
+    if finding.code in TRAINER_MEMORY:
+        return frozenset({LEVELS.index("trainer"), LEVELS.index("batch")})
+    if finding.code in ENGINE_MEMORY:
+        return frozenset({LEVELS.index("trainer"), LEVELS.index("rollout")})
+    if _families().get(finding.code) not in PRUNING_FAMILIES:
+        return frozenset(range(len(LEVELS)))
+    levels = frozenset(level for path in finding.paths if (level := level_of(path)) >= 0)
+    # A finding on the base spec's fields alone may still hang on the plan (a setting only
+    # one strategy reads): it rules out its own plan only.
+    return levels or frozenset(range(len(LEVELS)))
+
+
+def _divisors(number: int) -> list[int]:
+    return [d for d in range(1, number + 1) if number % d == 0]
+
+
+def _sizes(strategy: str, gpus: int, moe: bool) -> Iterator[dict[str, int]]:
+    """A trainer's parallel sizes over `gpus` GPUs."""
+    base = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "context_parallel_size": 1,
+            "expert_parallel_size": 1, "expert_tensor_parallel_size": 1,
+            "sequence_parallel_size": 1}
+    if strategy == "fsdp":
+        for sp in _divisors(gpus):
+            yield {**base, "sequence_parallel_size": sp}
+        return
+    for tp in _divisors(gpus):
+        for pp in (1, 2):
+            if gpus % (tp * pp):
+                continue
+            for ep in (_divisors(gpus) if moe else [1]):
+                yield {**base, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                       "expert_parallel_size": ep}
+
+
+def _footprints(budget: Budget, gpus: int) -> list[tuple[int, int]]:
+    """`(nodes, GPUs per node)` holding `gpus` GPUs: whole nodes, or part of one node."""
+    width = budget.gpus_per_node
+    if gpus <= width:
+        return [(1, gpus)]
+    return [(gpus // width, width)] if gpus % width == 0 else []
+
+
+def _trainer_splits(budget: Budget) -> list[int]:
+    """GPUs the policy may take when it has GPUs of its own: a divisor of a node, or whole
+    nodes, leaving at least one GPU to the engines."""
+    width = budget.gpus_per_node
+    splits = [g for g in _divisors(width) if g < budget.gpus]
+    splits += [n * width for n in range(2, budget.nodes)]
+    return sorted(set(splits))
+
+
+@dataclass(frozen=True)
+class Trainers:
+    """The trainer level's choice."""
+
+    strategy: str
+    colocate_all: bool
+    reference: str | None
+    """`colocated` (the policy's GPUs), `separate` (GPUs of its own, the policy's shape), or
+    None when the run has no reference."""
+    nodes: int
+    gpus_per_node: int
+    sizes: tuple[tuple[str, int], ...]
+
+    @property
+    def trainer_gpus(self) -> int:
+        gpus = self.nodes * self.gpus_per_node
+        return 2 * gpus if self.reference == "separate" else gpus
+
+
+def trainer_choices(budget: Budget, strategies: tuple[str, ...], with_reference: bool,
+                    moe: bool) -> Iterator[Trainers]:
+    references: tuple[str | None, ...] = ("colocated", "separate") if with_reference else (None,)
+    for strategy in strategies:
+        layouts = [(True, "colocated" if with_reference else None, budget.nodes,
+                    budget.gpus_per_node)]
+        for gpus in _trainer_splits(budget):
+            for nodes, width in _footprints(budget, gpus):
+                for reference in references:
+                    used = 2 * gpus if reference == "separate" else gpus
+                    if used < budget.gpus:
+                        layouts.append((False, reference, nodes, width))
+        for colocate_all, reference, nodes, width in layouts:
+            for sizes in _sizes(strategy, nodes * width, moe):
+                yield Trainers(strategy, colocate_all, reference, nodes, width,
+                               tuple(sizes.items()))
+
+
+def rollout_choices(budget: Budget, trainers: Trainers, moe: bool) -> Iterator[dict[str, int]]:
+    """Engines over the GPUs the trainers leave (all of them under colocate_all)."""
+    gpus = budget.gpus if trainers.colocate_all else budget.gpus - trainers.trainer_gpus
+    for tp in _divisors(gpus):
+        for dp in _divisors(gpus // tp):
+            for ep in ((1, tp * dp) if moe and tp * dp > 1 else (1,)):
+                yield {"num_engines": gpus // (tp * dp), "tensor_parallel_size": tp,
+                       "pipeline_parallel_size": 1, "data_parallel_size": dp,
+                       "expert_parallel_size": ep}
+
+
+def role_plan_of(base: dict[str, Any], trainers: Trainers, rollout: dict[str, int],
+                 micro: int) -> dict[str, Any]:
+    """The role plan document of one candidate (backends and batch targets from the base)."""
+    plan = base["role_plan"]
+    sizes = dict(trainers.sizes)
+    policy = {"num_nodes": trainers.nodes, "num_gpus_per_node": trainers.gpus_per_node, **sizes}
+    reference = None
+    if trainers.reference is not None:
+        reference = {"colocated_with_policy": trainers.reference == "colocated", **policy}
+    return {
+        "strategy": trainers.strategy,
+        "policy": policy,
+        "reference": reference,
+        "critic": None,
+        "rollout": {**rollout, "backend": plan["rollout"]["backend"],
+                    "weight_sync_backend": plan["rollout"]["weight_sync_backend"]},
+        "placement": {"colocate_all": trainers.colocate_all,
+                      "colocate_policy_ref": trainers.reference == "colocated"},
+        "batch": {**plan["batch"], "micro_train_batch_size_per_gpu": micro,
+                  "micro_forward_batch_size_per_gpu": 2 * micro},
+    }
+
+
+def candidate(base: dict[str, Any], budget: Budget, role_plan: dict[str, Any]) -> dict[str, Any]:
+    """The base spec with this role plan on the budget's allocation."""
+    execution = dict(base["execution"])
+    execution["allocation"] = {**execution["allocation"], "num_nodes": budget.nodes,
+                               "gpus_per_node": budget.gpus_per_node,
+                               "accelerator": budget.accelerator}
+    return {**base, "role_plan": role_plan, "execution": execution}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    trainers: Trainers
+    rollout: dict[str, int]
+    micro: int
+
+    def choices(self) -> tuple[Any, ...]:
+        """The choice made at each level, hashable."""
+        return (self.trainers, tuple(self.rollout.items()), self.micro)
+
+
+def candidates(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...]
+               ) -> Iterator[Candidate]:
+    """Every candidate of the space, level by level."""
+    with_reference = base["role_plan"]["reference"] is not None
+    moe = bool((base["model"].get("facts") or {}).get("num_experts"))
+    for trainers in trainer_choices(budget, strategies, with_reference, moe):
+        for rollout in rollout_choices(budget, trainers, moe):
+            for micro in MICRO_BATCHES:
+                yield Candidate(trainers, rollout, micro)
+
+
+@dataclass
+class Valid:
+    """A plan preflight accepts, with its findings (warnings only) and its spec."""
+
+    spec: RunSpec
+    findings: list[Finding]
+    candidate: Candidate
+
+
+@dataclass
+class SearchResult:
+    valid: list[Valid] = field(default_factory=list)
+    preflighted: int = 0
+    """Candidates preflighted."""
+    pruned: int = 0
+    """Candidates skipped because an earlier finding ruled out their family."""
+    invalid: int = 0
+
+
+def preflight_candidate(base: dict[str, Any], budget: Budget, found: Candidate
+                        ) -> tuple[RunSpec | None, list[Finding]]:
+    document = candidate(base, budget, role_plan_of(base, found.trainers, found.rollout,
+                                                    found.micro))
+    try:
+        spec = parse_spec(document, "plans")
+    except SpecError:
+        return None, []
+    return spec, run_preflight(spec)
+
+
+def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = STRATEGIES,
+           *, prune: bool = True,
+           preflight: Callable[..., tuple[RunSpec | None, list[Finding]]] = preflight_candidate,
+           ) -> SearchResult:
+    """The valid plans of the space: with `prune`, each geometry (trainers and engines) at the
+    largest micro batch preflight accepts, families an error rules out skipped; without, every
+    valid plan (brute force)."""
+    result = SearchResult()
+    # For each set of levels, the choices at those levels that an error rules out.
+    excluded: dict[tuple[int, ...], set[tuple[Any, ...]]] = {}
+    # Geometries with a valid plan: micro batches are tried largest first, so the first found
+    # is the largest.
+    settled: set[tuple[Any, ...]] = set()
+    for found in candidates(base, budget, strategies):
+        choices = found.choices()
+        if prune and (choices[:2] in settled or any(
+                tuple(choices[level] for level in levels) in ruled_out
+                for levels, ruled_out in excluded.items())):
+            result.pruned += 1
+            continue
+        spec, findings = preflight(base, budget, found)
+        result.preflighted += 1
+        errors = [finding for finding in findings if finding.is_error]
+        if spec is None or errors:
+            result.invalid += 1
+            for finding in errors:
+                levels = tuple(sorted(decided_by(finding)))
+                excluded.setdefault(levels, set()).add(
+                    tuple(choices[level] for level in levels))
+            continue
+        settled.add(choices[:2])
+        result.valid.append(Valid(spec, findings, found))
+    return result
+
+
+def largest_micro(plans: list[Valid]) -> list[Valid]:
+    """Each geometry's plan with the largest micro batch, in the order geometries come."""
+    best: dict[tuple[Any, ...], Valid] = {}
+    for valid in plans:
+        key = valid.candidate.choices()[:2]
+        if key not in best or valid.candidate.micro > best[key].candidate.micro:
+            best[key] = valid
+    return list(best.values())
+
+
+# -- ranking ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a plan is ranked by, all from preflight's own models."""
+
+    idle: int
+    warnings: int
+    crossing: int
+    """Engines whose GPUs span two nodes (laid out in order over the rollout's GPUs)."""
+    headroom: tuple[tuple[str, float], ...]
+    """`(phase, free share of one GPU)` of every memory phase preflight estimates."""
+    rollout_gpus: int
+    training_gpus: int
+    colocated: bool
+
+    @property
+    def tightest(self) -> float:
+        """The free share of the trainers' tightest phase (an engine takes the share
+        gpu_memory_utilization gives it whatever the plan, so it does not rank)."""
+        return min((free for phase, free in self.headroom if phase != ENGINE_PHASE),
+                   default=1.0)
+
+    @property
+    def key(self) -> tuple[int, int, int, float]:
+        """Fewest idle GPUs, fewest warnings, fewest engines crossing nodes, most headroom in
+        the tightest training phase."""
+        return (self.idle, self.warnings, self.crossing, -round(self.tightest, 3))
+
+
+def facts_of(valid: Valid, budget: Budget) -> Facts:
+    plan = valid.spec.role_plan
+    rollout = plan.rollout
+    training = plan.policy.world_size
+    if plan.reference is not None and not plan.reference.colocated_with_policy:
+        training += plan.reference.world_size
+    colocated = plan.placement.colocate_all
+    used = budget.gpus if colocated else training + rollout.total_gpus
+    width, per_engine = budget.gpus_per_node, rollout.gpus_per_engine
+    crossing = sum(1 for engine in range(rollout.num_engines)
+                   if (engine * per_engine) // width != ((engine + 1) * per_engine - 1) // width)
+    check = Check(valid.spec)
+    gpu = memory_of(check)
+    headroom: tuple[tuple[str, float], ...] = ()
+    if gpu is not None:
+        headroom = tuple((estimate.phase, 1 - estimate.total / gpu.gpu)
+                         for estimate in memory_estimates(check))
+    return Facts(
+        idle=budget.gpus - used, warnings=len(valid.findings), crossing=crossing,
+        headroom=headroom, rollout_gpus=rollout.total_gpus, training_gpus=training,
+        colocated=colocated,
+    )
+
+
+@dataclass(frozen=True)
+class Ranked:
+    valid: Valid
+    facts: Facts
+
+
+def ranked(result: SearchResult, budget: Budget) -> list[Ranked]:
+    """One plan per geometry (its largest micro batch preflight accepts), best first."""
+    plans = [Ranked(valid, facts_of(valid, budget)) for valid in largest_micro(result.valid)]
+    plans.sort(key=lambda plan: plan.facts.key)
+    return plans
+
+
+def describe(facts: Facts) -> str:
+    """The facts a plan is ranked by, in one line."""
+    if facts.colocated:
+        gpus = f"rollout and training share all {facts.rollout_gpus} GPUs (colocated)"
+    else:
+        gpus = f"rollout {facts.rollout_gpus} GPUs, training {facts.training_gpus} GPUs"
+    room = ", ".join(f"{phase} {100 * free:.0f}%" for phase, free in facts.headroom) or "n/a"
+    return (f"idle GPUs {facts.idle}; warnings {facts.warnings}; engines crossing nodes"
+            f" {facts.crossing}; {gpus}; memory free per GPU: {room}")
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def _section(name: str, fields: dict[str, Any] | None) -> str:
+    if fields is None:
+        return f"    {name}=None,"
+    inner = ", ".join(f"{key}={_value(value)}" for key, value in fields.items())
+    return f"    {name}=dict({inner}),"
+
+
+def build_snippet(spec: RunSpec, name: str) -> str:
+    """The plan as a `role_plan(...)` target, every field written out."""
+    plan = spec.role_plan.model_dump(mode="json")
+    lines = ["role_plan(", f'    name="{name}",', f'    strategy="{plan["strategy"]}",']
+    for section in ("policy", "reference", "critic", "rollout", "placement", "batch"):
+        lines.append(_section(section, plan[section]))
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def plan_name(facts: Facts, spec: RunSpec) -> str:
+    plan = spec.role_plan
+    policy = plan.policy
+    sizes = (f"tp{policy.tensor_parallel_size}-pp{policy.pipeline_parallel_size}"
+             f"-ep{policy.expert_parallel_size}" if plan.strategy == "megatron"
+             else f"sp{policy.sequence_parallel_size}")
+    rollout = plan.rollout
+    where = "colocated" if facts.colocated else f"policy{policy.world_size}"
+    return (f"{plan.strategy}-{where}-{sizes}-engines{rollout.num_engines}"
+            f"x-tp{rollout.tensor_parallel_size}-dp{rollout.data_parallel_size}"
+            f"-ep{rollout.expert_parallel_size}")
+
+
+def same_plan(spec: RunSpec, other: dict[str, Any]) -> bool:
+    """Whether a spec's role plan is `other` (a role plan document)."""
+    return spec.role_plan.model_dump(mode="json") == other
+
+
+def _geometry(plan: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in plan.items() if key != "batch"}
+
+
+REASONS = ("fewer idle GPUs", "fewer warnings", "fewer engines crossing nodes",
+           "more memory headroom in its tightest training phase")
+
+
+def standing(plans: list[Ranked], own: dict[str, Any]) -> str:
+    """Where a plan (a role plan document, such as an experiment's) stands among the ranked
+    plans, and why the plans above it rank higher."""
+    for index, plan in enumerate(plans):
+        if _geometry(plan.valid.spec.role_plan.model_dump(mode="json")) == _geometry(own):
+            break
+    else:
+        return "its own plan's geometry is not among the valid plans"
+    micro = plan.valid.spec.role_plan.batch.micro_train_batch_size_per_gpu
+    said = (f"its own plan is valid; its geometry ranks {index + 1} of {len(plans)} (at micro"
+            f" batch {micro}, its own {own['batch']['micro_train_batch_size_per_gpu']})")
+    if index == 0:
+        return said + " (first)"
+    mine, best = plan.facts.key, plans[0].facts.key
+    reason = next(REASONS[i] for i in range(len(REASONS)) if best[i] != mine[i]) \
+        if best != mine else "the same facts (ties keep the search's order)"
+    return (f"{said}; the first ranks higher by {reason}: first: {describe(plans[0].facts)};"
+            f" its own: {describe(plan.facts)}")
+
