@@ -21,8 +21,8 @@ def rlaunch_source_root() -> Path:
 
 
 def shipped_package() -> str:
-    """The `rlaunch` package folder, shipped with every job (`ray`: runtime env `py_modules`;
-    `iris`: `--py-module`)."""
+    """The `rlaunch` package folder, shipped with a `ray` job (runtime env `py_modules`); an
+    `iris` job gets rlaunch from the workspace bundle (this checkout)."""
     return str(rlaunch_source_root() / "rlaunch")
 
 
