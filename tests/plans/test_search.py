@@ -32,8 +32,8 @@ GPU_EXPERIMENTS = ("qwen2.5-1.5b-gsm8k", "qwen2.5-1.5b-instruct-ref-2x8",
 def experiment(name: str) -> dict[str, Any]:
     """The spec `./pants package` wrote for the experiment's `grpo` run (tests/render/golden)."""
     data = json.loads((GOLDEN / name / "grpo" / "spec.json").read_text())
-    if data["execution"]["executor"] == "iris":
-        # The golden spec predates Iris priority bands; the BUILD file now says production.
+    if any(f.code == "EXEC010" for f in run_preflight(parse_spec(data))):
+        # The golden spec predates Iris priority bands; the BUILD file says production.
         data["execution"]["priority"] = "production"
     return data
 
@@ -52,6 +52,9 @@ def test_the_pruned_search_finds_every_plan_brute_force_finds(
     name: str, budget: Budget, strategies: tuple[str, ...]
 ) -> None:
     base = experiment(name)
+    if name == "qwen3-30b-a3b-megatron":  # shorter sequences, so that one node has valid plans
+        base["lengths"].update(max_prompt_length=256, max_input_length=256,
+                               max_generate_length=256)
     pruned = search(base, budget, strategies)
     brute = search(base, budget, strategies, prune=False)
     assert brute.pruned == 0
@@ -154,3 +157,19 @@ def test_the_search_finds_each_gpu_experiments_own_plan(name: str) -> None:
     said = standing(plans, own)
     print(f"\n{name}: {said}")
     assert said.startswith("its own plan is valid; its geometry ranks ")
+
+
+def test_a_spec_that_is_no_runspec_is_refused_before_the_search(tmp_path: Path) -> None:
+    spec_file = tmp_path / "spec.json"
+    base = experiment("qwen2.5-1.5b-gsm8k")
+    base["execution"]["priority"] = 5
+    spec_file.write_text(json.dumps(base))
+    result = CliRunner().invoke(main, ["plans", str(spec_file), "--nodes", "1",
+                                       "--gpus-per-node", "8", "--accelerator", "H100"])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    # The spec `./pants package` wrote names its BUILD target.
+    assert lines[0] == ("Error: experiments/qwen2.5-1.5b-gsm8k:grpo"
+                        " (experiments/qwen2.5-1.5b-gsm8k/BUILD:84): not a valid RunSpec"
+                        " (1 problem(s))")
+    assert lines[1].startswith("  - execution.priority: "), lines

@@ -12,6 +12,7 @@ from rlaunch.plans.search import STRATEGIES, Budget, Ranked, build_snippet, desc
 from rlaunch.plans.search import ranked as rank_plans
 from rlaunch.plans.search import search as search_plans
 from rlaunch.spec.documents import DocumentError, read_document
+from rlaunch.spec.io import SpecError, parse_spec
 
 
 def base_document(spec_file: str, *, model_file: str | None, release: str | None,
@@ -99,6 +100,10 @@ def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: s
                          lengths={"max_prompt_length": max_prompt_length,
                                   "max_input_length": max_prompt_length,
                                   "max_generate_length": max_generate_length})
+    try:
+        parse_spec(base, spec_file)
+    except SpecError as err:
+        raise click.ClickException(err.render()) from None
     budget = Budget(nodes, gpus_per_node, accelerator)
     started = time.process_time()
     result = search_plans(base, budget, strategies or STRATEGIES)

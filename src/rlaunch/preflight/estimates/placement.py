@@ -85,10 +85,14 @@ class Unplaced:
 def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | None:
     free = [width] * nodes
     for index, group in enumerate(groups):
+        bundle = group.bundle
         for _ in range(group.count):
-            fits = [node for node in range(nodes) if free[node] >= group.bundle]
-            if not fits:
+            # The fullest node the bundle fits on (the first of equals).
+            fullest, room = -1, width + 1
+            for node, left in enumerate(free):
+                if bundle <= left < room:
+                    fullest, room = node, left
+            if fullest < 0:
                 return Unplaced(group, groups[:index], sorted(free, reverse=True))
-            fullest = min(fits, key=lambda node: (free[node], node))
-            free[fullest] -= group.bundle
+            free[fullest] -= bundle
     return None

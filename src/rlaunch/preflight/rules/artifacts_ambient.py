@@ -75,10 +75,12 @@ def _scan(value: Any, path: str, hits: list[tuple[str, str]]) -> None:
     elif isinstance(value, BaseModel):
         for name in _text_fields(type(value)):
             child = getattr(value, name)
+            if child is None:
+                continue
             if isinstance(child, str):
                 if child.startswith(SUSPECT_PREFIXES) or "$" in child:
                     hits.append((f"{path}.{name}" if path else name, child))
-            elif child is not None:
+            elif isinstance(child, (BaseModel, dict, list, tuple)) and child:
                 _scan(child, f"{path}.{name}" if path else name, hits)
     elif isinstance(value, dict):
         for key, child in value.items():
