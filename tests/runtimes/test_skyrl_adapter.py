@@ -25,7 +25,7 @@ from objectstores import ObjectStoreServer
 from rlaunch.builders import build_artifact
 from rlaunch.executors import ExecutorOptions
 from rlaunch.executors.base import entrypoint_argv
-from rlaunch.executors.iris import iris_run_command
+from rlaunch.executors.iris import job_command
 from rlaunch.executors.ray_cluster import RayClusterExecutor
 from rlaunch.launch import LaunchRefused, LaunchRequest
 from rlaunch.launch import launch as launch_run
@@ -275,9 +275,8 @@ def test_check_handoffs_reaches_the_adapter_on_every_executor(tmp_path: Path) ->
     # A remote cluster runs the adapter with its own `python` (a loopback head follows the
     # runtime pin on this machine: tests/executors/test_runtime_python.py).
     assert "entrypoint: python -m rlaunch.runtimes.skyrl launch.yaml --check-handoffs" in lines
-    command = iris_run_command(tmp_path / "launch.yaml", edited_cluster(launch), job_name="j",
-                               runtime_args=options.runtime_args)
-    assert command[-2:] == [str(tmp_path / "launch.yaml"), "--check-handoffs"]
+    command = job_command(edited_cluster(launch), options.runtime_args)
+    assert command[-1] == "--check-handoffs"
 
 
 def edited(launch: LaunchDocument, **execution: str) -> LaunchDocument:
