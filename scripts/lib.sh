@@ -129,7 +129,8 @@ rl_ensure_uv() {
 # PYTHON with REQUIREMENTS installed by uv (`uv venv`, `uv pip install -r`, with pip's find-links),
 # unless a complete one is already there. Under an flock on DIR.lock; the .complete marker is
 # written last, and a DIR without it (a build that crashed or was killed) is removed and built
-# again. Installer output goes to DIR.log, and its tail to stderr on failure.
+# again. Installer output goes to DIR.log, and its tail to stderr on failure. With RL_VENV_SITE_FILE
+# set, that .pth file is copied into the venv's site-packages before the marker.
 rl_build_venv() {
   local dir=$1 python=$2 what=$3 requirements=$4 link
   shift 4
@@ -146,7 +147,11 @@ rl_build_venv() {
     if ! {
       "$RL_UV" venv --no-config --python "$python" "$dir" &&
         "$RL_UV" pip install --no-config --python "$dir/bin/python" "${options[@]}" \
-          -r "$requirements"
+          -r "$requirements" &&
+        if [[ -n ${RL_VENV_SITE_FILE:-} ]]; then
+          cp "$RL_VENV_SITE_FILE" "$("$dir/bin/python" -c \
+            'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+        fi
     } >"$dir.log" 2>&1; then
       rl_say "error: $what failed; the end of $dir.log:"
       tail -n 30 "$dir.log" >&2

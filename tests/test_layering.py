@@ -48,7 +48,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     )
 )
 HEAVY = frozenset({"ray", "torch", "wandb", "huggingface_hub", "matplotlib", "botocore",
-                   "s3transfer"})
+                   "s3transfer", "transformers"})
 """Third-party modules a function may import lazily (start-up time, or optional)."""
 
 

@@ -37,6 +37,7 @@ from rlaunch.executors import (
 from rlaunch.executors.follow import AttemptFiles, Redactor, credential_values, stream
 from rlaunch.executors.follow import wait_terminal as wait_job
 from rlaunch.executors.job_progress import JobProgress
+from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV, rehearsal_python
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
@@ -49,7 +50,7 @@ from rlaunch.ledger import (
 )
 from rlaunch.ledger.checkpoints import list_checkpoints
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
-from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
+from rlaunch.paths import LAUNCH_DIGEST_ENV, join, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.engine.world import World, current_world
 from rlaunch.store.probe import probe_store
@@ -58,10 +59,11 @@ from rlaunch.preflight.launch_checks.tokenizer_gate import tokenizer_findings
 from rlaunch.preflight.rules.pipeline import UPSTREAM_FINISHED_CODE
 from rlaunch.progress import progress_board
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
-from rlaunch.runtimes.skyrl import CHECK_FLAG
+from rlaunch.runtimes.skyrl import CHECK_FLAG, REHEARSE_FLAG
 from rlaunch.spec import RunSpec, identity
 from rlaunch.status import AttemptStatus
 from rlaunch.store import StoreError
+from rlaunch.store.fs import open_location
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -185,6 +187,80 @@ def build_world(
 
 CHECK_GATE_REASON = "--check-handoffs: nothing trains"
 """Why a handoff check passes the smoke gate (it guards training)."""
+REHEARSAL_GATE_REASON = "--rehearse: a rehearsal on this machine's CPU, in the rehearsal store"
+"""Why a rehearsal passes the smoke gate (it guards GPU runs in the real store)."""
+REHEARSALS = "_rehearsal"
+"""The folder of the store that holds rehearsals: their inputs, runs and ledger."""
+REHEARSAL_EXECUTOR = "local"
+
+
+def rehearsal_store(spec: RunSpec, store: str | None) -> str:
+    """The store a rehearsal of `spec` uses: `{store}/_rehearsal`, a store of its own under
+    the run's store (same scheme, same layout), which no launch, pipeline plan, smoke gate or
+    `rlaunch ls` of the store itself reads (docs/rehearsal.md). Given a rehearsal store, that
+    store."""
+    prefix = resolve_store(spec, store)[1]
+    if prefix.rstrip("/").endswith("/" + REHEARSALS):
+        return prefix
+    return join(prefix, REHEARSALS)
+
+
+def _forget_rehearsal(spec: RunSpec, prefix: str, say: Say) -> None:
+    """A rehearsal starts afresh: the previous rehearsal of the same identity (its run folder
+    and ledger record in the rehearsal store) is removed first."""
+    paths = run_paths(prefix, spec.name, spec.version)
+    for uri in (paths.run_root, paths.ledger_record):
+        try:
+            location = open_location(uri, what="the rehearsal store")
+            if location.fs.exists(location.root):
+                location.fs.rm(location.root, recursive=True)
+                say(f"rlaunch: removed the previous rehearsal's {uri}")
+        except (StoreError, OSError) as err:
+            raise LaunchRefused(f"cannot remove the previous rehearsal's {uri}: {err}") from None
+
+
+def _rehearsal_spec(spec: RunSpec) -> RunSpec:
+    """The spec a rehearsal launches: the local executor (a Ray head on this machine with the
+    allocation's GPUs simulated), everything else as declared."""
+    execution = spec.execution.model_copy(
+        update={"executor": REHEARSAL_EXECUTOR, "address": None, "cluster": None})
+    return spec.model_copy(update={"execution": execution})
+
+
+def _list_files(uri: str) -> list[tuple[str, int]]:
+    location = open_location(uri, what="the rehearsal's run folder")
+    if not location.fs.exists(location.root):
+        return []
+    base = location.root.rstrip("/") + "/"
+    found = location.fs.find(location.root, detail=True)
+    return sorted((str(path)[len(base):], int(info.get("size") or 0))
+                  for path, info in found.items() if str(path).startswith(base))
+
+
+def rehearsal_report(spec: RunSpec, prefix: str, say: Say) -> None:
+    """What SkyRL wrote in the rehearsal (checkpoints, the pointer, the export, logs) and the
+    terminal manifest the adapter wrote."""
+    paths = run_paths(prefix, spec.name, spec.version)
+    try:
+        files = _list_files(paths.run_root)
+        manifest = read_terminal_manifest(prefix, spec.name, spec.version)
+    except (StoreError, OSError) as err:
+        say(f"rlaunch: the rehearsal's files under {paths.run_root} cannot be listed: {err}")
+        return
+    say(f"rlaunch: rehearsal of {spec.identity}: {len(files)} files under {paths.run_root}")
+    for name, size in files:
+        say(f"  {name} ({size} bytes)")
+    pointer = next((name for name, _ in files
+                    if name.endswith("checkpoints/latest_ckpt_global_step.txt")), None)
+    if pointer is not None:
+        location = open_location(join(paths.run_root, pointer), what="the pointer")
+        step = location.fs.cat_file(location.root).decode().strip()
+        say(f"rlaunch: SkyRL's latest checkpoint pointer names global_step_{step}")
+    if manifest is None:
+        say(f"rlaunch: no terminal manifest at {paths.terminal_manifest}")
+        return
+    say(f"rlaunch: terminal manifest {paths.terminal_manifest}: status {manifest.get('status')}, "
+        f"final step {manifest.get('final_step')}, export {manifest.get('export_path')}")
 
 
 def preflight(
@@ -405,6 +481,10 @@ class LaunchRequest:
     """Submit the SkyRL adapter's `--check-handoffs` mode instead of training: the inputs are
     built, staged and checked by SkyRL's own code; nothing trains and the ledger records
     nothing."""
+    rehearse: bool = False
+    """Run the launch YAML through SkyRL's own training loop on this machine's CPU: the local
+    executor, the rehearsal environment, the rehearsal store (`rehearsal_store`: nothing is
+    recorded in the store itself), the model shrunk and a few steps (docs/rehearsal.md)."""
 
 
 def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stderr) -> LaunchResult:
@@ -414,10 +494,31 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
     rlaunch's own messages to `say` (stderr). A local head this launch starts is stopped at its
     end, unless `keep_head` or `hold_head` is set."""
     spec, dry_run, check_handoffs = request.spec, request.dry_run, request.check_handoffs
-    skip_smoke_gate, follow = request.skip_smoke_gate, request.follow
+    skip_smoke_gate, follow, rehearse = request.skip_smoke_gate, request.follow, request.rehearse
+    store = request.store
     laps = Laps()
     env = dict(os.environ if request.env is None else request.env)
     echo = echo or (lambda text: print(text, end="", flush=True))
+    job_python: tuple[str, str] | None = None
+    if rehearse:
+        if check_handoffs:
+            raise LaunchRefused("--rehearse runs the handoff check before SkyRL trains; give "
+                                "--rehearse or --check-handoffs, not both")
+        if spec.runtime.profile != "skyrl":
+            raise LaunchRefused(
+                f"--rehearse runs SkyRL's own training loop, but {spec.identity} uses the "
+                f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
+                "launch it without --rehearse"
+            )
+        store = rehearsal_store(spec, store)
+        spec = _rehearsal_spec(spec)
+        skip_smoke_gate = skip_smoke_gate or REHEARSAL_GATE_REASON
+        if not dry_run:
+            _forget_rehearsal(spec, resolve_store(spec, store)[1], say)
+        try:
+            job_python = (REHEARSAL_PYTHON_ENV, rehearsal_python(env, say))
+        except ExecutorError as err:
+            raise LaunchRefused(str(err)) from None
     if check_handoffs:
         if spec.runtime.profile != "skyrl":
             raise LaunchRefused(
@@ -427,7 +528,7 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
             )
         # The smoke gate guards training; a check trains nothing.
         skip_smoke_gate = skip_smoke_gate or CHECK_GATE_REASON
-    plan = preflight(spec, source=request.source, store=request.store,
+    plan = preflight(spec, source=request.source, store=store,
                      skip_smoke_gate=skip_smoke_gate, repo=request.repo, env=env, say=say,
                      smoke_runs_first=request.smoke_runs_first if dry_run else None,
                      upstream_runs_first=request.upstream_runs_first if dry_run else ())
@@ -436,9 +537,10 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
     laps.lap("preflight")
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     executor_name = spec.execution.executor
+    runtime_args = (CHECK_FLAG,) if check_handoffs else (REHEARSE_FLAG,) if rehearse else ()
     options = ExecutorOptions(keep_head=request.keep_head or not follow,
                               hold_head=request.hold_head, say=say,
-                              runtime_args=(CHECK_FLAG,) if check_handoffs else ())
+                              runtime_args=runtime_args, job_python=job_python)
     try:
         executor = load_executor(executor_name, options)
     except ExecutorError as err:
@@ -474,6 +576,8 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
                                         verify=request.verify, laps=laps)
     finally:
         lock.release()
+    if rehearse and result.followed:
+        rehearsal_report(spec, plan.store_prefix, say)
     laps.lap("wind-down")
     return result
 

@@ -24,7 +24,14 @@ from rlaunch.executors import (
 )
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.job_progress import JobProgress
-from rlaunch.launch import LaunchRefused, LaunchRequest, launch, record_status, resolve_store
+from rlaunch.launch import (
+    LaunchRefused,
+    LaunchRequest,
+    launch,
+    record_status,
+    rehearsal_store,
+    resolve_store,
+)
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import attempt_status, set_status
 from rlaunch.paths import resolve_store_prefix
@@ -78,6 +85,11 @@ def _interrupt_on_sigterm() -> None:
               help="SkyRL runs: build and stage the inputs and run SkyRL's own handoff check "
                    "on them as the job (config, tokenizer, PromptDataset, env), then stop; "
                    "nothing trains and the ledger records nothing.")
+@click.option("--rehearse", is_flag=True,
+              help="SkyRL runs: run the launch YAML through SkyRL's own training loop on this "
+                   "machine's CPU (a local Ray head, the model shrunk to its architecture and "
+                   "tokenizer, a few steps), in the store's _rehearsal/ folder; nothing is "
+                   "recorded in the store itself (docs/rehearsal.md).")
 @click.option("--only", is_flag=True,
               help="A run that reads other runs' exports: launch it alone, not the upstream "
                    "runs that have not finished (preflight then refuses it: PIPE003).")
@@ -92,6 +104,7 @@ def launch_command(
     repo: Path | None,
     verify: bool,
     check_handoffs: bool,
+    rehearse: bool,
     only: bool,
 ) -> None:
     """Preflight SPEC, write its launch YAML and submit it through its executor.
@@ -112,14 +125,19 @@ def launch_command(
     _interrupt_on_sigterm()
     if spec.run_exports() and not only and not check_handoffs:
         out_dir = out.parent if out is not None else Path("dist")
+        try:
+            pipeline_store = rehearsal_store(spec, store) if rehearse else store
+        except LaunchRefused as err:
+            _say(f"rlaunch: launch refused\n{err}")
+            sys.exit(err.exit_code)
         sys.exit(run_pipeline([spec], title=spec.identity, source=spec_path, out_dir=out_dir,
-                              store=store, repo=repo, dry_run=dry_run, line=click.echo,
-                              say=_say))
+                              store=pipeline_store, repo=repo, dry_run=dry_run,
+                              line=click.echo, say=_say, rehearse=rehearse))
     try:
         request = LaunchRequest(
             spec=spec, source=spec_path, dry_run=dry_run, follow=follow,
             skip_smoke_gate=skip_smoke_gate, store=store, out=out, keep_head=keep_head,
-            repo=repo, verify=verify, check_handoffs=check_handoffs,
+            repo=repo, verify=verify, check_handoffs=check_handoffs, rehearse=rehearse,
         )
         result = launch(request, echo=lambda text: click.echo(text, nl=False), say=_say)
     except LaunchRefused as err:
@@ -127,7 +145,8 @@ def launch_command(
         sys.exit(err.exit_code)
     # A handoff check trains nothing: there are no curves to plot.
     if result.followed and result.submission is not None and not check_handoffs:
-        _plot_curves(spec, store, result.yaml_path.parent / CURVES_FILE)
+        _plot_curves(spec, rehearsal_store(spec, store) if rehearse else store,
+                     result.yaml_path.parent / CURVES_FILE)
         if result.laps is not None:
             result.laps.lap("curves")
     if result.laps is not None:

@@ -40,3 +40,16 @@ def pin_release(data: dict[str, Any], release: str) -> dict[str, Any]:
     data["runtime"] = {**data["runtime"], "name": f"skyrl-{release}",
                        "package": f"skyrl=={release}"}
     return data
+
+
+REHEARSAL_ENV_SCRIPT = REPO_ROOT / "scripts" / "skyrl-rehearsal-env"
+
+
+def rehearsal_python() -> str:
+    """The SkyRL rehearsal env's interpreter (CPython 3.11 with SkyRL 0.3.0 and this machine's
+    CPU torch), built on first use (about 4 minutes, 1.9 GB)."""
+    done = subprocess.run([str(REHEARSAL_ENV_SCRIPT)], capture_output=True, text=True,
+                          timeout=1800, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"scripts/skyrl-rehearsal-env failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout.strip().splitlines()[-1]

@@ -2,8 +2,10 @@
 overrides to the staged folders, runs the handoff check, supervises the entrypoint (signals
 forwarded, exit status kept) and writes the terminal manifest from what it left in the store.
 
-The entrypoint and the handoff module are test programs here (echo_argv, the outputs stand-in):
-SkyRL itself needs GPUs; its handoff check runs for real in tests/contract and tests/e2e."""
+The entrypoint and the handoff module are test programs here (echo_argv, supervised_child),
+which write nothing SkyRL writes; SkyRL's own loop, what it writes and the terminal manifest the
+adapter writes from it run for real in tests/e2e/test_rehearsal.py, its handoff check in
+tests/contract and tests/e2e."""
 
 from __future__ import annotations
 
@@ -137,41 +139,13 @@ def test_a_refused_handoff_check_never_starts_skyrl(
     s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
 ) -> None:
     launch = launch_in_store(s3_store, tmp_path)
-    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
+    launch["runtime"]["entrypoint"] = "supervised_child"
     status, out, err = run([str(write(launch, tmp_path))], s3_server, tmp_path,
-                           RLAUNCH_SKYRL_HANDOFF_MODULE="skyrl_outputs_stand_in",
-                           STAND_IN_MODE="fail")
+                           RLAUNCH_SKYRL_HANDOFF_MODULE="supervised_child", CHILD_MODE="fail")
     assert status == 2
     assert err == ("error: the handoff check refused this launch (exit 3); SkyRL was not "
                    "started: fix what it names above\n")
     assert "starting SkyRL" not in out
-
-
-def test_success_writes_the_terminal_manifest_from_the_store(
-    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
-) -> None:
-    launch = launch_in_store(
-        s3_store, tmp_path,
-        execution={**worked_example("colocated-1x8")["execution"],
-                   "wandb": {"entity": "team", "project": "proj"}},
-    )
-    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
-    status, out, err = run([str(write(launch, tmp_path))], s3_server, tmp_path,
-                           RLAUNCH_ATTEMPT_ID="attempt-1")
-    assert (status, err) == (0, ""), out
-    remote = s3_server.filesystem()
-    manifest = json.loads(remote.cat_file(launch["artifacts"]["terminal_manifest"]).decode())
-    export = f"{launch['artifacts']['export_root']}/global_step_2/policy"
-    assert manifest["status"] == "succeeded" and manifest["final_step"] == 2
-    assert manifest["export_path"] == export and manifest["attempt_id"] == "attempt-1"
-    assert manifest["run_id"] == launch["run"]["id"]
-    assert manifest["fingerprint"] == launch["run"]["fingerprint"]
-    assert manifest["wandb_url"] == "https://wandb.ai/team/proj/runs/abc123"
-    weights = hashlib.sha256(b"weights of step 2").hexdigest()
-    assert manifest["export_files"]["model.safetensors"] == weights
-    assert manifest["weights_sha256"] == hashlib.sha256(
-        f"{weights}  model.safetensors\n".encode()).hexdigest()
-    assert out.splitlines()[-1].startswith(f"rlaunch: done: step 2; export {export} ")
 
 
 def test_checkpoints_trained_from_another_export_are_not_resumed(
@@ -219,10 +193,10 @@ def test_signals_reach_skyrl_and_its_status_is_kept(
     s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
 ) -> None:
     launch = launch_in_store(s3_store, tmp_path)
-    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
+    launch["runtime"]["entrypoint"] = "supervised_child"
     ready = tmp_path / "ready"
     process = adapter([str(write(launch, tmp_path))], s3_server, tmp_path,
-                      STAND_IN_MODE="wait", STAND_IN_READY=str(ready))
+                      CHILD_MODE="wait", CHILD_READY=str(ready))
     deadline = time.monotonic() + 60
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -230,7 +204,7 @@ def test_signals_reach_skyrl_and_its_status_is_kept(
     process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 128 + signal.SIGTERM
-    assert f"stand-in: got signal {int(signal.SIGTERM)}" in out
+    assert f"child: got signal {int(signal.SIGTERM)}" in out
     assert f"rlaunch: SkyRL exited with status {128 + signal.SIGTERM}" in out
 
 
@@ -247,8 +221,8 @@ def test_a_store_the_job_cannot_reach_is_refused_before_anything_runs(
 
 
 def test_bad_input_is_a_clear_error(s3_server: ObjectStoreServer, tmp_path: Path) -> None:
-    assert "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]" in run(
-        [], s3_server, tmp_path)[2]
+    usage = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs | --rehearse]"
+    assert usage in run([], s3_server, tmp_path)[2]
     status, _, err = run([str(tmp_path / "nope.yaml")], s3_server, tmp_path)
     assert status == 2 and err.startswith("error: ")
 

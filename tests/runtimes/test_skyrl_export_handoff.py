@@ -1,20 +1,15 @@
-"""A SkyRL run's export read by the next stage as its model, end to end on a local store and on
-moto's S3 server. The SkyRL adapter runs the upstream with the stand-in for SkyRL's entrypoint,
-which exports steps 4 and 8 as SkyRL 0.3.0 does (`{trainer.export_path}/global_step_N/policy/`:
-config, tokenizer and weights) and the adapter writes the terminal manifest naming step 8. The
-launcher records that export for the downstream stage, and the downstream's adapter stages it:
-exactly step 8's `policy` folder, with config.json at its root, and SkyRL's model path points
-there. In the SkyRL contract env, transformers loads that folder."""
+"""A SkyRL run's export as the next stage's model: the launcher's record of it, for manifests
+and records it cannot take as a model. That SkyRL's own export is recorded as its last step's
+`policy` folder, staged exactly, config.json at its root, and trained from by the next stage, is
+tested with SkyRL's own loop in tests/e2e/test_rehearsal.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from contract.skyrl_env import contract_python
 from modelrepo import TINY_QWEN
 from objectstores import ObjectStoreServer
 from rlaunch.builders import BuildError, materialize_artifacts
@@ -24,10 +19,8 @@ from rlaunch.paths import run_paths
 from rlaunch.spec import RunExport, parse_spec
 from rlaunch.spec.examples import worked_example
 from rlaunch.status import AttemptStatus
-from rlaunch.store.fs import open_location
 from runtimes.test_skyrl_adapter import launch_in_store, run, write
 
-CONTRACT = Path(__file__).resolve().parents[1] / "contract"
 STAGE2 = parse_spec(worked_example("grpo-stage2"))
 EXPORT = STAGE2.model
 assert isinstance(EXPORT, RunExport)
@@ -68,80 +61,6 @@ def record_success(store: str, runtime_fingerprint: str) -> None:
         set_status(record, "a1", AttemptStatus.SUCCEEDED)
 
     Ledger(store).update(EXPORT.name, EXPORT.version, succeeded)
-
-
-def stage_downstream(store: str, tmp_path: Path, server: ObjectStoreServer) -> Path:
-    """The downstream stage's launch YAML through the adapter (`--check-handoffs`, the handoff
-    module printing its overrides): the folder `trainer.policy.model.path` names."""
-    launch = launch_in_store(store, tmp_path, example="grpo-stage2")
-    status, out, err = run([str(write(launch, tmp_path)), "--check-handoffs"], server,
-                           tmp_path)
-    assert (status, err) == (0, ""), out
-    [overrides] = [json.loads(line) for line in out.splitlines() if line.startswith("[")]
-    [model_path] = [json.loads(arg.partition("=")[2]) for arg in overrides
-                    if arg.startswith("trainer.policy.model.path=")]
-    export_root = launch["inputs"]["model"]["uri"]
-    assert f"rlaunch: staged path trainer.policy.model.path: {export_root} -> {model_path}" in out
-    return Path(model_path)
-
-
-@pytest.mark.parametrize("where", ["local", "s3"])
-def test_a_skyrl_export_is_staged_as_its_last_steps_policy_folder(
-    where: str, s3_server: ObjectStoreServer, tmp_path: Path, request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    store = str(tmp_path / "store") if where == "local" else request.getfixturevalue("s3_store")
-    model_files = char_model(tmp_path / "model-files")
-    upstream = finish_upstream(store, tmp_path, s3_server, model_files)
-    paths = run_paths(store, EXPORT.name, EXPORT.version)
-    manifest_location = open_location(paths.terminal_manifest)
-    manifest = json.loads(manifest_location.fs.cat_file(manifest_location.root))
-    assert manifest["export_path"] == f"{upstream['artifacts']['export_root']}/global_step_8/policy"
-    logs: list[str] = []
-    folder = materialize_artifacts({"model": EXPORT}, store, log=logs.append)["model"]
-    step8 = ["config.json", "model.safetensors", "tokenizer.json"]
-    size = sum(path.stat().st_size for path in model_files.iterdir()) + len(b"weights of step 8")
-    assert logs[0] == ("recorded the export of colocated-1x8@2026.11.29 as an input (3 file(s), "
-                       f"{size} bytes in global_step_8/policy)")
-    # The launcher's local copy (the store's folder itself, or its copy in the cache) is step 8.
-    assert sorted(path.name for path in folder.iterdir() if path.name != "_record.json") == step8
-    assert (folder / "model.safetensors").read_bytes() == b"weights of step 8"
-    root = open_location(paths.export_root)
-    record = json.loads(root.fs.cat_file(f"{root.root}/_record.json"))
-    assert record["payload_folder"] == "global_step_8/policy"
-    assert [entry["path"] for entry in record["files"]] == step8
-    # The downstream stage's SkyRL gets exactly that folder: config.json at its root.
-    staged = stage_downstream(store, tmp_path, s3_server)
-    assert staged.parent == tmp_path / "node-cache" / EXPORT.name
-    assert sorted(path.name for path in staged.iterdir()) == ["_record.json", *step8]
-    assert (staged / "model.safetensors").read_bytes() == b"weights of step 8"
-    assert json.loads((staged / "config.json").read_text()) == TINY_QWEN
-
-
-def test_transformers_loads_the_staged_export(s3_server: ObjectStoreServer,
-                                              tmp_path: Path) -> None:
-    """SkyRL reads `trainer.policy.model.path` with transformers' `from_pretrained`: in the
-    SkyRL contract env, the staged folder loads as the model's config and tokenizer."""
-    python = contract_python()
-    model_files = tmp_path / "model-files"
-    subprocess.run([python, str(CONTRACT / "make_tokenizer.py"), str(model_files)], check=True,
-                   capture_output=True, timeout=300)
-    (model_files / "config.json").write_text(json.dumps(TINY_QWEN))
-    store = str(tmp_path / "store")
-    finish_upstream(store, tmp_path, s3_server, model_files)
-    materialize_artifacts({"model": EXPORT}, store, log=lambda line: None)
-    staged = stage_downstream(store, tmp_path, s3_server)
-    loaded = subprocess.run(
-        [python, "-c", "import sys; from transformers import AutoConfig, AutoTokenizer; "
-         "config = AutoConfig.from_pretrained(sys.argv[1]); "
-         "tokenizer = AutoTokenizer.from_pretrained(sys.argv[1]); "
-         "print(config.model_type, config.hidden_size, config.vocab_size, "
-         "type(tokenizer).__name__, tokenizer.eos_token)", str(staged)],
-        capture_output=True, text=True, timeout=300, check=False)
-    assert loaded.returncode == 0, loaded.stderr
-    assert loaded.stdout.split() == ["qwen2", "64", "96", "Qwen2Tokenizer",
-                                     "<|im_end|>"]
 
 
 def test_a_terminal_manifest_naming_no_export_folder_is_refused(tmp_path: Path) -> None:

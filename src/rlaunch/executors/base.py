@@ -101,6 +101,9 @@ class ExecutorOptions:
     """Progress messages for a person (stderr by default)."""
     runtime_args: tuple[str, ...] = ()
     """Arguments after the launch YAML on the runtime's command line (`--check-handoffs`)."""
+    job_python: tuple[str, str] | None = None
+    """local: (setting, interpreter) of the environment the job runs in, instead of the
+    runtime profile's setting (a rehearsal's environment: `RLAUNCH_REHEARSAL_PYTHON`)."""
 
 
 class Executor(abc.ABC):

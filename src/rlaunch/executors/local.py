@@ -44,7 +44,7 @@ from rlaunch.executors.local_head import (
     release_head,
     stop_head,
 )
-from rlaunch.executors.runtime_python import job_python
+from rlaunch.executors.runtime_python import head_python, job_python
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.progress import progress
 from rlaunch.render.launchdoc import LaunchDocument
@@ -66,7 +66,8 @@ class LocalExecutor(Executor):
         allocation = launch.execution.allocation
         gpus = allocation.total_gpus
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()),
-                               python=job_python(launch), extra=self.options.runtime_args)
+                               python=job_python(launch, self.options.job_python),
+                               extra=self.options.runtime_args)
         names = launch.execution.env
         settings = "".join(f", {name}={value}" for name, value in job_settings().items())
         return [
@@ -77,19 +78,27 @@ class LocalExecutor(Executor):
             + (f", credentials {', '.join(names)} (values from this environment)" if names else ""),
         ]
 
+    def _head_python(self, launch: LaunchDocument, python: str | None = None) -> str:
+        """The interpreter whose Ray runs the head: the job's when it has Ray
+        (rlaunch.executors.runtime_python.head_python)."""
+        return head_python(python or job_python(launch, self.options.job_python))
+
     def prepare(self, launch: LaunchDocument) -> None:
         if self._early is not None:
             return
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlaunch-local-head")
-        self._early = pool.submit(ensure_head, launch.execution.allocation, self._state_dir,
-                                  self.options.say, cancelled=self._cancel.is_set)
+        self._early = pool.submit(
+            lambda: ensure_head(launch.execution.allocation, self._state_dir, self.options.say,
+                                cancelled=self._cancel.is_set,
+                                python=self._head_python(launch)))
         pool.shutdown(wait=False)
 
-    def head(self, launch: LaunchDocument) -> HeadRecord:
+    def head(self, launch: LaunchDocument, python: str | None = None) -> HeadRecord:
         early = self._early
         if early is None:
             record, started = ensure_head(
-                launch.execution.allocation, self._state_dir, self.options.say
+                launch.execution.allocation, self._state_dir, self.options.say,
+                python=self._head_python(launch, python),
             )
         else:
             # Interrupted or failed here, the early head stays for `close` to stop.
@@ -108,8 +117,8 @@ class LocalExecutor(Executor):
         env: Mapping[str, str],
         attempt_id: str,
     ) -> Submission:
-        python = job_python(launch)
-        record = self.head(launch)
+        python = job_python(launch, self.options.job_python)
+        record = self.head(launch, python)
         argv = entrypoint_argv(launch, str(Path(launch_yaml_path).resolve()), python=python,
                                extra=self.options.runtime_args)
         submission_id = launch.submission_name(attempt_id)

@@ -3,7 +3,8 @@
 Lifecycle (docs/launching.md, "The local Ray head"):
 - `ensure_head` reuses the head recorded in `{state_dir}/head.json` when it is alive (its
   session still has processes and its dashboard answers with the recorded session name) and
-  was started for the same allocation; otherwise it replaces it (refusing while jobs run on it).
+  was started for the same allocation and by the same interpreter (whose Ray the job joins);
+  otherwise it replaces it (refusing while jobs run on it).
 - The head is `ray start --head` in a new session (`start_new_session`), with every server bound
   to 127.0.0.1 on free ports, simulated GPUs (`--num-gpus`) matching the allocation, and its own
   short `--temp-dir` (Ray's unix socket paths must stay under 108 characters).
@@ -95,12 +96,16 @@ class HeadRecord:
     started_by_start: int = 0
     """The launcher's start time (clock ticks after boot, /proc/PID/stat): with its pid, who
     owns the head (a pid alone may be reused). 0 in records written before it was kept."""
+    python: str = ""
+    """The interpreter whose Ray runs the head ("" in records written before it was kept: the
+    launcher's)."""
 
-    def fits(self, allocation: Allocation) -> bool:
+    def fits(self, allocation: Allocation, python: str = sys.executable) -> bool:
         return (
             self.num_nodes == allocation.num_nodes
             and self.gpus_per_node == allocation.gpus_per_node
             and self.num_cpus == head_cpus(allocation)
+            and (self.python or sys.executable) == python
         )
 
 
@@ -305,10 +310,10 @@ def _short_temp_dir() -> str:
 
 
 def head_command(
-    allocation: Allocation, ports: dict[str, int], temp_dir: str
+    allocation: Allocation, ports: dict[str, int], temp_dir: str, python: str = sys.executable
 ) -> list[str]:
     command = [
-        sys.executable, "-m", "ray.scripts.scripts", "start", "--head",
+        python, "-m", "ray.scripts.scripts", "start", "--head",
         "--node-ip-address", "127.0.0.1",
         "--dashboard-host", "127.0.0.1",
         "--include-dashboard", "true",
@@ -342,6 +347,7 @@ def start_head(
     say: Callable[[str], None],
     *,
     cancelled: Callable[[], bool] | None = None,
+    python: str = sys.executable,
 ) -> HeadRecord:
     """Start a head and wait until it is ready. `cancelled`: the caller waits in the background
     (LocalExecutor.prepare) and may stop waiting: no spinner then (the foreground shows its
@@ -349,7 +355,7 @@ def start_head(
     timeout_s = start_timeout_s()
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
-    command = head_command(allocation, ports, temp_dir)
+    command = head_command(allocation, ports, temp_dir, python)
     gpus = allocation.total_gpus
     say(f"rlaunch: starting a local Ray head on 127.0.0.1 ({gpus} simulated GPUs, "
         f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
@@ -366,7 +372,7 @@ def start_head(
         temp_dir=temp_dir, session_name="", num_nodes=allocation.num_nodes,
         gpus_per_node=allocation.gpus_per_node, num_cpus=head_cpus(allocation),
         started_at=utc_now(), started_by_pid=os.getpid(),
-        started_by_start=process_start(os.getpid()) or 0,
+        started_by_start=process_start(os.getpid()) or 0, python=python,
     )
     # Written before waiting: if this launcher dies now, its supervisor stops the head.
     _write_record(state_dir, record)
@@ -405,9 +411,11 @@ def ensure_head(
     say: Callable[[str], None],
     *,
     cancelled: Callable[[], bool] | None = None,
+    python: str = sys.executable,
 ) -> tuple[HeadRecord, bool]:
     """The head to submit to, and whether it was started now (by this call). `cancelled`: see
-    `start_head`."""
+    `start_head`. `python`: the interpreter whose Ray runs it (a head of another is
+    replaced, as one of another allocation is)."""
     # Launches that start at once share one head: the check-and-start is serialized.
     with exclusive(state_dir / "head.lock"):
         record = read_record(state_dir)
@@ -419,7 +427,7 @@ def ensure_head(
             record = None
         if record is not None:
             if is_alive(record):
-                if record.fits(allocation):
+                if record.fits(allocation, python):
                     say(f"rlaunch: reusing the local Ray head at {record.dashboard_url}")
                     return record, False
                 busy = running_jobs(record)
@@ -440,9 +448,10 @@ def ensure_head(
                         f"{allocation.gpus_per_node} GPUs and {head_cpus(allocation)} CPUs. "
                         f"Wait for them or stop them (`rlaunch stop`), then launch again"
                     )
-                say("rlaunch: the local Ray head was started for another allocation; replacing it")
+                say("rlaunch: the local Ray head was started for another allocation or Ray "
+                    "environment; replacing it")
             stop_head(record, state_dir, say)
-        return start_head(allocation, state_dir, say, cancelled=cancelled), True
+        return start_head(allocation, state_dir, say, cancelled=cancelled, python=python), True
 
 
 def stop_if_started_since(

@@ -19,7 +19,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from rlaunch.executors.base import ExecutorError
 from rlaunch.render.launchdoc import LaunchDocument
@@ -125,12 +126,16 @@ def refusal(launch: LaunchDocument, versions: Mapping[str, str | None], where: s
     return None
 
 
-def job_python(launch: LaunchDocument) -> str:
-    """The interpreter the job runs with on this machine, checked for what the job needs."""
+def job_python(launch: LaunchDocument, chosen: tuple[str, str] | None = None) -> str:
+    """The interpreter the job runs with on this machine, checked for what the job needs.
+    `chosen`: (setting, interpreter) picked by the caller (a rehearsal's environment) instead
+    of the profile's setting."""
     known = profile(launch.runtime.profile)
     shipped = known is None or known.package == SHIPPED_WITH_RLAUNCH
     setting = python_setting(known.name) if known is not None else "RLAUNCH_PYTHON"
     configured = None if shipped else os.environ.get(setting)
+    if chosen is not None and not shipped:
+        setting, configured = chosen
     python = configured or sys.executable
     distributions = needed_distributions(launch)
     if not distributions:
@@ -145,3 +150,49 @@ def job_python(launch: LaunchDocument) -> str:
     if problem is not None:
         raise ExecutorError(problem)
     return python
+
+
+def head_python(job: str) -> str:
+    """The interpreter whose Ray runs the local head for a job on `job`: the job's own when it
+    has Ray (a job's `ray.init` joins only a cluster of its own Ray version; SkyRL 0.3.0 pins
+    ray 2.56.0), else this launcher's."""
+    if job == sys.executable:
+        return job
+    has = installed_versions(job, ["ray"], "the job's interpreter").get("ray")
+    return job if has else sys.executable
+
+
+REHEARSAL_PYTHON_ENV = "RLAUNCH_REHEARSAL_PYTHON"
+REHEARSAL_ENV_SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "skyrl-rehearsal-env"
+"""In a checkout: builds the rehearsal environment once and prints its interpreter."""
+_ENV_SCRIPT_TIMEOUT_S = 1800.0
+
+
+def rehearsal_python(env: Mapping[str, str], say: Callable[[str], None]) -> str:
+    """The interpreter of the SkyRL rehearsal environment (docs/rehearsal.md):
+    `$RLAUNCH_REHEARSAL_PYTHON`, else what this checkout's scripts/skyrl-rehearsal-env prints
+    (it builds the environment on first use)."""
+    configured = env.get(REHEARSAL_PYTHON_ENV)
+    if configured:
+        return configured
+    if not REHEARSAL_ENV_SCRIPT.is_file():
+        raise ExecutorError(
+            f"a rehearsal runs SkyRL in its rehearsal environment, and {REHEARSAL_PYTHON_ENV} "
+            f"is not set and {REHEARSAL_ENV_SCRIPT} is not there (rlaunch runs outside its "
+            f"checkout): set {REHEARSAL_PYTHON_ENV} to the python of an environment built from "
+            "3rdparty/skyrl-rehearsal.txt (scripts/skyrl-rehearsal-env prints it)"
+        )
+    say(f"rlaunch: the rehearsal environment: {REHEARSAL_ENV_SCRIPT} (built once, a few "
+        "minutes)")
+    try:
+        done = subprocess.run([str(REHEARSAL_ENV_SCRIPT)], capture_output=True, text=True,
+                              timeout=_ENV_SCRIPT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ExecutorError(f"{REHEARSAL_ENV_SCRIPT} did not run: {err}") from None
+    if done.returncode != 0 or not done.stdout.strip():
+        raise ExecutorError(
+            f"{REHEARSAL_ENV_SCRIPT} failed (exit {done.returncode}): "
+            f"{done.stderr.strip()[-1200:]}; or set {REHEARSAL_PYTHON_ENV} to the python of a "
+            "SkyRL rehearsal environment"
+        )
+    return done.stdout.strip().splitlines()[-1]

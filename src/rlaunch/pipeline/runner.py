@@ -57,11 +57,13 @@ def run_pipeline(
     dry_run: bool,
     line: Line,
     say: Line,
+    rehearse: bool = False,
 ) -> int:
     """Plan the runs `terminals` and every run upstream of them, print the plan, and launch
     every stage that is not reused, upstream first; the exit code. `title` names the pipeline
     in its lines: the terminal run (`rlaunch launch`), or the artifact that reads the runs
-    (`rlaunch build` of an eval stage)."""
+    (`rlaunch build` of an eval stage). `rehearse`: every stage is rehearsed (`store` is then
+    the rehearsal store, where the finished rehearsals of upstream stages are reused)."""
     try:
         stages = plan_pipeline(terminals, store)
     except LaunchRefused as err:
@@ -86,7 +88,8 @@ def run_pipeline(
     try:
         with progress("pipeline", total=len(todo)) as advance:
             launcher = PointLauncher(total=len(stages), out_dir=out_dir, store=store,
-                                     repo=repo, line=line, say=say, advance=advance)
+                                     repo=repo, line=line, say=say, advance=advance,
+                                     rehearse=rehearse)
             for index, stage in todo:
                 outcome = launcher.launch_point(index, SweepPoint(source, stage.spec))
                 if outcome.status != "SUCCEEDED":

@@ -1,4 +1,5 @@
-"""The `skyrl` runtime adapter: `python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]`.
+"""The `skyrl` runtime adapter:
+`python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs | --rehearse]`.
 
 Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md):
 1. stage every input (`inputs.<slot>`) from the store into the node cache, on every alive node of
@@ -7,7 +8,9 @@ Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md
    run than the one staged (rlaunch.runtimes.trained_from);
 2. rewrite the `skyrl` subtree's store paths to the staged folders, and print each rewrite;
 3. run SkyRL's own handoff check (`python -m rlaunch.runtimes.skyrl_handoff <overrides>`) on
-   them; with `--check-handoffs` stop there;
+   them; with `--check-handoffs` stop there; with `--rehearse`, first shrink the model, bound
+   the rows and hand SkyRL's loop to CPU workers and engines (rlaunch.runtimes.skyrl_rehearse,
+   docs/rehearsal.md);
 4. run SkyRL's entrypoint as a child with exactly those overrides, forwarding SIGINT, SIGTERM
    and SIGHUP, and keep its exit status;
 5. before SkyRL starts, record in `{ckpt_path}/runtime.json` what the root is trained from; after
@@ -51,6 +54,7 @@ from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 from rlaunch.spec.catalog import is_eval_entrypoint, resolve
 from rlaunch.runtimes.skyrl_eval import dump_folder, eval_manifest, local_dump_root
+from rlaunch.runtimes.skyrl_rehearse import rehearse
 from rlaunch.runtimes.skyrl_outputs import OutputError, terminal_manifest, write_manifest
 from rlaunch.runtimes.staging import (
     Staged,
@@ -79,6 +83,7 @@ from rlaunch.runtimes.worker_env import (
     worker_values,
 )
 from rlaunch.runtimes.trained_from import (
+    RUN_EXPORT,
     StaleCheckpoints,
     check_root,
     launch_exports,
@@ -86,8 +91,11 @@ from rlaunch.runtimes.trained_from import (
 )
 from rlaunch.store import StoreError
 
-USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs]"
+USAGE = "usage: python -m rlaunch.runtimes.skyrl LAUNCH_YAML [--check-handoffs | --rehearse]"
 CHECK_FLAG = "--check-handoffs"
+REHEARSE_FLAG = "--rehearse"
+"""A rehearsal (docs/rehearsal.md): the model shrunk, the rows bounded, a few steps of SkyRL's
+own loop with CPU workers and engines (rlaunch.runtimes.skyrl_rehearse, skyrl_cpu)."""
 HANDOFF_MODULE_ENV = "RLAUNCH_SKYRL_HANDOFF_MODULE"
 """What runs as the handoff check: a module (default rlaunch.runtimes.skyrl_handoff), or a
 script path ending `.py` (run as `python <path>`, so its own folder is importable)."""
@@ -186,7 +194,8 @@ def skyrl_release(launch: LaunchDocument) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     check_only = CHECK_FLAG in args
-    rest = [arg for arg in args if arg != CHECK_FLAG]
+    rehearsal = REHEARSE_FLAG in args
+    rest = [arg for arg in args if arg not in (CHECK_FLAG, REHEARSE_FLAG)]
     if len(rest) != 1 or rest[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr)
         return 2
@@ -204,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         # SkyRL starts a Ray of its own, whose processes inherit its driver's environment.
         return run(launch, check_only, attempt, work, {**os.environ, **values},
                    driver_environment(os.environ, values, key=None, cwd=str(work / CWD),
-                                      release=release))
+                                      release=release),
+                   rehearsal=rehearsal)
     try:
         key = publish(address, values) if values else None
     except WorkerEnvError as err:
@@ -219,17 +229,20 @@ def main(argv: list[str] | None = None) -> int:
             f"entry {key} (rlaunch.runtimes.worker_env)")
     try:
         return run(launch, check_only, attempt, work, {**os.environ, **values},
-                   driver_environment(os.environ, values, key=key, cwd=None, release=release))
+                   driver_environment(os.environ, values, key=key, cwd=None, release=release),
+                   rehearsal=rehearsal)
     finally:
         if key is not None:
             withdraw(address, key)
 
 
 def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
-        env: dict[str, str], skyrl_env: dict[str, str] | None) -> int:
+        env: dict[str, str], skyrl_env: dict[str, str] | None, *,
+        rehearsal: bool = False) -> int:
     """Stage, check and run SkyRL; `env` is the handoff check's environment, `skyrl_env`
     SkyRL's driver's (`env` when None); `work` the node-local folder of SkyRL's pathlib outputs
-    (rlaunch.runtimes.skyrl_pathlib_outputs)."""
+    (rlaunch.runtimes.skyrl_pathlib_outputs); `rehearsal`: rehearse it
+    (rlaunch.runtimes.skyrl_rehearse)."""
     try:
         staged = stage(launch)
     except (StagingError, StoreError) as err:
@@ -245,6 +258,12 @@ def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
     local = local_overrides(tree, staged)
     for line in rewrites(tree, local):
         say(f"staged path {line}")
+    extra: list[str] = []
+    if rehearsal:
+        runs = {item.path for item in staged
+                if launch.inputs[item.slot].type == RUN_EXPORT}
+        local, extra = rehearse(local, exports=runs, seed=launch.run.seed,
+                                cache=node_cache_root() / "rehearsal", say=say)
     evaluates = is_eval_entrypoint(launch.runtime.profile, launch.runtime.entrypoint)
     if evaluates:
         # SkyRL's eval dumps with pathlib under export_path: a local folder, read back after.
@@ -271,7 +290,7 @@ def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
         print(f"error: cannot record what the checkpoint root is trained from: {err}",
               file=sys.stderr)
         return 2
-    argv_out = command(launch, overrides)
+    argv_out = command(launch, overrides + extra)
     say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
     urls: list[str] = []
     started = time.monotonic()

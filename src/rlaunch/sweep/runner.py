@@ -85,8 +85,10 @@ def result_line(spec: RunSpec, store: str | None, status: str, seconds: float) -
 
 class PointLauncher:
     def __init__(self, *, total: int, out_dir: Path, store: str | None, repo: Path | None,
-                 line: Line, say: Line, advance: Callable[..., None]) -> None:
+                 line: Line, say: Line, advance: Callable[..., None],
+                 rehearse: bool = False) -> None:
         self.total = total
+        self.rehearse = rehearse
         self.out_dir = out_dir
         self.store = store
         self.repo = repo
@@ -106,7 +108,8 @@ class PointLauncher:
         try:
             request = LaunchRequest(spec=spec, source=point.source, follow=True,
                                     store=self.store, hold_head=True, repo=self.repo,
-                                    out=self.out_dir / spec.name / "launch.yaml")
+                                    out=self.out_dir / spec.name / "launch.yaml",
+                                    rehearse=self.rehearse)
             result = launch(request, echo=lambda text: None,
                             say=lambda text: self.say(f"{tag} {text}"))
         except LaunchRefused as err:

@@ -1,0 +1,250 @@
+"""`./pants run experiments/tiny-gsm8k:<run> -- --rehearse`, end to end: SkyRL 0.3.0's own
+training loop on this machine's CPU (docs/rehearsal.md).
+
+The real ./pants (a scratch copy of the repository), the experiment's model and data served by
+the local Hub (tests/hubserver.py: the model made by tests/contract/make_tiny_model.py, the
+rows by tests/gsm8kdata.py), the store on moto's S3 server (tests/objectstores.py), one local
+Ray head for the module started by the rehearsal environment's Ray (as a rehearsal starts it),
+and the rehearsal environment (scripts/skyrl-rehearsal-env) as the job's interpreter. SkyRL
+trains, evaluates, checkpoints and exports with its own code (rlaunch.runtimes.skyrl_cpu
+replaces only its GPU workers and vLLM engines); the tests assert the files SkyRL wrote into
+S3, and that `transformers` loads its export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pants_scratch import ScratchRepo
+
+import gsm8kdata
+from contract.skyrl_env import rehearsal_python
+from executors.support import HeadWatch
+from hubserver import hub_environment, serve_hub
+from objectstores import ObjectStoreServer
+from rlaunch.executors.local_head import ensure_head
+from rlaunch.spec.execution import Allocation
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MAKE_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
+MODEL_REPO = "rlaunch-tests/tiny-qwen2-chat"
+MODEL_COMMIT = "c0ffee0000000000000000000000000000000001"
+DATA_REPO = "rlaunch-tests/gsm8k-sample"
+DATA_COMMIT = "c0ffee0000000000000000000000000000000002"
+VERSION = "2026.12.01"
+# experiments/tiny-gsm8k:local-1x1's allocation, as its BUILD declares it.
+ALLOCATION = Allocation(num_nodes=1, gpus_per_node=1, accelerator="sim", cpus_per_node=4,
+                        memory_gb_per_node=8, disk_gb_per_node=10)
+
+
+@pytest.fixture(scope="module")
+def python() -> str:
+    return rehearsal_python()
+
+
+@pytest.fixture(scope="module")
+def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    root = tmp_path_factory.mktemp("rehearsal")
+    model = root / "model"
+    done = subprocess.run([python, str(MAKE_MODEL), str(model)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    [data] = gsm8kdata.repos().values()
+    repos = {
+        ("models", MODEL_REPO, MODEL_COMMIT): {path.name: path.read_bytes()
+                                               for path in model.iterdir()},
+        ("datasets", DATA_REPO, DATA_COMMIT): data,
+    }
+    (root / "repo").mkdir()
+    repo = ScratchRepo(repo_root, root / "repo")
+    repo.commit_all("the repository as it is")
+    # One local Ray head for the module, started as a rehearsal starts it (by the rehearsal
+    # environment's Ray, for :local-1x1's allocation) and owned by this process.
+    heads = HeadWatch(root / "head")
+    try:
+        ensure_head(ALLOCATION, heads.state_dir, lambda message: None, python=python)
+        heads.snapshot()
+        with serve_hub(repos) as (url, _):
+            repo.env.update(hub_environment(url))
+            repo.env.update(s3_server.env())
+            repo.env.update({
+                "RLAUNCH_STORE": s3_server.prefix("rehearsal-store"),
+                "RLAUNCH_REHEARSAL_PYTHON": python,
+                "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
+                "RLAUNCH_LOCAL_HEAD_DIR": str(heads.state_dir),
+            })
+            yield repo
+    finally:
+        repo.close()
+        heads.finish()
+
+
+def files_under(s3_server: ObjectStoreServer, uri: str) -> dict[str, int]:
+    fs = s3_server.filesystem()
+    base = uri.removeprefix("s3://").rstrip("/") + "/"
+    return {path[len(base):]: int(info["size"])
+            for path, info in fs.find(uri, detail=True).items()}
+
+
+def job_logs(s3_server: ObjectStoreServer, prefix: str) -> str:
+    """Every attempt's job.log under `prefix`, for a failure's message."""
+    fs = s3_server.filesystem()
+    return "\n".join(f"== {path}\n" + fs.cat_file(path).decode(errors="replace")
+                     for path in sorted(fs.glob(f"{prefix}/**/attempts/*/job.log")))
+
+
+LOAD_EXPORT = """
+import json, sys
+import fsspec, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+folder = sys.argv[1]
+model = AutoModelForCausalLM.from_pretrained(folder)
+tokenizer = AutoTokenizer.from_pretrained(folder)
+ids = tokenizer.apply_chat_template([{"role": "user", "content": "How many apples?"}],
+                                    add_generation_prompt=True, return_tensors="pt")
+out = model.generate(ids if torch.is_tensor(ids) else ids["input_ids"], max_new_tokens=3)
+print(json.dumps({"class": type(model).__name__, "layers": model.config.num_hidden_layers,
+                  "generated": out.shape[-1]}))
+"""
+
+
+def load_export(python: str, s3_server: ObjectStoreServer, uri: str, into: Path) -> dict:
+    """`transformers` loads the export SkyRL wrote (downloaded from S3 into `into`) and
+    generates with it, in the rehearsal environment."""
+    s3_server.filesystem().get(uri.rstrip("/") + "/", str(into), recursive=True)
+    done = subprocess.run([python, "-c", LOAD_EXPORT, str(into)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def rehearsed(scratch: ScratchRepo, s3_server: ObjectStoreServer
+              ) -> subprocess.CompletedProcess[str]:
+    """One `./pants run` of the second stage with --rehearse, for the module: its pipeline
+    rehearses the first stage, then the second from the first's export. The tests read what
+    it wrote."""
+    started = time.monotonic()
+    result = scratch.pants("run", "experiments/tiny-gsm8k:grpo-stage2", "--", "--rehearse")
+    print(f"rehearsal of both stages: {time.monotonic() - started:.0f} s")
+    store = scratch.env["RLAUNCH_STORE"]
+    assert result.returncode == 0, (result.stdout + result.stderr
+                                    + job_logs(s3_server, store))
+    return result
+
+
+def test_the_pipeline_rehearses_the_first_stage_then_the_second(
+    rehearsed: subprocess.CompletedProcess[str],
+) -> None:
+    out = rehearsed.stdout
+    assert ("pipeline of tiny-gsm8k-grpo-stage2@2026.12.01: 2 run(s), upstream first; 2 to "
+            "launch, 0 reused") in out
+    assert "[1/2] tiny-gsm8k-grpo@2026.12.01: SUCCEEDED in " in out
+    assert "[2/2] tiny-gsm8k-grpo-stage2@2026.12.01: SUCCEEDED in " in out
+    assert "pipeline of tiny-gsm8k-grpo-stage2@2026.12.01: 2 launched, 0 reused" in out
+
+
+def test_skyrls_own_loop_trains_checkpoints_and_exports_into_the_rehearsal_store(
+    rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
+    s3_server: ObjectStoreServer, python: str, tmp_path: Path
+) -> None:
+    store = scratch.env["RLAUNCH_STORE"]
+    root = f"{store}/_rehearsal/tiny-gsm8k-grpo/{VERSION}"
+    files = files_under(s3_server, root)
+    fs = s3_server.filesystem()
+    [log] = fs.glob(f"{root}/attempts/*/job.log")
+    job = fs.cat_file(log).decode()
+    # SkyRL's own loop: its config checks, its trainer, 4 steps with an eval every 2.
+    assert "rlaunch: starting SkyRL: -m skyrl.train.entrypoints.main_base" in job
+    assert "rehearsal: 4 steps of 1 prompt(s) x 4 samples" in job
+    assert job.count("Finished: 'step'") == 4, job
+    assert "Started: 'eval'" in job
+    # What SkyRL wrote, as SkyRL writes it (RayPPOTrainer.save_checkpoints, save_models):
+    # a checkpoint every 2 steps, of which max_ckpts_to_keep=1 is kept, its pointer last.
+    assert fs.cat_file(f"{root}/checkpoints/latest_ckpt_global_step.txt").decode() == "4"
+    assert sorted({name.split("/")[1] for name in files if name.startswith("checkpoints/g")}) \
+        == ["global_step_4"]
+    for name in ("checkpoints/global_step_4/trainer_state.pt",
+                 "checkpoints/global_step_4/data.pt",
+                 "checkpoints/global_step_4/policy/model_world_size_1_rank_0.pt",
+                 "checkpoints/global_step_4/policy/optim_world_size_1_rank_0.pt",
+                 "checkpoints/global_step_4/policy/huggingface/config.json"):
+        assert files.get(name, 0) > 0, (name, files)
+    # An HF export every hf_save_interval=2 steps: global_step_2 and global_step_4.
+    for step in (2, 4):
+        for name in ("config.json", "model.safetensors", "tokenizer.json"):
+            assert files.get(f"export/global_step_{step}/policy/{name}", 0) > 0, files
+    # The adapter's terminal manifest, from what SkyRL wrote into S3.
+    manifest = json.loads(fs.cat_file(f"{root}/terminal.json"))
+    export = f"{root}/export/global_step_4/policy"
+    attempt = log.rsplit("/", 2)[-2]
+    assert (manifest["status"], manifest["final_step"]) == ("succeeded", 4)
+    assert (manifest["export_path"], manifest["attempt_id"]) == (export, attempt)
+    assert manifest["run_id"] == f"tiny-gsm8k-grpo@{VERSION}"
+    assert manifest["wandb_url"] is None  # logger console
+    weights = hashlib.sha256(fs.cat_file(f"{export}/model.safetensors")).hexdigest()
+    assert manifest["export_files"]["model.safetensors"] == weights
+    assert manifest["weights_sha256"] == hashlib.sha256(
+        f"{weights}  model.safetensors\n".encode()).hexdigest()
+    assert sorted(manifest["export_files"]) == sorted(
+        name.rsplit("/", 1)[-1] for name in files if name.startswith("export/global_step_4/"))
+    assert f"rlaunch: done: step 4; export {export} " in job
+    err = rehearsed.stderr
+    assert "[1/2] rlaunch: SkyRL's latest checkpoint pointer names global_step_4" in err
+    assert (f"[1/2] rlaunch: terminal manifest {root}/terminal.json: status succeeded, final "
+            "step 4") in err
+    # The export is a model transformers loads and generates with.
+    loaded = load_export(python, s3_server, manifest["export_path"], tmp_path / "export")
+    assert loaded["class"] == "Qwen2ForCausalLM" and loaded["layers"] == 2
+
+
+def test_the_second_stage_trains_from_the_first_stages_export(
+    rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
+    s3_server: ObjectStoreServer
+) -> None:
+    store = scratch.env["RLAUNCH_STORE"]
+    first = f"{store}/_rehearsal/tiny-gsm8k-grpo/{VERSION}"
+    root = f"{store}/_rehearsal/tiny-gsm8k-grpo-stage2/{VERSION}"
+    fs = s3_server.filesystem()
+    [log] = fs.glob(f"{root}/attempts/*/job.log")
+    job = fs.cat_file(log).decode()
+    # The model it trains from is the first stage's export: the launcher recorded SkyRL's
+    # last global_step_N/policy folder as the input, and the adapter staged exactly that
+    # folder's files, config.json at the root, where SkyRL's model path points.
+    record = json.loads(fs.cat_file(f"{first}/export/_record.json"))
+    assert record["payload_folder"] == "global_step_4/policy"
+    policy = sorted(path.rsplit("/", 1)[-1]
+                    for path in fs.find(f"{first}/export/global_step_4/policy"))
+    assert sorted(entry["path"] for entry in record["files"]) == policy
+    [staged] = (Path(scratch.env["RLAUNCH_NODE_CACHE"]) / "tiny-gsm8k-grpo").glob(f"{VERSION}-*")
+    assert sorted(path.name for path in staged.iterdir()) == sorted(["_record.json", *policy])
+    assert (staged / "model.safetensors").read_bytes() == fs.cat_file(
+        f"{first}/export/global_step_4/policy/model.safetensors")
+    assert (f"rlaunch: staged path trainer.policy.model.path: {first}/export -> {staged}"
+            in job), job
+    assert (f"rlaunch: rehearsal: trainer.policy.model.path {staged}: a run's export, trained "
+            "from as it is") in job
+    assert job.count("Finished: 'step'") == 4, job
+    manifest = json.loads(fs.cat_file(f"{root}/terminal.json"))
+    assert manifest["final_step"] == 4
+    assert fs.cat_file(f"{root}/checkpoints/latest_ckpt_global_step.txt").decode() == "4"
+    assert fs.exists(f"{root}/export/global_step_4/policy/model.safetensors")
+
+
+def test_a_rehearsal_records_nothing_in_the_store_itself(
+    rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
+    s3_server: ObjectStoreServer
+) -> None:
+    store = scratch.env["RLAUNCH_STORE"]
+    fs = s3_server.filesystem()
+    # The rehearsal store has its own ledger; the store itself has none, and no run folder.
+    assert fs.exists(f"{store}/_rehearsal/_ledger/tiny-gsm8k-grpo/{VERSION}.json")
+    assert not fs.exists(f"{store}/_ledger")
+    assert sorted(path.rsplit("/", 1)[-1] for path in fs.ls(store)) == ["_rehearsal"]
