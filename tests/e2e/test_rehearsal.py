@@ -235,7 +235,14 @@ def test_the_second_stage_trains_from_the_first_stages_export(
     manifest = json.loads(fs.cat_file(f"{root}/terminal.json"))
     assert manifest["final_step"] == 4
     assert fs.cat_file(f"{root}/checkpoints/latest_ckpt_global_step.txt").decode() == "4"
+    # The GPU experiments' export policy (hf_save_interval -1, export_final): the launch YAML
+    # says 1000000000 and SkyRL's own loop writes the last step's export, and no other.
+    yamls = [path.read_text() for path in (scratch.root / "dist").rglob("launch*.yaml")]
+    stage2 = [text for text in yamls if "tiny-gsm8k-grpo-stage2" in text]
+    assert stage2 and all("    hf_save_interval: 1000000000\n" in text for text in stage2), yamls
     assert fs.exists(f"{root}/export/global_step_4/policy/model.safetensors")
+    assert sorted(path.rsplit("/", 1)[-1] for path in fs.ls(f"{root}/export")
+                  if "global_step_" in path) == ["global_step_4"]
 
 
 def test_a_rehearsal_records_nothing_in_the_store_itself(
