@@ -23,7 +23,7 @@ from typing import Any
 from rlaunch.spec.examples import QWEN25_1_5B, QWEN3_30B_A3B, reference_role, worked_example
 
 # Facts as in each model's config.json on the Hub. Preflight never reads the Hub; the revisions
-# of the models below are not in /work/shared/reference/real-pins.md and are written as the
+# of the models below are not in the project's shared/reference/real-pins.md and are written as the
 # recipe's model at an unverified commit (preflight checks syntax only).
 QWEN25_MATH_7B = {
     **QWEN25_1_5B,
