@@ -32,17 +32,19 @@ def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRep
         changed = ("--changed-since=HEAD", "--changed-dependents=transitive")
         result = scratch.pants(*changed, "list")
         assert result.returncode == 0, result.stderr
-        # The runs whose policy starts from it, the runs that use it as the KL reference, the
-        # pipeline stage that starts from the export of a run that starts from it, and the GPU
-        # evals of those exports.
+        # The runs whose policy starts from it (on SkyRL 0.3.0 and 0.4.0), the runs that use it
+        # as the KL reference, the pipeline stage that starts from the export of a run that
+        # starts from it, and the GPU evals of those exports.
         runs = [
             "experiments/qwen2.5-1.5b-gsm8k:grpo",
             "experiments/qwen2.5-1.5b-gsm8k:grpo-eval",
             "experiments/qwen2.5-1.5b-gsm8k:grpo-eval-smoke",
+            "experiments/qwen2.5-1.5b-gsm8k:grpo-skyrl-0.4.0",
             "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2",
             "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2-eval",
             "experiments/qwen2.5-1.5b-gsm8k:grpo-stage2-eval-smoke",
             "experiments/qwen2.5-1.5b-gsm8k:smoke",
+            "experiments/qwen2.5-1.5b-gsm8k:smoke-skyrl-0.4.0",
             "experiments/qwen2.5-1.5b-gsm8k:stage2-smoke",
             "experiments/qwen2.5-1.5b-instruct-ref-2x8:grpo",
             "experiments/qwen2.5-1.5b-instruct-ref-2x8:smoke",
