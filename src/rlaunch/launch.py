@@ -642,7 +642,14 @@ def _submit_and_follow(
     _refuse_if_running(ledger, spec, executor.options, say)
     # The executor gets ready (a local head starts) while the inputs build.
     executor.prepare(rendered.document)
-    materialize_inputs(plan, say, verify=verify)
+    try:
+        materialize_inputs(plan, say, verify=verify)
+    except KeyboardInterrupt:
+        # No attempt was started yet; the executor stops the head it was starting.
+        say(f"rlaunch: interrupted while the inputs of {spec.identity} were built; nothing was"
+            " submitted")
+        return LaunchResult(spec.identity, rendered.path, rendered.digest, False,
+                            interrupted=True)
     laps.lap("inputs")
     try:
         consumed = consumed_exports(spec, plan.store_prefix)

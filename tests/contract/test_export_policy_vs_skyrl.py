@@ -30,13 +30,16 @@ STEPS_PER_EPOCH = 5
 
 
 def experiments_checkpoints() -> dict[str, dict[str, Any]]:
-    """Every `checkpoint=dict(...)` an experiment's BUILD file writes, by BUILD path."""
+    """Every `checkpoint=dict(...)` an experiment's BUILD file writes, by BUILD path (and line,
+    after the first, for a BUILD file that writes several)."""
     found: dict[str, dict[str, Any]] = {}
     for build in sorted((REPO_ROOT / "experiments").rglob("BUILD")):
-        for node in ast.walk(ast.parse(build.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.keyword) and node.arg == "checkpoint":
-                found[str(build.relative_to(REPO_ROOT))] = {
-                    kw.arg: ast.literal_eval(kw.value) for kw in node.value.keywords}
+        nodes = [node for node in ast.walk(ast.parse(build.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.keyword) and node.arg == "checkpoint"]
+        for index, node in enumerate(sorted(nodes, key=lambda node: node.value.lineno)):
+            name = str(build.relative_to(REPO_ROOT))
+            found[name if index == 0 else f"{name}:{node.value.lineno}"] = {
+                kw.arg: ast.literal_eval(kw.value) for kw in node.value.keywords}
     return found
 
 
@@ -91,11 +94,14 @@ def test_every_rendered_export_policy_ends_with_an_export_in_skyrls_trainer(
         "safety_net": "self.cfg.trainer.hf_save_interval > 0 and (not hf_model_save)",
     }
     results = report["results"]
-    for build in experiments:
-        # the epoch's end (is_epoch_end) exports step 5 in the loop
-        assert results[build] == {
-            "hf_save_interval": 1_000_000_000, "total_steps": 5, "exported_steps": [5],
-            "final_save": False, "last_step_exported": True}, build
+    for build, checkpoint in experiments.items():
+        # Every experiment's run ends with an export; the GPU experiments' policy (-1 with
+        # export_final) exports the last step only: the epoch's end (is_epoch_end), step 5.
+        assert results[build]["last_step_exported"], build
+        if checkpoint["hf_save_interval"] == -1:
+            assert results[build] == {
+                "hf_save_interval": 1_000_000_000, "total_steps": 5, "exported_steps": [5],
+                "final_save": False, "last_step_exported": True}, build
     assert results["every 2 steps"]["exported_steps"] == [2, 4, 5]
     assert results["final only, 2 epochs"]["exported_steps"] == [5, 10]
     # stopped before the epoch's end: the safety net exports the last step
