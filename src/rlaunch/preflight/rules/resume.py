@@ -32,6 +32,7 @@ from rlaunch.preflight.engine.registry import Example, rule
 _SHARD = re.compile(r"(model|optim|extra_state)_world_size_(\d+)_rank_(\d+)\.pt")
 _SHARD_KINDS = ("model", "optim", "extra_state")
 _SMOKE_RANK_FILES = ("model.safetensors", "optimizer.pt", "rng.pt")
+_SMOKE_RANK = re.compile(r"policy_rank(\d+)/.*")
 _FRESH = ("Start from a fresh root (resume.mode none, or a new version), or set resume.mode"
           " from_path with resume.path at a complete step folder this plan can load.")
 
@@ -94,6 +95,11 @@ def pointer_names_a_step(check: Check) -> Iterator[Finding]:
         )
 
 
+def _smoke_ranks(files: frozenset[str]) -> set[int]:
+    """The policy ranks a smoke runtime step folder holds (its `policy_rank<r>/` folders)."""
+    return {int(m.group(1)) for name in files if (m := _SMOKE_RANK.fullmatch(name))}
+
+
 def _skyrl_fsdp_problems(files: frozenset[str], role: str) -> tuple[list[str], set[int]]:
     """What a SkyRL FSDP `role/` folder lacks, and the world sizes its shards were written for."""
     shards = [m for name in files if (m := _SHARD.fullmatch(name.removeprefix(f"{role}/")))
@@ -127,8 +133,7 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
     spec, files = check.spec, listing.files
     if spec.runtime.profile == "smoke":
         missing = [] if "trainer_state.json" in files else ["trainer_state.json"]
-        ranks = sorted({int(m.group(1)) for name in files
-                        if (m := re.fullmatch(r"policy_rank(\d+)/.*", name))})
+        ranks = sorted(_smoke_ranks(files))
         missing += [f"policy_rank{rank}/{name}" for rank in ranks for name in _SMOKE_RANK_FILES
                     if f"policy_rank{rank}/{name}" not in files]
         if not ranks:
@@ -175,8 +180,7 @@ def shards_match_the_plan(check: Check) -> Iterator[Finding]:
     spec, files = check.spec, listing.files
     world = check.parallelism("policy").world
     if spec.runtime.profile == "smoke":
-        ranks = {int(m.group(1)) for name in files
-                 if (m := re.fullmatch(r"policy_rank(\d+)/.*", name))}
+        ranks = _smoke_ranks(files)
         if ranks and ranks != set(range(world)):
             yield error(
                 "RES003", ("role_plan.policy", "resume.mode"),
