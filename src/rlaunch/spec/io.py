@@ -7,6 +7,7 @@ problem as `field.path: what is wrong (got value)`.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ import yaml
 from pydantic import ValidationError
 
 from rlaunch.atomic import write_text_atomically
+from rlaunch.memo import Memo
 from rlaunch.spec.documents import DocumentError, Dumper, parse, read_document
+from rlaunch.spec.execution import Execution
+from rlaunch.spec.roleplan import RolePlan
 from rlaunch.spec.run import RunSpec
 from rlaunch.spec.sources import SOURCES_KEY, BuildSources
 
@@ -75,6 +79,79 @@ def validation_problems(err: ValidationError, sources: BuildSources | None = Non
     return problems
 
 
+PLAN_KEYS = ("role_plan", "execution")
+"""What a search changes from plan to plan: RunSpec's validators read neither (only their own
+models check them), so the rest of a document is validated once per distinct content."""
+_BESIDE_PLAN: Memo[bytes, RunSpec] = Memo(64)
+"""Content of a document's keys beside PLAN_KEYS -> a spec validated from that content."""
+_EXECUTIONS: Memo[bytes, Execution] = Memo(256)
+"""Content of an `execution` section -> the section, validated."""
+_EXACT_TYPES = (str, int, float, bool, type(None))
+
+
+def _content_key(data: Any) -> bytes | None:
+    """`data`'s content as bytes: equal bytes, equal content of the same exact types (marshal
+    refuses subclasses and other objects; those documents are not reused: None). Only the
+    buffer types (bytes, bytearray) share one encoding; `_exact` keeps them out of the memos."""
+    try:
+        return marshal.dumps(data, 2)
+    except ValueError:
+        return None
+
+
+def _exact(value: Any) -> bool:
+    """Whether `value` holds only dicts, lists and tuples of str, int, float, bool and None."""
+    kind = type(value)
+    if kind is dict:
+        return all(_exact(key) and _exact(item) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return all(_exact(item) for item in value)
+    return kind in _EXACT_TYPES
+
+
+def _execution(data: Any) -> Execution:
+    key = _content_key(data)
+    known = _EXECUTIONS.get(key) if key is not None else None
+    if known is not None:
+        return known
+    execution = Execution.model_validate(data)
+    if key is not None and _exact(data):
+        # Validated from a private copy: a later change to the caller's data cannot reach it.
+        _EXECUTIONS.put(key, Execution.model_validate(marshal.loads(key)))
+    return execution
+
+
+def _validate(data: dict[str, Any]) -> RunSpec:
+    """RunSpec.model_validate(data), reusing the validated part beside the plan of an earlier
+    document with the same content: equal to validating it all, errors included (any error
+    validates the whole document again, so every problem is reported where it is written)."""
+    if not all(key in data for key in PLAN_KEYS):
+        return RunSpec.model_validate(data)
+    beside = {key: value for key, value in data.items() if key not in PLAN_KEYS}
+    key = _content_key(beside)
+    base = _BESIDE_PLAN.get(key) if key is not None else None
+    if base is None:
+        spec = RunSpec.model_validate(data)
+        if key is not None and _exact(beside):
+            # Validated from a private copy: a later change to the caller's data (a builder's
+            # config is kept as given) cannot reach the specs parsed after it.
+            _BESIDE_PLAN.put(key, spec.model_validate({**marshal.loads(key), **{
+                name: data[name] for name in PLAN_KEYS}}))
+        return spec
+    try:
+        plan = RolePlan.model_validate(data["role_plan"])
+        execution = _execution(data["execution"])
+    except ValidationError:
+        return RunSpec.model_validate(data)
+    return base.model_copy(update={"role_plan": plan, "execution": execution})
+
+
+def forget_parsed() -> None:
+    """Empty parse_spec's memos (a benchmark's cold start; a test's uncached run)."""
+    _BESIDE_PLAN.clear()
+    _EXECUTIONS.clear()
+
+
 def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
     """Validate plain data (a loaded YAML/JSON document) as a RunSpec. Its `build_sources`
     (spec files the Pants plugin writes) become the spec's `build_sources`."""
@@ -88,7 +165,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
         except ValueError as err:
             raise SpecError(source, [str(err)]) from None
     try:
-        spec = RunSpec.model_validate(data)
+        spec = _validate(data)
     except ValidationError as err:
         raise SpecError(source, validation_problems(err, sources), sources) from None
     spec._build_sources = sources

@@ -139,6 +139,11 @@ class Rule:
     releases: tuple[str, ...] | None = None
     """The SkyRL releases whose validators the rule mirrors: it runs only for a run whose
     `skyrl` subtree is written for one of them (`RunSpec.skyrl_release`). None: every run."""
+    reads_plan: bool = True
+    """False: the rule reads nothing of `role_plan` (nor the world), so the runner reuses its
+    findings for a spec whose other fields are the very objects it last ran on (a search
+    changes only the role plan). tests/preflight/engine/test_runner_memo.py proves each such
+    rule gives the same findings with `role_plan` removed."""
 
     @property
     def implementation(self) -> str:
@@ -167,10 +172,11 @@ def family_of(module: str) -> str | None:
 
 def rule(
     code: str, summary: str, *, example: Example, scope: Scope = "spec",
-    releases: tuple[str, ...] | None = None,
+    releases: tuple[str, ...] | None = None, reads_plan: bool = True,
 ) -> Callable[[RuleFunc], RuleFunc]:
     """Register the decorated function as the rule `code` of the family RULE_MODULES declares for
-    its module; `releases`: the SkyRL releases whose validators it mirrors (None: every run)."""
+    its module; `releases`: the SkyRL releases whose validators it mirrors (None: every run);
+    `reads_plan=False`: it reads nothing of the role plan (`Rule.reads_plan`)."""
 
     def register(func: RuleFunc) -> RuleFunc:
         family = family_of(func.__module__)
@@ -181,7 +187,10 @@ def rule(
             )
         if code in _RULES:
             raise ValueError(f"rule code {code} is registered twice")
-        _RULES[code] = Rule(code, family, scope, summary, func, example, releases)
+        if scope == "world" and not reads_plan:
+            raise ValueError(f"rule {code}: a world rule's findings are never reused; drop"
+                             " reads_plan=False")
+        _RULES[code] = Rule(code, family, scope, summary, func, example, releases, reads_plan)
         return func
 
     return register

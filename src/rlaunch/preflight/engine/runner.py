@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.registry import Rule, registered_rules
 from rlaunch.preflight.engine.world import World
 from rlaunch.ledger import LedgerError
+from rlaunch.memo import Memo
 from rlaunch.spec.run import RunSpec
 from rlaunch.store.fs import StoreError
 from rlaunch.store.probe import StoreUnavailable
@@ -42,13 +43,73 @@ def _rules_for_release(scope: RunScope, release: str) -> tuple[Rule, ...]:
     return tuple(rule for rule in rules_for(scope) if rule.applies_to(release))
 
 
+Outcome = tuple[tuple[Finding, ...], bool]
+"""A rule's findings on a spec, and whether the store's probe found the store unavailable to it
+(the rule did not run; EXEC009 names it)."""
+
+BESIDE_PLAN = tuple(name for name in RunSpec.model_fields if name != "role_plan")
+"""The RunSpec fields a rule declared with `reads_plan=False` may read: every one but
+`role_plan`."""
+_BESIDE_PLAN_OUTCOMES: Memo[tuple[int, ...], tuple[tuple[Any, ...], dict[str, Outcome]]] = (
+    Memo(256))
+"""The identities of a spec's BESIDE_PLAN values -> those values (held, so no other object can
+take their identities while the entry lives) and the outcomes of the rules that read only them,
+by code. A search, and parse_spec's reuse of the part beside the plan (rlaunch.spec.io), hand
+preflight the very same objects plan after plan; an equal copy is a new entry, never a wrong
+one."""
+
+
+def _beside_plan_outcomes(spec: RunSpec) -> dict[str, Outcome]:
+    """The outcomes known for specs whose BESIDE_PLAN values are `spec`'s very objects."""
+    values = tuple(getattr(spec, name) for name in BESIDE_PLAN)
+    key = tuple(map(id, values))
+    entry = _BESIDE_PLAN_OUTCOMES.get(key)
+    if entry is None:
+        entry = _BESIDE_PLAN_OUTCOMES.put(key, (values, {}))
+    return entry[1]
+
+
+def forget_reused() -> None:
+    """Empty the reused outcomes (a benchmark's cold start; a test's uncached run)."""
+    _BESIDE_PLAN_OUTCOMES.clear()
+
+
+def _run_rule(rule: Rule, check: Check) -> Outcome:
+    """Run one rule. Never raises: a rule that crashes is reported as a PRE000 error naming it,
+    with the findings it yielded before."""
+    found: list[Finding] = []
+    try:
+        found.extend(rule.func(check))
+    except StoreUnavailable:
+        # The store's probe found it unavailable; EXEC009 says so once, naming these.
+        return tuple(found), True
+    except (LedgerError, StoreError, OSError) as exc:
+        # The store answered the probe, then failed a read: the store's, not a bug.
+        found.append(Finding(
+            STORE_CODE, "error", (),
+            f"rule {rule.code} could not read the store ({type(exc).__name__}: {exc}); its"
+            " check did not run",
+            "Check that the store is reachable and readable with this machine's"
+            " credentials, then run preflight again.",
+        ))
+    except Exception as exc:  # noqa: BLE001 - a crashing rule must not hide the others
+        found.append(Finding(
+            INTERNAL_CODE, "error", (),
+            f"rule {rule.code} crashed on this spec ({type(exc).__name__}: {exc}); its"
+            " check did not run",
+            "This is a bug in rlaunch: report it with the spec.",
+        ))
+    return tuple(found), False
+
+
 def run_preflight(
     spec: RunSpec, *, scope: RunScope = "spec", world: World | None = None
 ) -> list[Finding]:
     """Every finding of every rule in `scope`, errors first, then in rule order.
 
     Never raises on a spec that parses: a rule that crashes is reported as a PRE000 error
-    naming the rule, and the other rules still run."""
+    naming the rule, and the other rules still run. At spec scope, a rule that reads nothing of
+    the role plan is run once per distinct rest of the spec (`_beside_plan_outcomes`)."""
     if scope not in ("spec", "all"):
         raise ValueError(f"scope must be 'spec' or 'all', got {scope!r}")
     if scope == "all" and world is None:
@@ -57,32 +118,20 @@ def run_preflight(
             " built by the launcher"
         )
     check = Check(spec, world if scope == "all" else None)
+    reused = _beside_plan_outcomes(spec) if check.world is None else None
     findings: list[Finding] = []
     unchecked: list[str] = []
     for rule in _rules_for_release(scope, spec.skyrl_release):
-        try:
-            findings.extend(rule.func(check))
-        except StoreUnavailable:
-            # The store's probe found it unavailable; EXEC009 says so once, naming these.
+        if reused is not None and not rule.reads_plan:
+            outcome = reused.get(rule.code)
+            if outcome is None:
+                outcome = reused[rule.code] = _run_rule(rule, check)
+        else:
+            outcome = _run_rule(rule, check)
+        found, store_unavailable = outcome
+        findings.extend(found)
+        if store_unavailable:
             unchecked.append(rule.code)
-        except (LedgerError, StoreError, OSError) as exc:
-            # The store answered the probe, then failed a read: the store's, not a bug.
-            findings.append(Finding(
-                STORE_CODE, "error", (),
-                f"rule {rule.code} could not read the store ({type(exc).__name__}: {exc}); its"
-                " check did not run",
-                "Check that the store is reachable and readable with this machine's"
-                " credentials, then run preflight again.",
-            ))
-        except Exception as exc:  # noqa: BLE001 - a crashing rule must not hide the others
-            findings.append(
-                Finding(
-                    INTERNAL_CODE, "error", (),
-                    f"rule {rule.code} crashed on this spec ({type(exc).__name__}: {exc}); its"
-                    " check did not run",
-                    "This is a bug in rlaunch: report it with the spec.",
-                )
-            )
     if unchecked:
         findings = [
             replace(finding, message=f"{finding.message}; not checked without it:"

@@ -17,6 +17,7 @@ FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
     "ALGO001",
     "KL in the loss and KL in the reward are mutually exclusive.",
     example=Example(edits={"algorithm.kl.use_kl_in_reward": True}),
+    reads_plan=False,
 )
 def kl_exclusive(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: `use_kl_in_reward` and
@@ -35,6 +36,7 @@ def kl_exclusive(check: Check) -> Iterator[Finding]:
     "ALGO002",
     "critic_model is set exactly when the advantage estimator is gae.",
     example=Example(edits={"algorithm.advantage_estimator": "gae"}),
+    reads_plan=False,
 )
 def critic_model_iff_gae(check: Check) -> Iterator[Finding]:
     """Error. gae without a critic model mirrors skyrl/train/utils/utils.py `validate_cfg`
@@ -112,6 +114,7 @@ def megatron_constraints(check: Check) -> Iterator[Finding]:
     "ALGO004",
     "max_ckpts_to_keep is not 0 (-1 keeps all).",
     example=Example(edits={"checkpoint.max_ckpts_to_keep": 0}),
+    reads_plan=False,
 )
 def keeps_checkpoints(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (`max_ckpts_to_keep == 0`
@@ -128,6 +131,7 @@ def keeps_checkpoints(check: Check) -> Iterator[Finding]:
     "ALGO005",
     "ckpt_interval is at least 1.",
     example=Example(edits={"checkpoint.ckpt_interval": 0}),
+    reads_plan=False,
 )
 def checkpoints_periodically(check: Check) -> Iterator[Finding]:
     """Error. Beyond SkyRL: a run that never checkpoints cannot resume, which the ledger's resume
@@ -165,6 +169,7 @@ def _resume_path_problem(check: Check, path: str) -> tuple[str, str] | None:
     "ALGO006",
     "The resume mode and path agree, the path is a checkpoint in the store, fingerprints valid.",
     example=Example(edits={"resume.mode": "from_path"}),
+    reads_plan=False,
 )
 def resume_policy(check: Check) -> Iterator[Finding]:
     """Error. Beyond SkyRL: a resume path outside the store, or a mode and path that disagree,
@@ -200,6 +205,7 @@ def resume_policy(check: Check) -> Iterator[Finding]:
     "ALGO007",
     "epochs >= 1, max_training_steps null or >= 1, learning_rate > 0.",
     example=Example(edits={"algorithm.epochs": 0}),
+    reads_plan=False,
 )
 def training_length(check: Check) -> Iterator[Finding]:
     """Error. `max_training_steps` <= 0 mirrors skyrl/train/utils/utils.py `validate_cfg`; epochs <

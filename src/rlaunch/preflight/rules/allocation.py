@@ -185,6 +185,7 @@ def bundles_fit_node(check: Check) -> Iterator[Finding]:
     "ALLOC004",
     "The GPUs per node are within what the accelerator has (unknown accelerator: warning).",
     example=Example(edits={"execution.allocation.gpus_per_node": 16}),
+    reads_plan=False,
 )
 def accelerator_has_gpus(check: Check) -> Iterator[Finding]:
     """Error when a node would have more GPUs than the accelerator's boards carry (no such machine

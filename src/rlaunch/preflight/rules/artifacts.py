@@ -59,6 +59,7 @@ def _commit_problem(value: str) -> str:
     "ART001",
     "Every Hugging Face revision and tokenizer revision is a 40-hex commit sha.",
     example=Example(edits={"model.revision": "main"}),
+    reads_plan=False,
 )
 def hf_revisions_pinned(check: Check) -> Iterator[Finding]:
     for path, artifact in check.artifacts:
@@ -100,6 +101,7 @@ def _repo_id_problem(value: str) -> str | None:
     "ART011",
     "Every Hugging Face repo id is one the Hub accepts (huggingface_hub's validate_repo_id).",
     example=Example(edits={"model.repo_id": "Qwen/Qwen2.5--1.5B"}),
+    reads_plan=False,
 )
 def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
     """A repo id the Hub refuses passed check and failed at download, after the launch began."""
@@ -130,6 +132,7 @@ def hf_repo_ids_valid(check: Check) -> Iterator[Finding]:
     "ART002",
     "An adopted artifact has a 64-hex sha256 and a URI with a scheme.",
     example=Example(edits={"train_data": ADOPTED_DATA}),
+    reads_plan=False,
 )
 def adopted_checksummed(check: Check) -> Iterator[Finding]:
     for path, artifact in check.artifacts:
@@ -154,6 +157,7 @@ def adopted_checksummed(check: Check) -> Iterator[Finding]:
     "ART003",
     "Typed handoffs: each slot takes the artifact kind it consumes.",
     example=Example(edits={"eval_data": ADOPTED_MODEL}),
+    reads_plan=False,
 )
 def typed_handoffs(check: Check) -> Iterator[Finding]:
     for slot, artifact in check.slots.items():
@@ -171,6 +175,7 @@ def typed_handoffs(check: Check) -> Iterator[Finding]:
     "ART004",
     "Every model-kind artifact declares its facts, with positive counts and whole GQA groups.",
     example=Example(edits={"model": ADOPTED_MODEL}),
+    reads_plan=False,
 )
 def model_facts_present(check: Check) -> Iterator[Finding]:
     for path, artifact in check.artifacts:
@@ -207,6 +212,7 @@ def model_facts_present(check: Check) -> Iterator[Finding]:
     "ART005",
     "An identity name@version names one artifact (one fingerprint) across the spec.",
     example=Example(edits={"eval_data.name": "gsm8k-train-prompts"}),
+    reads_plan=False,
 )
 def unique_identities(check: Check) -> Iterator[Finding]:
     # Each distinct artifact behind an identity is reported once, against the first one seen.
@@ -233,6 +239,7 @@ def unique_identities(check: Check) -> Iterator[Finding]:
     "ART006",
     "Nothing calendar-versioned (the run or an artifact) depends on a dev artifact.",
     example=Example(edits={"model.version": "dev"}),
+    reads_plan=False,
 )
 def no_dev_under_calendar(check: Check) -> Iterator[Finding]:
     spec = check.spec
@@ -263,6 +270,7 @@ def no_dev_under_calendar(check: Check) -> Iterator[Finding]:
     "ART009",
     "Every built artifact names a registered builder plugin (or a module:Class).",
     example=Example(edits={"train_data.builder": "prompt_parqet"}),
+    reads_plan=False,
 )
 def builders_registered(check: Check) -> Iterator[Finding]:
     """Otherwise the launch stops at building the artifact (rlaunch.builders.base.load_builder),
@@ -311,6 +319,7 @@ def _prompt_config_problems(config: PromptConfig) -> list[tuple[str, str]]:
     "ART010",
     "A built artifact's config has the keys, types and values its builder reads.",
     example=Example(edits={"train_data.config.ground_truth.column": ["answer"]}),
+    reads_plan=False,
 )
 def builder_configs_valid(check: Check) -> Iterator[Finding]:
     """rlaunch's own builders read `config` into the typed models of

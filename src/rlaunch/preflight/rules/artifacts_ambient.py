@@ -120,6 +120,7 @@ def ambient_reason(value: str, local_store: str | None, prefix: str | None) -> s
     "ART007",
     "No ambient paths anywhere in the spec (/home/..., ~, $VAR, local paths outside the store).",
     example=Example(edits={"model.repo_id": "/home/me/models/qwen2.5-1.5b"}),
+    reads_plan=False,
 )
 def no_ambient_paths(check: Check) -> Iterator[Finding]:
     prefix = check.spec.execution.store_prefix

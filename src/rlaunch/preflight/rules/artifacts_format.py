@@ -34,6 +34,7 @@ def _what(artifact: object) -> str:
     "A SkyRL run's train and eval data are files PromptDataset reads (.parquet), not folders "
     "it would take for Hub dataset names.",
     example=Example(edits={"train_data": GSM8K_TRAIN}),
+    reads_plan=False,
 )
 def skyrl_data_is_a_prompt_file(check: Check) -> Iterator[Finding]:
     spec = check.spec

@@ -15,6 +15,7 @@ LENGTHS = ("max_prompt_length", "max_generate_length", "max_input_length", "max_
     "CTX001",
     "Every length and max_turns is at least 1.",
     example=Example(edits={"lengths.max_generate_length": 0}),
+    reads_plan=False,
 )
 def positive_lengths(check: Check) -> Iterator[Finding]:
     """Error. A length or turn count below 1 leaves nothing to generate. Beyond SkyRL."""
@@ -33,6 +34,7 @@ def positive_lengths(check: Check) -> Iterator[Finding]:
     "CTX002",
     "Prompt (or multi-turn input) plus generation fits in the model's context window.",
     example=Example(edits={"lengths.max_generate_length": 32768}),
+    reads_plan=False,
 )
 def fits_context_window(check: Check) -> Iterator[Finding]:
     """Error. vLLM refuses a `max_model_len` beyond the model's `max_position_embeddings`, and
@@ -61,6 +63,7 @@ def fits_context_window(check: Check) -> Iterator[Finding]:
     "CTX003",
     "Single-turn: input length == prompt length; multi-turn: input length >= prompt length.",
     example=Example(edits={"lengths.max_input_length": 1024}),
+    reads_plan=False,
 )
 def input_matches_prompt(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_generator_cfg`: single-turn needs

@@ -17,6 +17,7 @@ from rlaunch.spec.syntax import ENV_NAME
     "EXEC001",
     "The executor is a registered executor plugin.",
     example=Example(edits={"execution.executor": "slurm"}),
+    reads_plan=False,
 )
 def executor_registered(check: Check) -> Iterator[Finding]:
     executor = check.spec.execution.executor
@@ -34,6 +35,7 @@ def executor_registered(check: Check) -> Iterator[Finding]:
     "EXEC002",
     "ray needs an http(s) address, iris a controller URL or a cluster, local the sim accelerator.",
     example=Example(edits={"execution.executor": "iris", "execution.address": None}),
+    reads_plan=False,
 )
 def executor_target(check: Check) -> Iterator[Finding]:
     execution = check.spec.execution
@@ -78,6 +80,7 @@ def executor_target(check: Check) -> Iterator[Finding]:
     "EXEC003",
     "Credentials are environment variable names ([A-Z_][A-Z0-9_]*), never values.",
     example=Example(edits={"execution.credentials": ["hf_0123456789abcdefghijklmnop"]}),
+    reads_plan=False,
 )
 def credential_names(check: Check) -> Iterator[Finding]:
     for index, name in enumerate(check.spec.execution.credentials):
@@ -133,6 +136,7 @@ def wandb_name_problem(value: str) -> str | None:
     "EXEC005",
     "logger wandb needs execution.wandb (entity, project) and WANDB_API_KEY in credentials.",
     example=Example(edits={"logger": "wandb"}),
+    reads_plan=False,
 )
 def wandb_identity(check: Check) -> Iterator[Finding]:
     spec = check.spec
@@ -182,6 +186,7 @@ def wandb_identity(check: Check) -> Iterator[Finding]:
     "EXEC006",
     "timeout_minutes >= 1 and max_retries >= 0.",
     example=Example(edits={"execution.timeout_minutes": 0}),
+    reads_plan=False,
 )
 def limits(check: Check) -> Iterator[Finding]:
     execution = check.spec.execution
@@ -205,6 +210,7 @@ def limits(check: Check) -> Iterator[Finding]:
     "The export policy is one SkyRL carries out: hf_save_interval -1 (with export_final) or"
     " >= 1; a SkyRL run that exports nothing fails; export_final false is not honoured.",
     example=Example(edits={"checkpoint.export_final": False}),
+    reads_plan=False,
 )
 def export_policy(check: Check) -> Iterator[Finding]:
     # SkyRL 0.3.0 and 0.4.0 export only while trainer.hf_save_interval > 0
@@ -250,6 +256,7 @@ def export_policy(check: Check) -> Iterator[Finding]:
     "EXEC008",
     "Host resources per node (CPUs, memory, disk) are at least 1.",
     example=Example(edits={"execution.allocation.memory_gb_per_node": 0}),
+    reads_plan=False,
 )
 def host_resources(check: Check) -> Iterator[Finding]:
     allocation = check.spec.execution.allocation
@@ -286,6 +293,7 @@ def store_answers(check: Check) -> Iterator[Finding]:
     "EXEC010",
     "iris schedules by priority band: execution.priority is production, interactive or batch.",
     example=Example(edits={"execution.executor": "iris", "execution.cluster": "us-east-a"}),
+    reads_plan=False,
 )
 def iris_priority_band(check: Check) -> Iterator[Finding]:
     execution = check.spec.execution

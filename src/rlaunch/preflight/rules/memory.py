@@ -257,6 +257,7 @@ def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimat
     "MEM001",
     "The accelerator is in the memory table (simulated GPUs `sim` have no memory to check).",
     example=Example(edits={ACCELERATOR: "A100"}),
+    reads_plan=False,
 )
 def accelerator_known(check: Check) -> Iterator[Finding]:
     """Error. Every memory rule compares with the memory of one GPU of the allocation's

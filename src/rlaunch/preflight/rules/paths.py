@@ -42,6 +42,7 @@ def _name_problem(name: str) -> str | None:
     "Names are safe path segments: [a-z0-9][a-z0-9._-]*, no '..', '/', '~', at most 255"
     " characters.",
     example=Example(edits={"name": "../escape"}),
+    reads_plan=False,
 )
 def safe_names(check: Check) -> Iterator[Finding]:
     spec = check.spec
@@ -73,6 +74,7 @@ def _suggest(name: str) -> str:
     "PATH002",
     "Derived roots are unique: the run's root is no artifact's root, a smoke is not its full run.",
     example=Example(edits={"name": "qwen2.5-1.5b-instruct", "version": "2026.11.01"}),
+    reads_plan=False,
 )
 def unique_roots(check: Check) -> Iterator[Finding]:
     spec = check.spec
@@ -120,6 +122,7 @@ def _prefix_problem(prefix: str) -> str | None:
     "PATH003",
     "The store prefix is gs://, s3://, file:// or an absolute path; never ~ or $VAR.",
     example=Example(edits={"execution.store_prefix": "~/rlaunch-store"}),
+    reads_plan=False,
 )
 def store_prefix_real(check: Check) -> Iterator[Finding]:
     prefix = check.spec.execution.store_prefix

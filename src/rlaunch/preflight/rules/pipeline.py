@@ -61,6 +61,7 @@ def _other_tokenizer(data: dict[str, Any]) -> None:
     "A calendar-versioned stage (or artifact) does not read a dev run's export.",
     example=Example(base="grpo-stage2", edits=_edit(
         _dev_upstream, "the first stage `colocated-1x8` versioned `dev`")),
+    reads_plan=False,
 )
 def no_dev_run_under_calendar(check: Check) -> Iterator[Finding]:
     for path, consumer_path, consumer_version, export in _consumers(check):
@@ -83,6 +84,7 @@ def no_dev_run_under_calendar(check: Check) -> Iterator[Finding]:
     "two pins may hold one tokenizer; the launch compares their files, LAUNCH002).",
     example=Example(base="grpo-stage2", edits=_edit(
         _other_tokenizer, "the first stage trained with another tokenizer")),
+    reads_plan=False,
 )
 def export_tokenizer_matches(check: Check) -> Iterator[Finding]:
     """Warning, never an error: the export's weights learned the ids of the tokenizer its run
@@ -184,6 +186,7 @@ def eval_exports_read_as_models(
     "No stage (or built artifact) reads an eval run's export as a model: it is a report.",
     example=Example(base="grpo-stage2", edits=_edit(
         _eval_upstream, "the first stage `colocated-1x8` on the eval-only entrypoint")),
+    reads_plan=False,
 )
 def no_eval_export_as_model(check: Check) -> Iterator[Finding]:
     """Error: an eval run (an entrypoint that only evaluates, RunSpec.evaluates_only) writes

@@ -40,6 +40,7 @@ def _release(check: Check) -> RuntimeRelease | None:
     "RT001",
     "The runtime is pinned by exactly one of package name==X.Y.Z or a 40-hex git commit.",
     example=Example(edits={"runtime.package": "skyrl"}),
+    reads_plan=False,
 )
 def runtime_pinned(check: Check) -> Iterator[Finding]:
     runtime = check.spec.runtime
@@ -88,6 +89,7 @@ def runtime_pinned(check: Check) -> Iterator[Finding]:
     "RT002",
     "The runtime profile and the pinned release are in the runtime catalog.",
     example=Example(edits={"runtime.package": "skyrl==0.2.9"}),
+    reads_plan=False,
 )
 def runtime_known(check: Check) -> Iterator[Finding]:
     runtime = check.spec.runtime
@@ -123,6 +125,7 @@ def runtime_known(check: Check) -> Iterator[Finding]:
     "RT003",
     "The entrypoint exists in the pinned runtime.",
     example=Example(edits={"runtime.entrypoint": "skyrl.train.entrypoints.main"}),
+    reads_plan=False,
 )
 def entrypoint_exists(check: Check) -> Iterator[Finding]:
     runtime = check.spec.runtime
@@ -181,6 +184,7 @@ def runtime_supports_plan(check: Check) -> Iterator[Finding]:
     "RT005",
     "Every required fix is catalogued and contained in the pinned release.",
     example=Example(edits={"runtime.required_fixes": ["gradient-accumulation-loss-scale"]}),
+    reads_plan=False,
 )
 def required_fixes_contained(check: Check) -> Iterator[Finding]:
     runtime = check.spec.runtime
@@ -216,6 +220,7 @@ def required_fixes_contained(check: Check) -> Iterator[Finding]:
     " trainer.dump_eval_results on.",
     example=Example(edits={"runtime.entrypoint": SKYRL_EVAL_ENTRYPOINT,
                            "settings": {"trainer.eval_interval": 0}}),
+    reads_plan=False,
 )
 def eval_entrypoint_has_eval(check: Check) -> Iterator[Finding]:
     """SkyRL 0.3.0's `EvalOnlyEntrypoint` (skyrl/train/entrypoints/main_generate.py) loads the

@@ -92,6 +92,7 @@ def lora_needs_vllm(check: Check) -> Iterator[Finding]:
     "SET002",
     "gpu_memory_utilization is in (0, 1].",
     example=Example(edits={"settings": {GPU_MEMORY: 1.2}}),
+    reads_plan=False,
 )
 def gpu_memory_fraction(check: Check) -> Iterator[Finding]:
     """Error. SkyRL 0.3.0 passes the value to vLLM unchecked
@@ -248,6 +249,7 @@ def megatron_only_settings(check: Check) -> Iterator[Finding]:
     "SET008",
     "loss_reduction is one SkyRL has; seq_mean_token_sum_norm sets max_seq_len.",
     example=Example(edits={"settings": {LOSS_REDUCTION: "seq_mean_token_sum_norm"}}),
+    reads_plan=False,
 )
 def loss_reduction(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: `loss_reduction` is one of
@@ -276,6 +278,7 @@ def loss_reduction(check: Check) -> Iterator[Finding]:
     "SET009",
     "Step-wise trajectories suit outcome estimators; merging needs them; logprobs is 0 or 1.",
     example=Example(edits={"settings": {"generator.merge_stepwise_output": True}}),
+    reads_plan=False,
 )
 def generator_settings(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (step_wise_trajectories with gae
@@ -351,6 +354,7 @@ def _profiler_problems(spec: RunSpec) -> list[tuple[str, str, str]]:
     "SET010",
     "An enabled torch profiler has ranks, a local save_path, cpu/cuda activities, a schedule.",
     example=Example(edits={"settings": {PROFILER: True, CPU_OFFLOAD: True}}),
+    reads_plan=False,
 )
 def profiler_settings(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/config/config.py `TorchProfilerConfig.validate` (called by
@@ -380,6 +384,7 @@ _CORRECTION = "trainer.algorithm.off_policy_correction"
     "SET011",
     "policy_loss_type is registered; off-policy correction has known types and a loss it takes.",
     example=Example(edits={"settings": {"trainer.algorithm.policy_loss_type": "ppo"}}),
+    reads_plan=False,
 )
 def policy_loss(check: Check) -> Iterator[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: `policy_loss_type` is in
@@ -488,6 +493,7 @@ _VALUE_CHECKS = (
     "SET013",
     "Values SkyRL's own config classes refuse (SP backend, dataloader, DPPO type, export ranks).",
     example=Example(edits={"settings": {"data.dataloader.num_workers": -1}}),
+    reads_plan=False,
 )
 def config_values(check: Check) -> Iterator[Finding]:
     """Error. Mirrors the checks of skyrl/train/config/config.py's dataclasses
@@ -543,6 +549,7 @@ def _smoke_with_other_settings(data: dict[str, Any]) -> None:
     "SET014",
     "A smoke run sets what its full run sets (it tests the full run's configuration).",
     example=Example(edits=_smoke_with_other_settings),
+    reads_plan=False,
 )
 def smoke_settings(check: Check) -> Iterator[Finding]:
     """Warning. Beyond SkyRL: a smoke stands for its full run before GPUs are paid for, and

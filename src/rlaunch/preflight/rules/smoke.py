@@ -117,6 +117,7 @@ def same_geometry(check: Check) -> Iterator[Finding]:
     "SMOKE003",
     "A smoke run has its full run's allocation shape (nodes x GPUs per node).",
     example=Example(edits=smoke_of("allocation.num_nodes", 2)),
+    reads_plan=False,
 )
 def same_allocation_shape(check: Check) -> Iterator[Finding]:
     smoke = check.spec.smoke_of
@@ -142,6 +143,7 @@ def _pin(runtime: RuntimePin) -> str:
     "SMOKE004",
     "A smoke run has its full run's runtime pin (runtime fingerprint).",
     example=Example(edits=smoke_of("runtime.entrypoint", "skyrl.train.entrypoints.main_generate")),
+    reads_plan=False,
 )
 def same_runtime(check: Check) -> Iterator[Finding]:
     smoke = check.spec.smoke_of
@@ -161,6 +163,7 @@ def same_runtime(check: Check) -> Iterator[Finding]:
     "SMOKE005",
     "A smoke run hands the same artifact kinds to the same slots as its full run.",
     example=Example(edits=smoke_of("handoff_kinds.tokenizer", "tokenizer")),
+    reads_plan=False,
 )
 def same_handoff_kinds(check: Check) -> Iterator[Finding]:
     smoke = check.spec.smoke_of

@@ -32,6 +32,7 @@ def _version_problem(version: str) -> str | None:
     "VER001",
     "Versions are calendar (YYYY.MM.DD[.N], a real date), dev or LABEL-dev.",
     example=Example(edits={"version": "2026.02.30"}),
+    reads_plan=False,
 )
 def version_syntax(check: Check) -> Iterator[Finding]:
     spec = check.spec

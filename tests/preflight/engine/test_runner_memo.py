@@ -1,0 +1,146 @@
+"""What parse_spec and run_preflight reuse from plan to plan changes no result.
+
+parse_spec validates a document's part beside the plan (`role_plan`, `execution`) once per
+distinct content (rlaunch.spec.io); run_preflight runs a rule declared `reads_plan=False` once per
+distinct set of the spec's other fields (rlaunch.preflight.engine.runner). Here every plan of
+the throughput benchmark's generator, the worked examples and every rule's example (each breaks
+its rule), plus documents that fail to parse, go through both paths: cold (memos emptied before
+each document) and warm; specs, parse errors and every finding must be equal.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from rlaunch.memo import Memo
+from rlaunch.preflight import Finding, all_rules, run_preflight
+from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.runner import forget_reused, rules_for
+from rlaunch.spec import RunSpec, SpecError, parse_spec
+from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
+from rlaunch.spec.io import forget_parsed
+
+BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "preflight_throughput.py"
+
+
+def benchmark() -> ModuleType:
+    found = importlib.util.spec_from_file_location("preflight_throughput", BENCHMARK)
+    if found is None or found.loader is None:
+        raise ImportError(BENCHMARK)
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
+def unparsable(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Documents that fail: in the plan, in the execution, beside the plan, and both."""
+    bad = []
+    for edit in (("role_plan", "policy", "tensor_parallel_size", "2"),
+                 ("execution", "allocation", "num_nodes", 1.5),
+                 ("lengths", "max_turns", True),
+                 ("role_plan", "batch", "spare", 1)):
+        document = copy.deepcopy(documents[0])
+        *parents, last, value = edit
+        node = document
+        for part in parents:
+            node = node[part]
+        node[last] = value
+        bad.append(document)
+    both = copy.deepcopy(bad[0])
+    both["seed"] = -1.0
+    return [*bad, both]
+
+
+def documents() -> list[dict[str, Any]]:
+    found = benchmark().random_plans(300, seed=5)
+    found += [worked_example(name) for name in sorted(WORKED_EXAMPLES)]
+    found += [rule.example.spec_data() for rule in all_rules()]
+    return found + unparsable(found)
+
+
+def outcome(document: dict[str, Any]) -> tuple[Any, ...]:
+    try:
+        spec = parse_spec(copy.deepcopy(document), "memo")
+    except SpecError as err:
+        return ("refused", err.problems)
+    findings: list[Finding] = run_preflight(spec)
+    return (spec.model_dump(), spec.fingerprint, findings)
+
+
+def test_reused_parses_and_findings_equal_fresh_ones() -> None:
+    every = documents()
+    fresh = []
+    for document in every:
+        forget_parsed()
+        forget_reused()
+        fresh.append(outcome(document))
+    forget_parsed()
+    forget_reused()
+    assert [outcome(document) for document in every] == fresh  # the memos fill as they go
+    assert [outcome(document) for document in every] == fresh  # and are all warm
+    assert sum(result[0] == "refused" for result in fresh) >= 5
+
+
+def test_a_warm_parse_shares_the_part_beside_the_plan() -> None:
+    first, second = benchmark().random_plans(2, seed=1)
+    second = {**copy.deepcopy(first), "role_plan": second["role_plan"]}
+    one, two = parse_spec(first), parse_spec(second)
+    assert one.model_dump(exclude={"role_plan"}) == two.model_dump(exclude={"role_plan"})
+    assert two.model_dump() == RunSpec.model_validate(second).model_dump()
+    assert two.model is parse_spec(copy.deepcopy(first)).model  # reused, not validated again
+
+
+def test_a_change_to_a_parsed_document_does_not_reach_later_specs() -> None:
+    forget_parsed()
+    document = worked_example("colocated-1x8")
+    parse_spec(document)
+    document["model"]["facts"]["num_attention_heads"] = 3
+    assert parse_spec(worked_example("colocated-1x8")).model.facts.num_attention_heads == 12
+
+
+@functools.cache
+def spec_cases() -> list[RunSpec]:
+    found = []
+    for document in documents():
+        try:
+            found.append(parse_spec(document, "case"))
+        except SpecError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("rule", [rule for rule in rules_for("spec") if not rule.reads_plan],
+                         ids=lambda rule: rule.code)
+def test_a_rule_beside_the_plan_reads_nothing_of_it(rule: Any) -> None:
+    """Declared `reads_plan=False`: the same findings with `role_plan` taken away (a rule that
+    read it would crash on None)."""
+    for spec in spec_cases():
+        without = spec.model_copy(update={"role_plan": None})
+        assert list(rule.func(Check(without))) == list(rule.func(Check(spec))), spec.name
+
+
+def test_runspec_validators_read_nothing_of_the_plan() -> None:
+    """parse_spec validates role_plan and execution alone when it reuses the rest, which holds
+    while RunSpec's own validators read neither: a new one must be checked, then listed here."""
+    assert set(RunSpec.__pydantic_decorators__.model_validators) == {
+        "_settings_exist", "_environment_data_names_a_setting"}
+    assert set(RunSpec.__pydantic_decorators__.field_validators) == {"_integers_in_range"}
+
+
+def test_a_memo_forgets_its_least_recently_used_entry() -> None:
+    memo: Memo[str, int] = Memo(2)
+    memo.put("a", 1)
+    memo.put("b", 2)
+    assert memo.get("a") == 1
+    memo.put("c", 3)
+    assert (memo.get("a"), memo.get("b"), memo.get("c"), len(memo)) == (1, None, 3, 2)
+    with pytest.raises(ValueError, match="a memo holds at least 1 entry, got size 0"):
+        Memo(0)
+
