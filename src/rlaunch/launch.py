@@ -192,6 +192,10 @@ REHEARSAL_GATE_REASON = "--rehearse: a rehearsal on this machine's CPU, in the r
 REHEARSALS = "_rehearsal"
 """The folder of the store that holds rehearsals: their inputs, runs and ledger."""
 REHEARSAL_EXECUTOR = "local"
+SIMULATED = "sim"
+REHEARSAL_WAIVED = frozenset({"VER004"})
+"""Findings that guard a real launch's record only, not a rehearsal."""
+"""The accelerator of a local head's simulated GPUs (EXEC002)."""
 
 
 def rehearsal_store(spec: RunSpec, store: str | None) -> str:
@@ -221,9 +225,12 @@ def _forget_rehearsal(spec: RunSpec, prefix: str, say: Say) -> None:
 
 def _rehearsal_spec(spec: RunSpec) -> RunSpec:
     """The spec a rehearsal launches: the local executor (a Ray head on this machine with the
-    allocation's GPUs simulated), everything else as declared."""
+    allocation's GPUs simulated: accelerator `sim`, as many GPUs per node), everything else as
+    declared."""
+    allocation = spec.execution.allocation.model_copy(update={"accelerator": SIMULATED})
     execution = spec.execution.model_copy(
-        update={"executor": REHEARSAL_EXECUTOR, "address": None, "cluster": None})
+        update={"executor": REHEARSAL_EXECUTOR, "address": None, "cluster": None,
+                "allocation": allocation})
     return spec.model_copy(update={"execution": execution})
 
 
@@ -274,8 +281,11 @@ def preflight(
     say: Say = _stderr,
     smoke_runs_first: str | None = None,
     upstream_runs_first: Collection[str] = (),
+    rehearsal: bool = False,
 ) -> Plan:
     """Preflight with scope `all`; raises LaunchRefused (with every finding) on any error.
+    `rehearsal`: the launch rehearses (its own store, nothing recorded as a real attempt), so
+    a launcher tree with uncommitted changes (VER004) does not refuse it.
 
     `smoke_runs_first`: for plans and dry runs only, the identity of a smoke of this run that
     will be launched before it (an experiment returning both); its smoke gate is then reported
@@ -299,6 +309,10 @@ def preflight(
     except LedgerError as err:
         raise LaunchRefused(str(err)) from None
     findings = _pending_upstream(spec, findings, upstream_runs_first, say)
+    if rehearsal and any(f.code in REHEARSAL_WAIVED and f.is_error for f in findings):
+        findings = [f for f in findings if f.code not in REHEARSAL_WAIVED]
+        say(f"rlaunch: rehearsing {spec.identity} from a launcher tree with uncommitted "
+            "changes: allowed (VER004 guards real launches of a calendar version)")
     if smoke_runs_first is not None and any(f.code in SMOKE_GATE_CODES for f in findings):
         findings = [f for f in findings if f.code not in SMOKE_GATE_CODES]
         say(f"rlaunch: smoke gate of {spec.identity}: pending on {smoke_runs_first}, which is "
@@ -531,7 +545,8 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
     plan = preflight(spec, source=request.source, store=store,
                      skip_smoke_gate=skip_smoke_gate, repo=request.repo, env=env, say=say,
                      smoke_runs_first=request.smoke_runs_first if dry_run else None,
-                     upstream_runs_first=request.upstream_runs_first if dry_run else ())
+                     upstream_runs_first=request.upstream_runs_first if dry_run else (),
+                     rehearsal=rehearse)
     spec = plan.spec
     rendered = render(plan, request.out)
     laps.lap("preflight")
@@ -598,7 +613,10 @@ def _check_handoffs(
     """Build the inputs, submit the adapter's check mode, follow it to its end. The job gets
     the run's credentials, as a training job would: staging reads the store with them."""
     spec = plan.spec
-    executor.prepare(document)
+    try:
+        executor.prepare(document)
+    except ExecutorError as err:
+        raise LaunchRefused(str(err)) from None
     materialize_inputs(plan, say, verify=verify)
     laps.lap("inputs")
     attempt_id = f"check-{new_attempt_id()}"
@@ -641,7 +659,10 @@ def _submit_and_follow(
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options, say)
     # The executor gets ready (a local head starts) while the inputs build.
-    executor.prepare(rendered.document)
+    try:
+        executor.prepare(rendered.document)
+    except ExecutorError as err:
+        raise LaunchRefused(f"{err}; nothing was built, recorded or submitted") from None
     try:
         materialize_inputs(plan, say, verify=verify)
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@ real interpreters, the launcher's own (no SkyRL) and the SkyRL contract env's (s
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,15 @@ from contract.skyrl_env import contract_python
 from executors.helpers import rendered
 from rlaunch.executors import ExecutorError
 from rlaunch.executors.ray_cluster import RayClusterExecutor
-from rlaunch.executors.runtime_python import job_python, python_setting
+from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV, job_python, python_setting
+from rlaunch.launch import LaunchRefused, LaunchRequest, launch
 from rlaunch.render import LaunchDocument
+from rlaunch.spec import parse_spec
+from rlaunch.spec.examples import worked_example
+from rlaunch.store.fs import open_location
 
 SETTING = "RLAUNCH_SKYRL_PYTHON"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def skyrl_launch(tmp_path: Path, package: str = "skyrl==0.3.0") -> LaunchDocument:
@@ -154,3 +160,30 @@ def test_an_interpreter_without_the_stores_backend_is_refused_naming_the_package
     # The contract env has both, as its requirements add gcsfs by hand.
     monkeypatch.setenv(SETTING, contract_python())
     assert job_python(on_store(launch, "gs://rlaunch-bucket/store")) == contract_python()
+
+
+def test_a_rehearsal_on_gs_in_an_environment_without_gcsfs_is_refused_before_anything_runs(
+    gcs_store: str, tmp_path: Path
+) -> None:
+    """`rlaunch launch --rehearse` of a GPU experiment's run on its gs:// store, with a
+    rehearsal environment that has SkyRL 0.3.0 and no gcsfs (as `pip install skyrl[...]`
+    builds it): refused before an input is built, an attempt recorded or a head started."""
+    python = skyrl_without_store_backends(tmp_path)
+    spec = parse_spec(worked_example("colocated-1x8"))
+    said: list[str] = []
+    with pytest.raises(LaunchRefused) as refused:
+        launch(LaunchRequest(spec=spec, rehearse=True, store=gcs_store, repo=REPO,
+                             out=tmp_path / "launch.yaml",
+                             env={**os.environ, REHEARSAL_PYTHON_ENV: python}),
+               say=said.append)
+    assert str(refused.value) == (
+        f"the job reads and writes {gcs_store}/_rehearsal through gcsfs, fsspec's gs:// "
+        f"backend, but {REHEARSAL_PYTHON_ENV}={python} has no gcsfs installed (skyrl 0.3.0 "
+        "brings s3fs with its skyrl-train extra, and gcsfs with none): staging would fail in "
+        "the job, after the GPUs are allocated. Install gcsfs there (pip install gcsfs), or "
+        f"set {REHEARSAL_PYTHON_ENV} to the python of an environment that has it; nothing was "
+        "built, recorded or submitted"
+    )
+    store = open_location(gcs_store, what="the test's store")
+    assert store.fs.find(store.root) == [], "a refused rehearsal wrote into the store"
+    assert not any("Ray head" in line for line in said), said

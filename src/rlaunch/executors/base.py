@@ -132,8 +132,10 @@ class Executor(abc.ABC):
 
     def prepare(self, launch: LaunchDocument) -> None:
         """Start, in the background, what `submit` will need, while the caller builds the
-        inputs (local: the Ray head). Errors surface in `submit`; `close` ends what it started.
-        Optional: by default nothing is started early."""
+        inputs (local: the Ray head), after refusing (ExecutorError) what is decidable at once
+        (local: an interpreter that lacks what the job needs). Errors of the background work
+        surface in `submit`; `close` ends what it started. Optional: by default nothing is
+        started early."""
 
     @abc.abstractmethod
     def status(self, submission: Submission) -> AttemptStatus:

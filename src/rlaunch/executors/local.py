@@ -86,11 +86,13 @@ class LocalExecutor(Executor):
     def prepare(self, launch: LaunchDocument) -> None:
         if self._early is not None:
             return
+        # Asked now, not in the thread: a job's interpreter that lacks the runtime or a store's
+        # backend is refused before the inputs build and before an attempt is recorded.
+        python = self._head_python(launch)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlaunch-local-head")
         self._early = pool.submit(
             lambda: ensure_head(launch.execution.allocation, self._state_dir, self.options.say,
-                                cancelled=self._cancel.is_set,
-                                python=self._head_python(launch)))
+                                cancelled=self._cancel.is_set, python=python))
         pool.shutdown(wait=False)
 
     def head(self, launch: LaunchDocument, python: str | None = None) -> HeadRecord:

@@ -1,0 +1,53 @@
+"""What `rlaunch launch --rehearse` changes before anything runs (rlaunch.launch): a GPU run
+rehearses on a local head that simulates its GPUs, and an uncommitted launcher tree does not
+refuse a rehearsal. SkyRL's own loop in a rehearsal runs in tests/e2e/test_rehearsal.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contract.skyrl_env import contract_python
+from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV
+from rlaunch.launch import LaunchRefused, LaunchRequest, launch
+from rlaunch.spec import parse_spec
+from rlaunch.spec.examples import worked_example
+
+
+def dirty_checkout(path: Path) -> Path:
+    """A git checkout with one commit and an untracked file."""
+    path.mkdir()
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (path / "README").write_text("launcher\n")
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-qm", "launcher"], check=True)
+    (path / "untracked.py").write_text("")
+    return path
+
+
+def test_a_gpu_run_rehearses_on_simulated_gpus_from_a_dirty_tree(tmp_path: Path) -> None:
+    spec = parse_spec(worked_example("colocated-1x8"))
+    assert (spec.execution.executor, spec.execution.allocation.accelerator) == ("ray", "H100")
+    repo = dirty_checkout(tmp_path / "launcher")
+    env = {**os.environ, REHEARSAL_PYTHON_ENV: contract_python()}
+    request = dict(spec=spec, store=str(tmp_path / "store"), repo=repo,
+                   out=tmp_path / "launch.yaml", env=env, dry_run=True)
+    # The real launch is refused for the dirty tree; the rehearsal is not.
+    with pytest.raises(LaunchRefused) as refused:
+        launch(LaunchRequest(**request), say=lambda line: None)
+    assert "error VER004 version: calendar version 2026.11.29 launched from a launcher tree " \
+           "with uncommitted changes" in str(refused.value)
+    said: list[str] = []
+    result = launch(LaunchRequest(**request, rehearse=True), say=said.append)
+    assert result.dry_run
+    assert said[0] == (
+        "rlaunch: rehearsing colocated-1x8@2026.11.29 from a launcher tree with uncommitted "
+        "changes: allowed (VER004 guards real launches of a calendar version)")
+    assert ("  executor: local (a Ray head on 127.0.0.1 with 8 simulated GPUs and 96 CPUs, "
+            "reused when one is running for this allocation)") in said
+    assert not any(line.startswith(("error", "warning VER004", "warning EXEC002"))
+                   for text in said for line in text.splitlines()), said
