@@ -180,14 +180,17 @@ class RunSpec(SpecModel):
     def settings_catalog(self) -> SettingsCatalog | str:
         """The settings the pinned runtime release reads, or why the catalog has none."""
         runtime = self.runtime
-        known = self._catalog
+        # The private attributes' dict, read directly: `self._catalog` goes through pydantic's
+        # __getattr__, which costs more than the rest of a setting's lookup.
+        private = self.__pydantic_private__
+        known = private["_catalog"]
         if known is not None and known[0] is runtime:
             return known[1]
         catalog = settings_catalog(
             runtime.profile, package=runtime.package,
             commit=runtime.git.commit if runtime.git is not None else None,
         )
-        self._catalog = (runtime, catalog)
+        private["_catalog"] = (runtime, catalog)
         return catalog
 
     @property

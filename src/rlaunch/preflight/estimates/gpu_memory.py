@@ -5,12 +5,16 @@ numbers, so a finding can show the whole sum. The phases follow what SkyRL 0.3.0
 at once (docs/memory.md cites the source): trainers that share GPUs take turns (WorkerDispatch
 offloads the others of a colocation group), and under `colocate_all` the vLLM engines sleep while
 a trainer works and the trainers are offloaded while the engines generate.
+
+The estimates are pure functions of frozen values (facts, shapes, flags), and a search asks for
+the same few again and again: each phase's estimate is kept (LRU) for its exact arguments.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 
 from rlaunch.spec.artifacts import ModelFacts
@@ -291,6 +295,7 @@ def critic_facts(facts: ModelFacts) -> ModelFacts:
         "num_parameters": facts.num_parameters - facts.vocab_size * facts.hidden_size})
 
 
+@lru_cache(maxsize=1024, typed=True)
 def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                     checkpointing: bool, offload: bool, lora_rank: int,
                     role: str = "policy") -> Estimate:
@@ -343,6 +348,7 @@ def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activati
     return Estimate(f"{role} training", tuple(terms))
 
 
+@lru_cache(maxsize=1024, typed=True)
 def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                    offload: bool, optimizer_resident: bool, lora_rank: int,
                    role: str = "policy") -> Estimate:
@@ -381,6 +387,7 @@ def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activatio
     return Estimate(f"{role} forward", tuple(terms))
 
 
+@lru_cache(maxsize=1024, typed=True)
 def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                       weight_bytes: int, offload: bool) -> Estimate:
     """The reference's forward of one micro batch (log-probs of the sampled tokens)."""
@@ -408,6 +415,7 @@ class EngineShape:
     expert: int
 
 
+@lru_cache(maxsize=1024, typed=True)
 def engine_weights(facts: ModelFacts, engine: EngineShape, weight_bytes: int) -> Term:
     """One vLLM rank's share of the weights: dense weights over TP (and PP), the routed experts
     over EP when EP > 1 (vLLM's expert parallelism spans DP x TP), else over TP."""
@@ -425,6 +433,7 @@ def engine_weights(facts: ModelFacts, engine: EngineShape, weight_bytes: int) ->
     return Term("engine weights", local * weight_bytes, f"{formula} x {weight_bytes} B")
 
 
+@lru_cache(maxsize=1024, typed=True)
 def kv_bytes_per_token(
     facts: ModelFacts, engine: EngineShape, kv_bytes: int
 ) -> tuple[int, str]:
