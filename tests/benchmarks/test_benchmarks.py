@@ -1,26 +1,13 @@
 """Each benchmark of benchmarks/ that runs on this machine alone, once at its smallest size: it
 must run to the end and print its figures (the figures themselves are not asserted: timing on a
-shared machine is no test)."""
+shared machine is no test). pants_check.py runs in the e2e layer
+(tests/e2e/test_pants_check_benchmark.py): it runs the real ./pants."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def run_benchmark(name: str, *args: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / name), *args],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}"},
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
+from benchmarks.runner import run_benchmark
 
 
 def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
