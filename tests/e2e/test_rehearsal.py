@@ -234,6 +234,13 @@ def test_the_second_stage_trains_from_the_first_stages_export(
     assert job.count("Finished: 'step'") == 4, job
     manifest = json.loads(fs.cat_file(f"{root}/terminal.json"))
     assert manifest["final_step"] == 4
+    # On 1 x 2 simulated GPUs: two policy ranks, each saving its own shard and optimizer state
+    # (FSDPStrategy.save_checkpoint's file names), and two engines.
+    assert "rehearsal: 4 steps of 2 prompt(s) x 4 samples" in job, job
+    for name in ("model", "optim"):
+        for rank in (0, 1):
+            assert fs.exists(f"{root}/checkpoints/global_step_4/policy/"
+                             f"{name}_world_size_2_rank_{rank}.pt"), (name, rank)
     assert fs.cat_file(f"{root}/checkpoints/latest_ckpt_global_step.txt").decode() == "4"
     # The GPU experiments' export policy (hf_save_interval -1, export_final): the launch YAML
     # says 1000000000 and SkyRL's own loop writes the last step's export, and no other.
