@@ -86,6 +86,9 @@ _BESIDE_PLAN: Memo[bytes, RunSpec] = Memo(64)
 """Content of a document's keys beside PLAN_KEYS -> a spec validated from that content."""
 _EXECUTIONS: Memo[bytes, Execution] = Memo(256)
 """Content of an `execution` section -> the section, validated."""
+_SOURCES: Memo[bytes, BuildSources] = Memo(64)
+"""Content of a `build_sources` value -> what it says (a search parses one spec's thousands of
+times)."""
 _EXACT_TYPES = (str, int, float, bool, type(None))
 
 
@@ -121,6 +124,17 @@ def _execution(data: Any) -> Execution:
     return execution
 
 
+def _build_sources(data: Any) -> BuildSources:
+    """BuildSources.from_data(data), once per distinct content (it copies what it keeps)."""
+    key = _content_key(data)
+    known = _SOURCES.get(key) if key is not None else None
+    if known is None:
+        known = BuildSources.from_data(data)
+        if key is not None and _exact(data):
+            _SOURCES.put(key, known)
+    return known
+
+
 def _validate(data: dict[str, Any]) -> RunSpec:
     """RunSpec.model_validate(data), reusing the validated part beside the plan of an earlier
     document with the same content: equal to validating it all, errors included (any error
@@ -150,6 +164,7 @@ def forget_parsed() -> None:
     """Empty parse_spec's memos (a benchmark's cold start; a test's uncached run)."""
     _BESIDE_PLAN.clear()
     _EXECUTIONS.clear()
+    _SOURCES.clear()
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
@@ -161,7 +176,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
     if SOURCES_KEY in data:
         data = dict(data)
         try:
-            sources = BuildSources.from_data(data.pop(SOURCES_KEY))
+            sources = _build_sources(data.pop(SOURCES_KEY))
         except ValueError as err:
             raise SpecError(source, [str(err)]) from None
     try:

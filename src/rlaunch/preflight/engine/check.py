@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from rlaunch.preflight.engine.world import World
@@ -33,6 +34,13 @@ BATCH_COUNTS = (
 
 
 T = TypeVar("T")
+
+
+@lru_cache(maxsize=256)
+def usable_facts(facts: ModelFacts) -> bool:
+    """Whether every count among a model's facts is at least 1 (kept per facts: every plan of a
+    search asks about the same model's)."""
+    return all(value > 0 for _, value in facts.counts())
 
 
 class cached_property(Generic[T]):  # noqa: N801 - used like functools.cached_property
@@ -135,7 +143,7 @@ class Check:
         facts = getattr(self.spec.model, "facts", None)
         if facts is None:
             return None
-        return facts if all(value > 0 for _, value in facts.counts()) else None
+        return facts if usable_facts(facts) else None
 
     # -- data parallel sizes ----------------------------------------------------------------------
 

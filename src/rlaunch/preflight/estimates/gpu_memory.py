@@ -13,7 +13,7 @@ the same few again and again: each phase's estimate is kept (LRU) for its exact 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -96,32 +96,40 @@ class Term:
 
 @dataclass(frozen=True)
 class Estimate:
-    """The peak of one phase on one GPU: its terms and their sum."""
+    """The peak of one phase on one GPU: its terms and their sum (the sums are taken once, when
+    it is made: a verdict reads them several times)."""
 
     phase: str
     terms: tuple[Term, ...]
+    total: float = field(init=False, repr=False, compare=False)
+    """Every term's bytes."""
+    fixed: float = field(init=False, repr=False, compare=False)
+    """What the phase holds whatever its micro batch: weights, gradients, optimizer state."""
+    tokens: int = field(init=False, repr=False, compare=False)
+    """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
+    growing: float = field(init=False, repr=False, compare=False)
+    """The bytes of the terms that grow with the micro batch's tokens."""
 
-    @property
-    def total(self) -> float:
-        return sum(term.bytes for term in self.terms)
+    def __post_init__(self) -> None:
+        total = fixed = growing = tokens = 0
+        for term in self.terms:  # each sum in the terms' order
+            total += term.bytes
+            if term.tokens:
+                growing += term.bytes
+                tokens = max(tokens, term.tokens)
+            else:
+                fixed += term.bytes
+        object.__setattr__(self, "total", total)
+        object.__setattr__(self, "fixed", fixed)
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "growing", growing)
 
     def sum_text(self) -> str:
         return " + ".join(term.text() for term in self.terms) + f" = {gib(self.total)}"
 
-    @property
-    def fixed(self) -> float:
-        """What the phase holds whatever its micro batch: weights, gradients, optimizer state."""
-        return sum(term.bytes for term in self.terms if not term.tokens)
-
-    @property
-    def tokens(self) -> int:
-        """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
-        return max((term.tokens for term in self.terms), default=0)
-
     def per_token(self) -> float:
         """Bytes per token of the micro batch (the growing terms are linear in the tokens)."""
-        growing = sum(term.bytes for term in self.terms if term.tokens)
-        return growing / self.tokens if self.tokens else 0.0
+        return self.growing / self.tokens if self.tokens else 0.0
 
     def at(self, tokens: float) -> float:
         """The phase's peak with `tokens` tokens of micro batch on this GPU."""

@@ -101,11 +101,13 @@ def no_prompts_dropped_per_step(check: Check) -> Iterator[Finding]:
         )
 
 
-def _divisors(number: int) -> list[int]:
+@lru_cache(maxsize=1024)
+def _divisors(number: int) -> tuple[int, ...]:
     small = [d for d in range(1, math.isqrt(number) + 1) if number % d == 0]
-    return sorted(set(small + [number // d for d in small]))
+    return tuple(sorted(set(small + [number // d for d in small])))
 
 
+@lru_cache(maxsize=4096)
 def _policy_mini_for(train: int, current: int, samples: int, dp: int | None, micro: int
                      ) -> int | None:
     """The policy mini batch closest to `current` (within half to twice it) that divides
@@ -147,9 +149,10 @@ def _usable_train_sizes(rows: int, limit: int, train: int, samples: int, lcm: in
     stride = prompt_stride(lcm, samples)
     candidates = []
     low = max(1, train // 2)
+    current = rows % train
     for size in range(-(-low // stride) * stride, min(2 * train, rows) + 1, stride):
         left = rows % size
-        if left >= rows % train or size * samples < lcm:
+        if left >= current or size * samples < lcm:
             continue
         if critic is not None and size % critic:
             continue

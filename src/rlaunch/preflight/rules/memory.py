@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.check import Check, usable_facts
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.preflight.estimates.gpu_memory import (
@@ -100,7 +100,7 @@ def _memory_of(check: Check) -> Memory | None:
         return None
     reference = spec.reference_model
     reference_facts = getattr(reference, "facts", None) if reference is not None else facts
-    if reference_facts is None or not all(value > 0 for _, value in reference_facts.counts()):
+    if reference_facts is None or not usable_facts(reference_facts):
         return None
     lengths, plan = spec.lengths, spec.role_plan
     first = lengths.max_input_length if lengths.max_turns > 1 else lengths.max_prompt_length
@@ -175,7 +175,7 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
         return None
     model = spec.critic_model
     facts = getattr(model, "facts", None) if model is not None else memory.facts
-    if facts is None or not all(value > 0 for _, value in facts.counts()):
+    if facts is None or not usable_facts(facts):
         return None
     offload = bool(spec.skyrl_setting(CRITIC_OFFLOAD))
     rank = int(spec.skyrl_setting(CRITIC_LORA_RANK))
