@@ -51,3 +51,26 @@ def test_a_gpu_run_rehearses_on_simulated_gpus_from_a_dirty_tree(tmp_path: Path)
             "reused when one is running for this allocation)") in said
     assert not any(line.startswith(("error", "warning VER004", "warning EXEC002"))
                    for text in said for line in text.splitlines()), said
+
+
+@pytest.mark.parametrize(("example", "changes", "refusal"), [
+    ("megatron-moe-5x8", {}, (
+        "--rehearse runs SkyRL's FSDP workers' code on CPU, but megatron-moe-5x8@2026.11.29 trains "
+        "with role_plan.strategy 'megatron', whose workers need Megatron-Core on GPUs: a "
+        "rehearsal would not run its checkpoint and export code. Rehearse an fsdp variant of "
+        "the run for its data, config and store handoffs, and smoke the megatron run on GPUs")),
+    ("colocated-1x8", {"settings": {"trainer.policy.model.lora.rank": 16}}, (
+        "--rehearse syncs full weights to its CPU engines, but colocated-1x8@2026.11.29 trains "
+        "LoRA adapters (settings trainer.policy.model.lora.rank = 16), which SkyRL syncs to "
+        "vLLM only: not rehearsed. Rehearse the run without LoRA for its data, config and "
+        "store handoffs")),
+])
+def test_what_the_cpu_workers_cannot_run_is_refused_before_anything(
+    example: str, changes: dict, refusal: str, tmp_path: Path
+) -> None:
+    spec = parse_spec({**worked_example(example), **changes})
+    with pytest.raises(LaunchRefused) as refused:
+        launch(LaunchRequest(spec=spec, rehearse=True, store=str(tmp_path / "store"),
+                             env={}), say=lambda line: None)
+    assert str(refused.value) == refusal
+    assert not (tmp_path / "store").exists()

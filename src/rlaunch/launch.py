@@ -194,6 +194,7 @@ REHEARSALS = "_rehearsal"
 REHEARSAL_EXECUTOR = "local"
 SIMULATED = "sim"
 REHEARSAL_WAIVED = frozenset({"VER004"})
+LORA_RANK = "trainer.policy.model.lora.rank"
 """Findings that guard a real launch's record only, not a rehearsal."""
 """The accelerator of a local head's simulated GPUs (EXEC002)."""
 
@@ -221,6 +222,24 @@ def _forget_rehearsal(spec: RunSpec, prefix: str, say: Say) -> None:
                 say(f"rlaunch: removed the previous rehearsal's {uri}")
         except (StoreError, OSError) as err:
             raise LaunchRefused(f"cannot remove the previous rehearsal's {uri}: {err}") from None
+
+
+def _not_rehearsed(spec: RunSpec) -> str | None:
+    """Why a rehearsal cannot run `spec` (None: it can): the CPU workers of
+    rlaunch.runtimes.skyrl_cpu replace SkyRL's FSDP workers only, and sync full weights."""
+    if spec.role_plan.strategy != "fsdp":
+        return (f"--rehearse runs SkyRL's FSDP workers' code on CPU, but {spec.identity} trains "
+                f"with role_plan.strategy {spec.role_plan.strategy!r}, whose workers need "
+                "Megatron-Core on GPUs: a rehearsal would not run its checkpoint and export "
+                "code. Rehearse an fsdp variant of the run for its data, config and store "
+                "handoffs, and smoke the megatron run on GPUs")
+    rank = spec.settings.get(LORA_RANK)
+    if isinstance(rank, int) and rank > 0:
+        return (f"--rehearse syncs full weights to its CPU engines, but {spec.identity} trains "
+                f"LoRA adapters (settings {LORA_RANK} = {rank}), which SkyRL syncs to vLLM "
+                "only: not rehearsed. Rehearse the run without LoRA for its data, config and "
+                "store handoffs")
+    return None
 
 
 def _rehearsal_spec(spec: RunSpec) -> RunSpec:
@@ -524,6 +543,9 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
                 f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
                 "launch it without --rehearse"
             )
+        unrehearsed = _not_rehearsed(spec)
+        if unrehearsed is not None:
+            raise LaunchRefused(unrehearsed)
         store = rehearsal_store(spec, store)
         spec = _rehearsal_spec(spec)
         skip_smoke_gate = skip_smoke_gate or REHEARSAL_GATE_REASON
