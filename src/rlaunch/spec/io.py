@@ -117,11 +117,11 @@ def _execution(data: Any) -> Execution:
     known = _EXECUTIONS.get(key) if key is not None else None
     if known is not None:
         return known
-    execution = Execution.model_validate(data)
-    if key is not None and _exact(data):
-        # Validated from a private copy: a later change to the caller's data cannot reach it.
-        _EXECUTIONS.put(key, Execution.model_validate(marshal.loads(key)))
-    return execution
+    if key is None or not _exact(data):
+        return Execution.model_validate(data)
+    # Validated from a private copy: a later change to the caller's data cannot reach it (an
+    # error is the same: the copy is equal, in the same order).
+    return _EXECUTIONS.put(key, Execution.model_validate(marshal.loads(key)))
 
 
 def _build_sources(data: Any) -> BuildSources:
@@ -145,13 +145,16 @@ def _validate(data: dict[str, Any]) -> RunSpec:
     key = _content_key(beside)
     base = _BESIDE_PLAN.get(key) if key is not None else None
     if base is None:
-        spec = RunSpec.model_validate(data)
-        if key is not None and _exact(beside):
+        if key is None or not _exact(beside):
+            return RunSpec.model_validate(data)
+        try:
             # Validated from a private copy: a later change to the caller's data (a builder's
             # config is kept as given) cannot reach the specs parsed after it.
-            _BESIDE_PLAN.put(key, spec.model_validate({**marshal.loads(key), **{
-                name: data[name] for name in PLAN_KEYS}}))
-        return spec
+            spec = RunSpec.model_validate({**marshal.loads(key), **{
+                name: data[name] for name in PLAN_KEYS}})
+        except ValidationError:
+            return RunSpec.model_validate(data)
+        return _BESIDE_PLAN.put(key, spec)
     try:
         plan = RolePlan.model_validate(data["role_plan"])
         execution = _execution(data["execution"])
