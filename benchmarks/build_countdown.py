@@ -5,7 +5,9 @@
 Warm means nothing changed: every node must be reused (0 builder calls). The warm build is timed
 in-process and through the command line (`python -m rlaunch build FILE`), next to the command
 line's own start-up (`python -m rlaunch --help`), so the cost beyond start-up shows. Target: a
-warm build well under 1 s beyond start-up.
+warm build well under 1 s beyond start-up. A warm build that calls a builder stops the benchmark.
+
+The smallest size (`--sft-steps 5`) is what the test suite runs.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ def main() -> None:
         for node in cold.nodes:
             print(f"    {node.identity:34} {node.action:6} {node.seconds:7.3f}s")
         warm_seconds, warm = _timed_build(artifact, store)
+        if warm.built:
+            sys.exit(f"the warm build called builders for {', '.join(warm.built)}: nothing "
+                     "changed, so every node should have been reused")
         print(f"warm build: {warm_seconds:7.3f}s  builder calls: {len(warm.built)} "
               f"(in-process, {len(warm.reused)} nodes reused and verified)")
 

@@ -4,10 +4,11 @@ uv (3rdparty/requirements-uv.txt) is installed from PyPI by pip, then the Pants 
 project runtime are built at once by uv (scripts/lib.sh: rl_plan_pants, rl_plan_runtime,
 rl_build_pending). Prints when each was done, seconds after the start, and the machine's load.
 `--pip` times instead what they were built with before: `python -m venv` and `pip install -r`,
-one after the other (pip's own cache emptied too). `--only pants` builds the Pants venv alone
-(the suite runs that: the smallest size).
+one after the other (pip's own cache emptied too). `--only pants` builds the Pants venv alone.
 
     python3 benchmarks/install.py [--pip] [--only pants|runtime] [--keep]
+
+The smallest size (`--only pants`) is what the test suite runs.
 """
 
 from __future__ import annotations

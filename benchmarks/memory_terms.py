@@ -19,6 +19,9 @@ with the MEM figure. The coefficients are linear in the tokens (256 and 512 give
 1%). Needs torch and transformers (the SkyRL rehearsal env has both):
 
     PYTHONPATH=src $(scripts/skyrl-rehearsal-env) benchmarks/memory_terms.py [--tokens 512]
+
+The smallest size (`--tokens 16 --layers 1 2`) is what the test suite runs, in that env (on CPU,
+as always: the benchmark needs no GPU).
 """
 
 from __future__ import annotations

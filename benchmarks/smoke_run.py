@@ -6,7 +6,11 @@ save_pretrained) and writes their build records; runs `python -m rlaunch.runtime
 (which starts its own local Ray); prints: wall time to the first step, seconds per step, mean
 reward of the first and last five steps, greedy eval reward before and after.
 
-    scripts/runtime benchmarks/smoke_run.py [--steps 60] [--sft-steps 600] [--keep]
+    PYTHONPATH=src $(scripts/runtime) benchmarks/smoke_run.py [--steps 60] [--sft-steps 600]
+        [--keep]
+
+The smallest size (`--steps 2 --sft-steps 5`) is what the test suite runs (the run's private Ray
+takes most of its time).
 """
 
 from __future__ import annotations

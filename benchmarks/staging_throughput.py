@@ -1,7 +1,8 @@
 """Staging throughput from moto's S3 server: rlaunch's staging (cold, then warm) against a plain
 parallel copy of the same files.
 
-    PYTHONPATH=src python benchmarks/staging_throughput.py [--files 8] [--mb 16] [--threads 8]
+    PYTHONPATH=src $(scripts/runtime) benchmarks/staging_throughput.py [--files 8] [--mb 16]
+        [--threads 8]
 
 Starts moto's S3 server on 127.0.0.1 (tests/objectstores.py), builds one artifact of `--files`
 random files of `--mb` MB each into an s3:// store, then times:
@@ -12,7 +13,10 @@ random files of `--mb` MB each into an s3:// store, then times:
   record from the store and checks the local files against it). Files hashed within
   RACY_SECONDS of being written are trusted only after one more hash (git's "racily clean"
   rule, rlaunch.store.digests), so the first warm run hashes them once more and later ones
-  check them by identity (stat) only: "warm again".
+  check them by identity (stat) only: "warm again". A warm run that copies a byte stops the
+  benchmark.
+
+The smallest size (`--files 2 --mb 1 --threads 2`) is what the test suite runs.
 """
 
 from __future__ import annotations
@@ -102,6 +106,9 @@ def main() -> None:
                 started = time.perf_counter()
                 [staged] = staging.stage_inputs([item], cache, say=lambda line: None)
                 report(label, staged.bytes_copied, time.perf_counter() - started)
+                if label != "staging cold" and staged.bytes_copied:
+                    sys.exit(f"{label} copied {staged.bytes_copied} bytes: the node cache "
+                             "already held every file, so it should have copied none")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

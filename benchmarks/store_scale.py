@@ -2,7 +2,10 @@
 parallel copy.
 
     PYTHONPATH=src $(scripts/runtime) benchmarks/store_scale.py [--gib 2] [--streams 8]
-        [--skip-s3] [--skip-local] [--only NAME] [--s3-rounds N]
+        [--skip-s3] [--skip-local] [--only NAME] [--s3-rounds N] [--repeats 5]
+
+The smallest size (`--gib 0.002 --streams 2 --repeats 1`) is what the test suite runs: two
+1 MiB files and one 2 MiB file.
 
 Two adopted artifacts of `--gib` GiB each are made in a scratch folder outside the repo (it is
 deleted at the end): `scale-shards` (1 MiB files) and `scale-big` (one file). For each:
@@ -69,7 +72,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from objectstores import running  # noqa: E402
 
 MIB = 1 << 20
-REPEATS = 5
+REPEATS = 5  # timings of a no-op build or launch, of which the median is printed
 READ_TIMEOUT_SECONDS = 900  # moto's CompleteMultipartUpload of 2 GiB, at load (see above)
 UPLOAD_PART_BYTES = s3_transfer.PART_BYTES  # rlaunch's S3 upload parts (s3transfer's default)
 DOWNLOAD_RANGE_BYTES = s3_transfer.RANGE_BYTES  # rlaunch's S3 ranged reads (s3fs's block size)
@@ -108,10 +111,11 @@ def _wall(command: list[str]) -> tuple[float, str]:
     return time.perf_counter() - started, done.stdout
 
 
-def _paired(baseline: list[str], measured: list[str]) -> tuple[float, float, float]:
-    """Medians of `baseline`, `measured` and their difference, run alternately (the machine is
-    shared: pairs see the same load)."""
-    pairs = [(_wall(baseline)[0], _wall(measured)[0]) for _ in range(REPEATS)]
+def _paired(baseline: list[str], measured: list[str],
+            repeats: int) -> tuple[float, float, float]:
+    """Medians of `baseline`, `measured` and their difference over `repeats` pairs, run
+    alternately (the machine is shared: pairs see the same load)."""
+    pairs = [(_wall(baseline)[0], _wall(measured)[0]) for _ in range(repeats)]
     return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
             statistics.median(b - a for a, b in pairs))
 
@@ -155,11 +159,11 @@ def artifact_file(folder: Path, name: str, uri: Path, sha256: str) -> Path:
     return path
 
 
-def local_overheads(scratch: Path, artifacts: dict[str, Path]) -> None:
+def local_overheads(scratch: Path, artifacts: dict[str, Path], repeats: int) -> None:
     store = str(scratch / "store")
     help_command = _rlaunch("--help")
     idle = [sys.executable, "-c", _LAUNCH_PROGRAM, "idle"]
-    print(f"times are medians of {REPEATS}; a no-op is timed alternately with its start-up "
+    print(f"times are medians of {repeats}; a no-op is timed alternately with its start-up "
           f"baseline, and '+' is the median of the pairs' differences")
     for name, spec in artifacts.items():
         build = _rlaunch("build", str(spec), "--store", store)
@@ -167,11 +171,11 @@ def local_overheads(scratch: Path, artifacts: dict[str, Path]) -> None:
         first = _wall(build)[0]
         time.sleep(2.5)  # past the digest cache's racy window: what the next launch sees
         second = _wall(build)[0]
-        help_seconds, steady, extra = _paired(help_command, build)
+        help_seconds, steady, extra = _paired(help_command, build, repeats)
         verify = _wall([*build, "--verify"])[0]
         launch = [sys.executable, "-c", _LAUNCH_PROGRAM, "launch", str(spec), store]
-        idle_seconds, launch_seconds, launch_extra = _paired(idle, launch)
-        inside = statistics.median(float(_wall(launch)[1]) for _ in range(REPEATS))
+        idle_seconds, launch_seconds, launch_extra = _paired(idle, launch, repeats)
+        inside = statistics.median(float(_wall(launch)[1]) for _ in range(repeats))
         print(f"{name}:")
         print(f"  cold build (copy, hash, publish)   {cold:8.3f}s")
         print(f"  first no-op build right after      {first:8.3f}s  (re-hashes files hashed "
@@ -315,6 +319,8 @@ def main() -> None:
     parser.add_argument("--s3-rounds", type=int, default=1,
                         help="S3 comparisons per artifact, alternating which copy goes first")
     parser.add_argument("--skip-local", action="store_true", help="S3 transfers only")
+    parser.add_argument("--repeats", type=int, default=REPEATS,
+                        help=f"timings of each no-op, the median printed ({REPEATS})")
     parser.add_argument("--only", choices=["scale-shards", "scale-big"],
                         help="one of the two artifacts")
     args = parser.parse_args()
@@ -344,7 +350,7 @@ def main() -> None:
         print(f"made {len(sources)} x {args.gib:g} GiB in {scratch} in "
               f"{time.perf_counter() - started:.1f}s; load average {_load()}", flush=True)
         if not args.skip_local:
-            local_overheads(scratch, artifacts)
+            local_overheads(scratch, artifacts, args.repeats)
         if not args.skip_s3:
             s3_transfers(scratch, sources, args.streams, args.s3_rounds)
     finally:

@@ -1,6 +1,7 @@
 """Run one script of benchmarks/ as the suite does: in a fresh process, with `src` and `tests` on
 its path. Both layers that run benchmarks use it (tests/benchmarks for the library,
-tests/e2e for those that run ./pants)."""
+tests/e2e for those that run ./pants); test_benchmarks.py reads their calls to it to find which
+benchmarks the suite runs, and with which arguments."""
 
 from __future__ import annotations
 
