@@ -1,10 +1,10 @@
 """Benchmark: the default countdown smoke experiment, end to end, on this machine.
 
-Renders a launch YAML for 1 node x 2 simulated GPUs, colocated; builds a tiny SFT'd model and
-the countdown data at the paths it names with the task and model APIs (make_problems, sft_train,
-save_pretrained) and writes their build records; runs `python -m rlaunch.runtimes.smoke` on it
-(which starts its own local Ray); prints: wall time to the first step, seconds per step, mean
-reward of the first and last five steps, greedy eval reward before and after.
+Renders a launch YAML for 1 node x 2 simulated GPUs, colocated; makes a tiny SFT'd model and
+the countdown data at the paths it names, with their build records (tests/runtimes/smoke/demo.py:
+build_inputs); runs `python -m rlaunch.runtimes.smoke` on it (which starts its own local Ray);
+prints: wall time to the first step, seconds per step, mean reward of the first and last five
+steps, greedy eval reward before and after.
 
     PYTHONPATH=src $(scripts/runtime) benchmarks/smoke_run.py [--steps 60] [--sft-steps 600]
         [--keep]
@@ -31,7 +31,7 @@ sys.path.insert(0, str(SRC))
 # The smoke run's inputs are made by the runtime tests' fixture (tests/runtimes/smoke/demo.py).
 sys.path.insert(0, str(REPO / "tests" / "runtimes"))
 
-from smoke.demo import render_smoke, smoke_spec, write_records  # noqa: E402
+from smoke.demo import build_inputs, render_smoke, smoke_spec  # noqa: E402
 
 DEFAULT_EXPERIMENT = dict(
     nodes=1, gpus_per_node=2, colocate_all=True, train_batch_size=32, policy_mini_batch_size=16,
@@ -39,36 +39,6 @@ DEFAULT_EXPERIMENT = dict(
     n_samples_per_prompt=8, eval_batch_size=256, learning_rate=3e-4, ckpt_interval=20,
     max_ckpts_to_keep=2,
 )
-
-
-def build_model_and_data(document: dict, *, seed: int, sft_steps: int) -> float:
-    """SFT a TinyLM and write the data, at the paths the launch document names."""
-    import torch
-
-    from rlaunch.models.sft import mean_reward, sft_train
-    from rlaunch.models.tiny import TinyConfig, TinyLM, save_pretrained
-    from rlaunch.models.tokenizer import CharTokenizer
-    from rlaunch.tasks.countdown import make_problems, prompt_rows
-    from rlaunch.tasks.parquet import write_prompts
-    from rlaunch.tasks.prompts import EVAL_FILE, TRAIN_FILE
-
-    torch.set_num_threads(1)
-    problems = make_problems(seed, 4256)
-    data = Path(document["inputs"]["train_data"]["uri"])
-    data.mkdir(parents=True, exist_ok=True)
-    write_prompts(data / TRAIN_FILE, prompt_rows(problems[:4000], "train"))
-    write_prompts(data / EVAL_FILE, prompt_rows(problems[4000:], "eval"))
-    tokenizer = CharTokenizer()
-    tokenizer.save(document["inputs"]["tokenizer"]["uri"])
-    torch.manual_seed(seed)
-    model = TinyLM(TinyConfig(vocab_size=tokenizer.vocab_size))
-    began = time.monotonic()
-    sft_train(model, tokenizer, problems[:4000], steps=sft_steps, seed=seed)
-    print(f"sft: {sft_steps} steps in {time.monotonic() - began:.1f} s; greedy eval reward "
-          f"{mean_reward(model, tokenizer, problems[4000:]):.3f}", flush=True)
-    save_pretrained(model, tokenizer, document["inputs"]["model"]["uri"])
-    write_records(document)  # last, as a build would: the runtime verifies every input
-    return time.monotonic() - began
 
 
 def main() -> int:
@@ -85,7 +55,10 @@ def main() -> int:
         text, document = render_smoke(spec, str(store))
         launch = store / "launch.yaml"
         launch.write_text(text)
-        build_model_and_data(document, seed=args.seed, sft_steps=args.sft_steps)
+        began = time.monotonic()
+        build_inputs(document, seed=args.seed, sft_steps=args.sft_steps)
+        print(f"inputs (countdown data, tokenizer, TinyLM SFT'd for {args.sft_steps} steps) made"
+              f" in {time.monotonic() - began:.1f} s", flush=True)
 
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
