@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 from preflight.helpers import example, findings, messages
+from rlaunch.preflight.estimates.placement import Group, Unplaced, first_unplaced
 from rlaunch.preflight.rules.allocation import accelerator_limit, unpackable_plan
 
 
@@ -142,3 +145,25 @@ def test_accelerator_names_are_matched_by_chip() -> None:
     assert [accelerator_limit(name) for name in ("H100", "a100-80gb", "sim", "TPU")] == [
         8, 8, 64, None,
     ]
+
+
+def one_bundle_at_a_time(groups: list[Group], nodes: int, width: int) -> Unplaced | None:
+    """PACK as Ray serves it, bundle by bundle: each on the fullest node it fits (the first of
+    equals); the reference first_unplaced must agree with."""
+    free = [width] * nodes
+    for index, group in enumerate(groups):
+        for _ in range(group.count):
+            fits = [node for node in range(nodes) if free[node] >= group.bundle]
+            if not fits:
+                return Unplaced(group, groups[:index], sorted(free, reverse=True))
+            free[min(fits, key=lambda node: free[node])] -= group.bundle
+    return None
+
+
+def test_first_unplaced_packs_as_ray_does_bundle_by_bundle() -> None:
+    rng = random.Random(27)
+    for _ in range(3000):
+        width, nodes = rng.choice((1, 2, 4, 8)), rng.randint(1, 6)
+        groups = [Group(f"g{index}", rng.randint(1, width + 1), rng.randint(1, 12), "why")
+                  for index in range(rng.randint(1, 4))]
+        assert first_unplaced(groups, nodes, width) == one_bundle_at_a_time(groups, nodes, width)

@@ -83,16 +83,20 @@ class Unplaced:
 
 
 def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | None:
+    """Place the groups' bundles (each at least 1 GPU) in order, each on the fullest node it
+    still fits on (the first of equals), as PACK does; the first group with a bundle that fits
+    no node, or None. A node stays the fullest that fits until it no longer fits a bundle, so a
+    group fills the nodes in order of their free GPUs, fewest first, as many bundles each as
+    fit."""
     free = [width] * nodes
     for index, group in enumerate(groups):
-        bundle = group.bundle
-        for _ in range(group.count):
-            # The fullest node the bundle fits on (the first of equals).
-            fullest, room = -1, width + 1
-            for node, left in enumerate(free):
-                if bundle <= left < room:
-                    fullest, room = node, left
-            if fullest < 0:
-                return Unplaced(group, groups[:index], sorted(free, reverse=True))
-            free[fullest] -= bundle
+        bundle, left = group.bundle, group.count
+        for node in sorted(range(nodes), key=lambda node: free[node]):  # stable: first of equals
+            if left == 0:
+                break
+            placed = min(left, free[node] // bundle)
+            free[node] -= placed * bundle
+            left -= placed
+        if left:
+            return Unplaced(group, groups[:index], sorted(free, reverse=True))
     return None

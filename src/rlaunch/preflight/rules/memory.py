@@ -394,6 +394,12 @@ def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str]
 
 
 def _engine(check: Check) -> tuple[Memory, tuple[float, Term, int, str]] | None:
+    """The memory picture and the engine's budget, when both apply (once per check: MEM004,
+    MEM005 and MEM006 read it)."""
+    return check.derived(_engine_of)
+
+
+def _engine_of(check: Check) -> tuple[Memory, tuple[float, Term, int, str]] | None:
     memory = memory_of(check)
     budget = None if memory is None else _engine_budget(check, memory)
     return None if memory is None or budget is None else (memory, budget)
@@ -481,11 +487,11 @@ def weight_sync_fits(check: Check) -> Iterator[Finding]:
     """Error over the GPU's memory, warning above 90%. Under `colocate_all` SkyRL wakes the
     engines' weights while the policy's weights are on the GPU (its optimizer offloaded) to
     broadcast them (`WorkerDispatch.save_weights_for_sampler`)."""
-    memory = memory_of(check)
+    engine = _engine(check)
     spec = check.spec
-    budget = None if memory is None else _engine_budget(check, memory)
-    if memory is None or budget is None or not spec.role_plan.placement.colocate_all:
+    if engine is None or not spec.role_plan.placement.colocate_all:
         return
+    memory, budget = engine
     shape = check.parallelism("policy")
     facts = memory.facts
     if spec.role_plan.strategy == "megatron":
