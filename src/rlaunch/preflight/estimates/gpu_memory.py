@@ -160,6 +160,7 @@ def attention_parameters(facts: ModelFacts) -> int:
     return facts.hidden_size * head * 2 * (facts.num_attention_heads + facts.num_key_value_heads)
 
 
+@lru_cache(maxsize=256)
 def is_tied(facts: ModelFacts) -> bool:
     """Whether the LM head is the embedding (config.json's `tie_word_embeddings` is not a fact):
     the parameter count is nearer layers + one embedding than layers + two, the layers counted as
@@ -173,6 +174,7 @@ def is_tied(facts: ModelFacts) -> bool:
     return abs(rest - once) < abs(rest - 2 * once)
 
 
+@lru_cache(maxsize=256)
 def layer_parameters(facts: ModelFacts) -> int:
     """One decoder layer (every expert of an MoE layer): the total less the embeddings, over
     the layers."""
@@ -180,6 +182,7 @@ def layer_parameters(facts: ModelFacts) -> int:
     return max((facts.num_parameters - embeddings) // facts.num_hidden_layers, 0)
 
 
+@lru_cache(maxsize=256)
 def expert_parameters(facts: ModelFacts) -> int:
     """The routed experts' share of an MoE model: all but the embeddings and attention (an
     estimate: router and norms count as expert weights); 0 for a dense model."""
@@ -231,8 +234,9 @@ class Activations:
         return f"micro {self.micro_batch} x {self.sequence} tokens{split}"
 
 
+@lru_cache(maxsize=1024, typed=True)
 def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
-                     backward: bool, logits: bool = True) -> list[Term]:
+                     backward: bool, logits: bool = True) -> tuple[Term, ...]:
     """Activations of a training micro batch (with or without gradient checkpointing) or of a
     forward-only pass (one layer at a time), and the logits (none for a critic: its value head
     gives one number per token)."""
@@ -258,23 +262,24 @@ def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
             f"{layers} layers x {LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
             tokens))
     if not logits:
-        return terms
+        return tuple(terms)
     size = LOGITS_TRAINING if backward else LOGITS_FORWARD
     name = "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)"
     terms.append(Term(name, size * tokens * facts.vocab_size / shape.tensor,
                       f"{size} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
-    return terms
+    return tuple(terms)
 
 
-def fsdp_unsharded_terms(facts: ModelFacts, bytes_per_param: int) -> list[Term]:
+@lru_cache(maxsize=256, typed=True)
+def fsdp_unsharded_terms(facts: ModelFacts, bytes_per_param: int) -> tuple[Term, ...]:
     """What FSDP2 all-gathers while computing: the root unit (embeddings and LM head, which
     SkyRL leaves outside the per-layer units; the root stays unsharded through forward and
     backward) and one decoder layer."""
     root = embedding_parameters(facts, is_tied(facts))
     layer = layer_parameters(facts)
-    return [Term("unsharded root + one layer",
-                 (root + layer) * bytes_per_param,
-                 f"({billions(root)} + {billions(layer)} params) x {bytes_per_param} B")]
+    return (Term("unsharded root + one layer",
+                  (root + layer) * bytes_per_param,
+                  f"({billions(root)} + {billions(layer)} params) x {bytes_per_param} B"),)
 
 
 def local_parameters(facts: ModelFacts, layout: Parallelism) -> tuple[float, float]:
