@@ -8,10 +8,11 @@
    `BasePPOExp.get_eval_dataset`'s condition holds. Negative cases: an input length other than
    the prompt length is refused by SkyRL and by preflight (CTX003); `trainer.eval_interval 0`
    SkyRL accepts, but it would load no eval dataset, so preflight refuses it (RT006).
-2. Dump format: the names and per-sample keys tests/runtimes/skyrl_eval_dump.py writes are
-   those of each release's own source (`dump_per_dataset_eval_results` in
+2. Dump format: the folder, the file names and the per-sample keys (`DUMP_KEYS`) the adapter
+   reads are those of each release's own source (`dump_per_dataset_eval_results` in
    skyrl/train/utils/trainer_utils.py; the folder in skyrl/train/evaluate.py `evaluate`), read
-   with `ast`, so the report conversion is tested on files in the format each release writes.
+   with `ast`. For 0.3.0, tests/contract/test_skyrl_eval_rehearsal.py runs the eval-only
+   entrypoint itself on this CPU and reads the files it wrote.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from rlaunch.render import launch_document, skyrl_cli_args
 from rlaunch.runtimes.skyrl_eval import AGGREGATED_FILE, DUMP_FOLDER, local_dump_root
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
-from runtimes.skyrl_eval_dump import DUMP_KEYS
 
 HARNESS = Path(__file__).with_name("eval_harness.py")
+DUMP_KEYS = ("input_prompt", "output_response", "score", "stop_reason", "env_class",
+             "env_extras", "data_source")
+"""The keys of each sample `dump_per_dataset_eval_results` writes, in its order."""
 EVAL_ENTRYPOINT = "skyrl.train.entrypoints.main_generate"
 # experiments/runtimes:h100-gsm8k, the settings the GSM8K evals share with the runs.
 GSM8K_SETTINGS = {"generator.inference_engine.gpu_memory_utilization": 0.85,

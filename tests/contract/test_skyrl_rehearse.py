@@ -58,9 +58,20 @@ for folder, exports in ((small, set()), (export, {str(export)})):
     tree["trainer"]["ref"]["model"]["path"] = str(folder)
     kept[folder.name] = rehearse(tree, exports=exports, seed=3, cache=cache,
                                  say=said.append)[0]["trainer"]["policy"]["model"]["path"]
+evaluated, program = rehearse(tree, exports={str(export)}, seed=3, cache=cache,
+                              say=said.append, entrypoint="skyrl.train.entrypoints.main_generate")
+from rlaunch.runtimes.skyrl_rehearse import RehearsalError
+try:
+    rehearse(tree, exports=set(), seed=3, cache=cache, say=said.append, entrypoint="echo_argv")
+    refused = None
+except RehearsalError as err:
+    refused = str(err)
 import pyarrow.parquet as pq
 print(json.dumps({
     "out": out, "extra": extra, "said": said, "same": again == out,
+    "eval": {"program": program, "generator": evaluated["generator"],
+             "eval_batch_size": evaluated["trainer"]["eval_batch_size"]},
+    "refused": refused,
     "config": {k: getattr(config, k) for k in ("num_hidden_layers", "hidden_size",
                "num_attention_heads", "num_key_value_heads", "intermediate_size",
                "vocab_size", "max_window_layers", "tie_word_embeddings")},
@@ -147,7 +158,27 @@ def test_the_model_shrinks_to_its_architecture_and_the_rows_and_batch_to_four_st
     # The run's own checkpoint and export settings are SkyRL's to act on, untouched.
     assert (trainer["ckpt_interval"], trainer["hf_save_interval"], trainer["export_path"]) == (
         10, -1, "s3://b/run/export")
-    assert found["extra"] == ["trainer.override_entrypoint=rlaunch.runtimes.skyrl_cpu"]
+    # SkyRL's training entrypoint, handing over to the CPU module itself.
+    assert found["extra"] == ["-m", "skyrl.train.entrypoints.main_base",
+                              "trainer.override_entrypoint=rlaunch.runtimes.skyrl_cpu"]
+    # An eval stage: SkyRL's eval-only entrypoint, which reads no override_entrypoint, run by
+    # the CPU module; one eval batch of at most 4 samples per prompt.
+    assert found["eval"] == {
+        "program": ["-m", "rlaunch.runtimes.skyrl_cpu", "skyrl.train.entrypoints.main_generate"],
+        "generator": {"n_samples_per_prompt": 4, "eval_n_samples_per_prompt": 1,
+                      "sampling_params": {"max_generate_length": 24},
+                      "eval_sampling_params": {"max_generate_length": 24},
+                      "inference_engine": {"num_engines": 2}},
+        "eval_batch_size": 2,
+    }
+    assert found["said"][-1] == (
+        "rehearsal: an eval of 2 row(s) x 1 sample(s), at most 24 generated tokens; SkyRL's "
+        "eval-only entrypoint with CPU engines (python -m rlaunch.runtimes.skyrl_cpu "
+        "skyrl.train.entrypoints.main_generate)")
+    assert found["refused"] == (
+        "runtime.entrypoint echo_argv cannot be rehearsed: a rehearsal runs SkyRL 0.3.0's "
+        "skyrl.train.entrypoints.main_base or skyrl.train.entrypoints.main_generate with CPU "
+        "workers and engines")
     # SkyRL's own parser and validator accept the rehearsal's overrides.
     checked = subprocess.run([python, "-c", VALIDATE, json.dumps(out)], capture_output=True,
                              text=True, timeout=300, check=False,

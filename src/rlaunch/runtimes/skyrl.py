@@ -10,7 +10,7 @@ Everything between the launch YAML and SkyRL's first line (docs/skyrl-runtime.md
 3. run SkyRL's own handoff check (`python -m rlaunch.runtimes.skyrl_handoff <overrides>`) on
    them; with `--check-handoffs` stop there; with `--rehearse`, first shrink the model, bound
    the rows and hand SkyRL's loop to CPU workers and engines (rlaunch.runtimes.skyrl_rehearse,
-   docs/rehearsal.md);
+   docs/rehearsal.md; an eval stage's entrypoint is run by rlaunch.runtimes.skyrl_cpu);
 4. run SkyRL's entrypoint as a child with exactly those overrides, forwarding SIGINT, SIGTERM
    and SIGHUP, and keep its exit status;
 5. before SkyRL starts, record in `{ckpt_path}/runtime.json` what the root is trained from; after
@@ -54,7 +54,7 @@ from rlaunch.render import LaunchDocument, LaunchError, load_launch
 from rlaunch.render.skyrl import skyrl_cli_args
 from rlaunch.spec.catalog import is_eval_entrypoint, resolve
 from rlaunch.runtimes.skyrl_eval import dump_folder, eval_manifest, local_dump_root
-from rlaunch.runtimes.skyrl_rehearse import rehearse
+from rlaunch.runtimes.skyrl_rehearse import RehearsalError, rehearse
 from rlaunch.runtimes.skyrl_outputs import OutputError, terminal_manifest, write_manifest
 from rlaunch.runtimes.staging import (
     Staged,
@@ -105,12 +105,6 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def say(message: str) -> None:
     print(f"rlaunch: {message}", flush=True)
-
-
-def command(launch: LaunchDocument, overrides: list[str] | None = None) -> list[str]:
-    """The argv that runs SkyRL on this launch document (its store paths, unless `overrides`)."""
-    args = skyrl_cli_args(launch.skyrl_tree()) if overrides is None else overrides
-    return [sys.executable, "-m", launch.runtime.entrypoint, *args]
 
 
 def handoff_command(overrides: list[str]) -> list[str]:
@@ -258,12 +252,17 @@ def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
     local = local_overrides(tree, staged)
     for line in rewrites(tree, local):
         say(f"staged path {line}")
-    extra: list[str] = []
+    program = ["-m", launch.runtime.entrypoint]
     if rehearsal:
         runs = {item.path for item in staged
                 if launch.inputs[item.slot].type == RUN_EXPORT}
-        local, extra = rehearse(local, exports=runs, seed=launch.run.seed,
-                                cache=node_cache_root() / "rehearsal", say=say)
+        try:
+            local, program = rehearse(local, exports=runs, seed=launch.run.seed,
+                                      cache=node_cache_root() / "rehearsal", say=say,
+                                      entrypoint=launch.runtime.entrypoint)
+        except RehearsalError as err:
+            print(f"error: {err}; SkyRL was not started", file=sys.stderr)
+            return 2
     evaluates = is_eval_entrypoint(launch.runtime.profile, launch.runtime.entrypoint)
     if evaluates:
         # SkyRL's eval dumps with pathlib under export_path: a local folder, read back after.
@@ -290,7 +289,7 @@ def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
         print(f"error: cannot record what the checkpoint root is trained from: {err}",
               file=sys.stderr)
         return 2
-    argv_out = command(launch, overrides + extra)
+    argv_out = [sys.executable, *program, *overrides]
     say(f"starting SkyRL: {argv_out[1]} {argv_out[2]} ({len(overrides)} overrides)")
     urls: list[str] = []
     started = time.monotonic()

@@ -58,6 +58,19 @@ What is replaced, and why (each needs a GPU or a CUDA-only package):
    client, and `_setup_trainer` does what `BasePPOExp._setup_trainer` does (tracker, client,
    generator, trainer, trajectory logger, `build_models`) with the CPU worker classes instead
    of `fsdp_worker`'s, whose import needs flash-attn.
+6. SkyRL's eval-only entrypoint, `skyrl.train.entrypoints.main_generate`, honours no
+   `override_entrypoint` (its `main` parses the overrides strictly and runs its own Ray task
+   `eval_entrypoint`, skyrl/train/entrypoints/main_generate.py), and its
+   `EvalOnlyEntrypoint.get_inference_client` is `BasePPOExp`'s, which starts vLLM servers. So
+   a rehearsal of an eval stage runs this module as the program, `python -m
+   rlaunch.runtimes.skyrl_cpu skyrl.train.entrypoints.main_generate <overrides>`, and
+   `main_generate` does what SkyRL's `main_generate.main` does (`from_cli_overrides`,
+   `validate_generator_cfg`, `initialize_ray`, one Ray task of 1 CPU, the metrics logged) with
+   `CPUEvalOnlyExp`, a subclass of SkyRL's `EvalOnlyEntrypoint` whose only change is
+   `get_inference_client`: the CPU engines of 4. Its `run` is SkyRL's: the generator,
+   `skyrl.train.evaluate.evaluate` (or `evaluate_step_wise`) with `global_step=None`, SkyRL's
+   metrics, its dump (`dump_per_dataset_eval_results` into `trainer.export_path`/dumped_evals/
+   eval_only) and its tracker.
 Not replaced and not rehearsed: LoRA weight sync, Megatron, multimodal models.
 """
 
@@ -136,6 +149,7 @@ with _flash_attn_padding():  # see 3. in the module's docstring
     )
 
 import ray  # noqa: E402
+from loguru import logger  # noqa: E402
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: E402
 from skyrl.backends.skyrl_train.inference_servers.base import (  # noqa: E402
     InferenceEngineInput,
@@ -150,8 +164,9 @@ from skyrl.backends.skyrl_train.workers.worker import (  # noqa: E402
 )
 from skyrl.train.config import SkyRLTrainConfig  # noqa: E402
 from skyrl.train.entrypoints.main_base import BasePPOExp  # noqa: E402
+from skyrl.train.entrypoints.main_generate import EvalOnlyEntrypoint  # noqa: E402
 from skyrl.train.utils import validate_cfg  # noqa: E402
-from skyrl.train.utils.utils import initialize_ray  # noqa: E402
+from skyrl.train.utils.utils import initialize_ray, validate_generator_cfg  # noqa: E402
 
 OVERRIDE_KEY = "trainer.override_entrypoint"
 """SkyRL's `main` peeks at this override before parsing; the strict parse does not know it."""
@@ -542,7 +557,12 @@ class CPUInferenceClient(InferenceEngineInterface):
 # ---------------------------------------------------------------------------------------------
 
 
-class CPUPPOExp(BasePPOExp):
+class _CPUEngines:
+    """What both CPU experiments share: the CPU engines as SkyRL's inference client."""
+
+    cfg: SkyRLTrainConfig
+    colocate_pg: Any
+
     def get_inference_client(self) -> CPUInferenceClient:
         engine_cfg = self.cfg.generator.inference_engine
         per_engine = (engine_cfg.tensor_parallel_size * engine_cfg.pipeline_parallel_size
@@ -563,6 +583,8 @@ class CPUPPOExp(BasePPOExp):
         return CPUInferenceClient(engines, self.cfg.trainer.policy.model.path,
                                   (engine_cfg.num_engines * per_engine, per_engine))
 
+
+class CPUPPOExp(_CPUEngines, BasePPOExp):
     def _setup_trainer(self) -> Any:
         # BasePPOExp._setup_trainer's steps, with the CPU worker classes.
         os.makedirs(self.cfg.trainer.export_path, exist_ok=True)
@@ -595,4 +617,53 @@ def main() -> None:
     ray.get(cpu_entrypoint.remote(cfg))
 
 
-__all__ = ["CPUPPOExp", "CPUInferenceClient", "CPUStrategy", "main"]
+MAIN_GENERATE = "skyrl.train.entrypoints.main_generate"
+"""SkyRL's eval-only entrypoint, which this module runs as a program (see 6. above)."""
+USAGE = (f"usage: python -m rlaunch.runtimes.skyrl_cpu {MAIN_GENERATE} OVERRIDES...\n"
+         "(SkyRL's training entrypoint, skyrl.train.entrypoints.main_base, hands over to this "
+         f"module itself: {OVERRIDE_KEY}=rlaunch.runtimes.skyrl_cpu)")
+
+
+class CPUEvalOnlyExp(_CPUEngines, EvalOnlyEntrypoint):
+    """SkyRL's `EvalOnlyEntrypoint` (datasets, tokenizer, colocation placement group, `run`:
+    generator, `evaluate`, dump, tracker) with the CPU engines as its inference client."""
+
+
+@ray.remote(num_cpus=1)
+def cpu_eval_entrypoint(cfg: SkyRLTrainConfig) -> dict[str, Any]:
+    # main_generate's eval_entrypoint: the client built outside the event loop, then run().
+    exp = CPUEvalOnlyExp(cfg)
+    client = exp.get_inference_client()
+    return asyncio.run(exp.run(client))
+
+
+def main_generate(argv: list[str]) -> dict[str, Any]:
+    """What SkyRL's `main_generate.main` does, with the CPU experiment; returns the metrics."""
+    cfg = SkyRLTrainConfig.from_cli_overrides(argv)
+    validate_generator_cfg(cfg)
+    initialize_ray(cfg)
+    metrics = ray.get(cpu_eval_entrypoint.remote(cfg))
+    logger.info(f"Metrics from eval only run: {metrics}")
+    return metrics
+
+
+def program(argv: list[str]) -> int:
+    """`python -m rlaunch.runtimes.skyrl_cpu skyrl.train.entrypoints.main_generate
+    <overrides>`: SkyRL's eval-only entrypoint with the CPU engines."""
+    if not argv or argv[0] != MAIN_GENERATE:
+        print(USAGE, file=sys.stderr)
+        return 2
+    main_generate(argv[1:])
+    return 0
+
+
+__all__ = ["CPUEvalOnlyExp", "CPUPPOExp", "CPUInferenceClient", "CPUStrategy", "main",
+           "main_generate", "program"]
+
+
+if __name__ == "__main__":
+    # Through the module's importable name, so that Ray pickles the task and the classes by
+    # reference, as it pickles SkyRL's own, not by value as __main__'s.
+    from rlaunch.runtimes.skyrl_cpu import program as run_program
+
+    sys.exit(run_program(sys.argv[1:]))

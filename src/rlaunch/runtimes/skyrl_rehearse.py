@@ -15,7 +15,11 @@ overrides so that SkyRL's own loop runs a few steps on this machine's CPU:
   reads in SkyRL's process (`data.dataloader.num_workers` 0);
 - SkyRL runs its entrypoint with `trainer.override_entrypoint=rlaunch.runtimes.skyrl_cpu`
   (SkyRL's loop with CPU workers and engines), `trainer.flash_attn=false` and
-  `trainer.remove_microbatch_padding=false` (no flash-attn on CPU).
+  `trainer.remove_microbatch_padding=false` (no flash-attn on CPU);
+- an eval stage (SkyRL's eval-only entrypoint `skyrl.train.entrypoints.main_generate`, which
+  reads no `override_entrypoint`) runs as `python -m rlaunch.runtimes.skyrl_cpu
+  skyrl.train.entrypoints.main_generate <overrides>`: SkyRL's `EvalOnlyEntrypoint` with the
+  CPU engines, on one eval batch of at most `SAMPLES` samples per prompt.
 Everything else is the launch YAML's: the checkpoint, export, eval and resume settings, the
 store paths, the logger, the environment, the role geometry on the head's simulated GPUs.
 
@@ -43,6 +47,15 @@ GENERATE_TOKENS = 24
 """At most this many generated tokens per sample (sampling_params.max_generate_length)."""
 ENTRYPOINT = "rlaunch.runtimes.skyrl_cpu"
 OVERRIDE_ENTRYPOINT = "trainer.override_entrypoint"
+TRAIN_ENTRYPOINT = "skyrl.train.entrypoints.main_base"
+EVAL_ENTRYPOINT = "skyrl.train.entrypoints.main_generate"
+PROGRAMS = {
+    TRAIN_ENTRYPOINT: ["-m", TRAIN_ENTRYPOINT, f"{OVERRIDE_ENTRYPOINT}={ENTRYPOINT}"],
+    EVAL_ENTRYPOINT: ["-m", ENTRYPOINT, EVAL_ENTRYPOINT],
+}
+"""Per SkyRL entrypoint, what a rehearsal runs (after the interpreter, before the overrides):
+SkyRL's training entrypoint hands over to the CPU module itself (its `main`, through
+`override_entrypoint`); the eval-only one reads no override, so the CPU module runs it."""
 SHAPE = {
     "num_hidden_layers": 2,
     "hidden_size": 64,
@@ -144,10 +157,21 @@ def _world(placement: dict[str, Any], role: str) -> int:
         placement.get(f"{role}_num_gpus_per_node", 1))
 
 
+class RehearsalError(ValueError):
+    """A launch that cannot be rehearsed."""
+
+
 def rehearse(tree: dict[str, Any], *, exports: set[str], seed: int, cache: Path,
-             say: Say) -> tuple[dict[str, Any], list[str]]:
-    """The rehearsal's SkyRL subtree from the staged one, and the extra CLI arguments.
-    `exports`: the staged folders that are run exports (trained from as they are)."""
+             say: Say, entrypoint: str = TRAIN_ENTRYPOINT
+             ) -> tuple[dict[str, Any], list[str]]:
+    """The rehearsal's SkyRL subtree from the staged one, and the program that runs it: the
+    arguments after the interpreter, before the overrides (`PROGRAMS`). `exports`: the staged
+    folders that are run exports (trained from as they are); `entrypoint`: the runtime's."""
+    program = PROGRAMS.get(entrypoint)
+    if program is None:
+        raise RehearsalError(
+            f"runtime.entrypoint {entrypoint} cannot be rehearsed: a rehearsal runs SkyRL "
+            f"0.3.0's {TRAIN_ENTRYPOINT} or {EVAL_ENTRYPOINT} with CPU workers and engines")
     out = copy.deepcopy(tree)
     trainer = out.setdefault("trainer", {})
     generator = out.setdefault("generator", {})
@@ -189,6 +213,8 @@ def rehearse(tree: dict[str, Any], *, exports: set[str], seed: int, cache: Path,
     # Four rows need no loader processes: each would import torch again (seconds apiece).
     data.setdefault("dataloader", {})["num_workers"] = 0
     generator["n_samples_per_prompt"] = samples
+    eval_samples = min(int(generator.get("eval_n_samples_per_prompt", 1)), SAMPLES)
+    generator["eval_n_samples_per_prompt"] = eval_samples
     for key in ("sampling_params", "eval_sampling_params"):
         params = generator.setdefault(key, {})
         params["max_generate_length"] = min(
@@ -197,8 +223,13 @@ def rehearse(tree: dict[str, Any], *, exports: set[str], seed: int, cache: Path,
         data["train_data"] = bound_rows(list(data["train_data"]), batch * STEPS, cache)
     if data.get("val_data"):
         data["val_data"] = bound_rows(list(data["val_data"]), batch, cache)
-    say(f"rehearsal: {STEPS} steps of {batch} prompt(s) x {samples} samples, at most "
-        f"{GENERATE_TOKENS} generated tokens; {batch * STEPS} training rows, {batch} eval "
-        "rows; SkyRL's loop with CPU workers and engines "
-        f"({OVERRIDE_ENTRYPOINT}={ENTRYPOINT})")
-    return out, [f"{OVERRIDE_ENTRYPOINT}={ENTRYPOINT}"]
+    if entrypoint == EVAL_ENTRYPOINT:
+        say(f"rehearsal: an eval of {batch} row(s) x {eval_samples} sample(s), at most "
+            f"{GENERATE_TOKENS} generated tokens; SkyRL's eval-only entrypoint with CPU engines "
+            f"(python {' '.join(program)})")
+    else:
+        say(f"rehearsal: {STEPS} steps of {batch} prompt(s) x {samples} samples, at most "
+            f"{GENERATE_TOKENS} generated tokens; {batch * STEPS} training rows, {batch} eval "
+            "rows; SkyRL's loop with CPU workers and engines "
+            f"({OVERRIDE_ENTRYPOINT}={ENTRYPOINT})")
+    return out, list(program)
