@@ -50,28 +50,32 @@ Outcome = tuple[tuple[Finding, ...], bool]
 BESIDE_PLAN = tuple(name for name in RunSpec.model_fields if name != "role_plan")
 """The RunSpec fields a rule declared with `reads_plan=False` may read: every one but
 `role_plan`."""
-_BESIDE_PLAN_OUTCOMES: Memo[tuple[int, ...], tuple[tuple[Any, ...], dict[str, Outcome]]] = (
-    Memo(256))
-"""The identities of a spec's BESIDE_PLAN values -> those values (held, so no other object can
-take their identities while the entry lives) and the outcomes of the rules that read only them,
-by code. A search, and parse_spec's reuse of the part beside the plan (rlaunch.spec.io), hand
-preflight the very same objects plan after plan; an equal copy is a new entry, never a wrong
-one."""
+
+Step = tuple[Rule, Outcome | None]
+"""A rule to run, or a rule and its outcome already known."""
+_BESIDE_PLAN_STEPS: Memo[tuple[int, ...], list[Any]] = Memo(256)
+"""The identities of the rules run and of a spec's BESIDE_PLAN values -> `[those, steps]`: held (so
+no other object can take their identities while the entry lives), and the steps of a preflight
+of such a spec once one has run: every rule that reads the plan, and those that do not with
+their outcome (left out when they found nothing). A search, and parse_spec's reuse of the part
+beside the plan (rlaunch.spec.io), hand preflight the very same objects plan after plan; an
+equal copy is a new entry, never a wrong one."""
 
 
-def _beside_plan_outcomes(spec: RunSpec) -> dict[str, Outcome]:
-    """The outcomes known for specs whose BESIDE_PLAN values are `spec`'s very objects."""
-    values = tuple(getattr(spec, name) for name in BESIDE_PLAN)
+def _beside_plan_entry(spec: RunSpec, rules: tuple[Rule, ...]) -> list[Any]:
+    """`[values, steps or None]` for a preflight by `rules` of specs whose BESIDE_PLAN values
+    are `spec`'s very objects."""
+    values = (rules, *(getattr(spec, name) for name in BESIDE_PLAN))
     key = tuple(map(id, values))
-    entry = _BESIDE_PLAN_OUTCOMES.get(key)
+    entry = _BESIDE_PLAN_STEPS.get(key)
     if entry is None:
-        entry = _BESIDE_PLAN_OUTCOMES.put(key, (values, {}))
-    return entry[1]
+        entry = _BESIDE_PLAN_STEPS.put(key, [values, None])
+    return entry
 
 
 def forget_reused() -> None:
     """Empty the reused outcomes (a benchmark's cold start; a test's uncached run)."""
-    _BESIDE_PLAN_OUTCOMES.clear()
+    _BESIDE_PLAN_STEPS.clear()
 
 
 def _run_rule(rule: Rule, check: Check) -> Outcome:
@@ -109,7 +113,7 @@ def run_preflight(
 
     Never raises on a spec that parses: a rule that crashes is reported as a PRE000 error
     naming the rule, and the other rules still run. At spec scope, a rule that reads nothing of
-    the role plan is run once per distinct rest of the spec (`_beside_plan_outcomes`)."""
+    the role plan is run once per distinct rest of the spec (`_BESIDE_PLAN_STEPS`)."""
     if scope not in ("spec", "all"):
         raise ValueError(f"scope must be 'spec' or 'all', got {scope!r}")
     if scope == "all" and world is None:
@@ -118,20 +122,24 @@ def run_preflight(
             " built by the launcher"
         )
     check = Check(spec, world if scope == "all" else None)
-    reused = _beside_plan_outcomes(spec) if check.world is None else None
+    rules = _rules_for_release(scope, spec.skyrl_release)
+    entry = _beside_plan_entry(spec, rules) if check.world is None else None
+    known: list[Step] | None = entry[1] if entry is not None else None
+    steps = known if known is not None else [(rule, None) for rule in rules]
+    ran: list[tuple[Rule, Outcome]] = []
     findings: list[Finding] = []
     unchecked: list[str] = []
-    for rule in _rules_for_release(scope, spec.skyrl_release):
-        if reused is not None and not rule.reads_plan:
-            outcome = reused.get(rule.code)
-            if outcome is None:
-                outcome = reused[rule.code] = _run_rule(rule, check)
-        else:
+    for rule, outcome in steps:
+        if outcome is None:
             outcome = _run_rule(rule, check)
+            ran.append((rule, outcome))
         found, store_unavailable = outcome
         findings.extend(found)
         if store_unavailable:
             unchecked.append(rule.code)
+    if entry is not None and known is None:
+        entry[1] = [(rule, None if rule.reads_plan else outcome) for rule, outcome in ran
+                    if rule.reads_plan or outcome != ((), False)]
     if unchecked:
         findings = [
             replace(finding, message=f"{finding.message}; not checked without it:"
