@@ -8,6 +8,7 @@ limit.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
@@ -17,31 +18,36 @@ V = TypeVar("V")
 
 
 class Memo(Generic[K, V]):
-    """At most `size` entries; `get` marks an entry used, `put` evicts the least recently used."""
+    """At most `size` entries; `get` marks an entry used, `put` evicts the least recently used.
+    Safe to share between threads (a sweep launches its points from several)."""
 
     def __init__(self, size: int) -> None:
         if size < 1:
             raise ValueError(f"a memo holds at least 1 entry, got size {size}")
         self.size = size
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         """The entry of `key`, or None when there is none (values are never None)."""
-        value = self._entries.get(key)
-        if value is not None:
-            self._entries.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
 
     def put(self, key: K, value: V) -> V:
         """Keep `value` under `key` and return it."""
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        if len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        return value
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            if len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+            return value
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
     def __len__(self) -> int:
         return len(self._entries)
