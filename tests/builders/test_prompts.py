@@ -79,12 +79,14 @@ def test_an_env_class_whose_rows_it_cannot_write_is_refused(hub: str, tmp_path: 
     )
 
 
-def test_no_ground_truth_writes_null_ground_truths(hub: str, tmp_path: Path) -> None:
-    result = build_artifact(gsm8kdata.prompts("test", ground_truth=None),
-                            str(tmp_path / "store"), log=quiet)
-    rows = read_prompts(result.local_path / "prompts.parquet", "eval_data")
-    assert [row["reward_spec"] for row in rows] == [{"method": "rule", "ground_truth": None}] * 4
-    assert [row["extra_info"] for row in rows][-1] == {"split": "test", "index": 3}
+def test_no_ground_truth_is_refused(hub: str, tmp_path: Path) -> None:
+    assert build_error(tmp_path, ground_truth=None) == (
+        "gsm8k-train-prompts@2026.11.02: config.ground_truth is null, so every row's "
+        "reward_spec.ground_truth would be None, and env 'gsm8k' (skyrl-gym 0.4.0) scores every "
+        "answer against it: no answer could earn the reward. Set config.ground_truth to "
+        "{column, extract}: the source column that holds the answer and how to take it from "
+        "there"
+    )
 
 
 def build_error(tmp_path: Path, **changes: object) -> str:

@@ -62,7 +62,6 @@ def inputs(request: pytest.FixtureRequest,
     artifacts = {
         "train": gsm8kdata.prompts(rows=12),
         "test": gsm8kdata.prompts("test", rows=4),
-        "no-truth": gsm8kdata.prompts(name="gsm8k-no-truth", ground_truth=None),
         "verbatim": gsm8kdata.prompts(
             name="gsm8k-verbatim", ground_truth={"column": "answer", "extract": "verbatim"}
         ),
@@ -79,10 +78,14 @@ def inputs(request: pytest.FixtureRequest,
         for key, artifact in artifacts.items():
             result = build_artifact(artifact, store, log=quiet)
             made[key] = str(result.local_path / "prompts.parquet")
-    # prompt_parquet refuses an env class it cannot feed; a file made otherwise may name one.
+    # prompt_parquet refuses an env class it cannot feed, and rows without a ground truth; a
+    # file made otherwise (another builder, an adopted dataset) may hold either.
     rows = pq.read_table(made["train"]).to_pylist()
     made["wrong-env"] = str(root / "wrong-env.parquet")
     write_prompts(Path(made["wrong-env"]), [{**row, "env_class": "gsm8k_math"} for row in rows])
+    made["no-truth"] = str(root / "no-truth.parquet")
+    write_prompts(Path(made["no-truth"]), [
+        {**row, "reward_spec": {**row["reward_spec"], "ground_truth": None}} for row in rows])
     return made
 
 
@@ -214,7 +217,7 @@ def test_a_template_with_no_ground_truth_names_the_artifact_and_the_fix(inputs) 
     code, _, report = run_check(inputs, overrides(inputs, train=inputs["no-truth"]))
     assert code == 1
     assert the_problem(report) == (
-        f"train_data {inputs['no-truth']} (gsm8k-no-truth@2026.11.02): row 0 has no ground "
+        f"train_data {inputs['no-truth']} ({inputs['no-truth']}): row 0 has no ground "
         f"truth (reward_spec {{'method': 'rule', 'ground_truth': None}}), and env 'gsm8k' "
         f"grades every answer against it, so every reward would be 0. Declare how the ground "
         f"truth is taken from the source in the artifact's BUILD config (ground_truth={{column, "

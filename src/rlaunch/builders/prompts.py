@@ -6,7 +6,7 @@
         config={
             "task": "gsm8k",                           # rlaunch.tasks module of the extractors
             "template": "{question} Let's think step by step ...",   # over the source columns
-            "ground_truth": {"column": "answer", "extract": "final_answer"},   # or null
+            "ground_truth": {"column": "answer", "extract": "final_answer"},
             "env_class": "gsm8k",                      # the skyrl-gym env id: gsm8k, aime
             "reward_method": "rule",
         },
@@ -41,6 +41,7 @@ from rlaunch.tasks.prompts import (
     GROUND_TRUTH_COLUMN,
     PROMPTS_FILE,
     VERBATIM,
+    no_ground_truth,
     prompt_row,
     template_fields,
 )
@@ -68,7 +69,10 @@ class PromptParquetBuilder:
                 f"{ident}: config.env_class {config.env_class!r} is not an env prompt_parquet "
                 f"writes rows for; use one of {', '.join(sorted(GROUND_TRUTH_COLUMN))}"
             )
-        extract = _extractor(ident, config)
+        truth_from = config.ground_truth
+        if truth_from is None:
+            raise BuildError(f"{ident}: config.ground_truth {no_ground_truth(config.env_class)}")
+        extract = _extractor(ident, config.task, truth_from)
         files = split_files(deps["source"], source)
         if not files:
             raise BuildError(
@@ -82,9 +86,7 @@ class PromptParquetBuilder:
         fields = _template_columns(ident, config.template, columns)
         out = []
         for index, row in enumerate(rows):
-            truth = None
-            if config.ground_truth is not None:
-                truth = _ground_truth(ident, config.ground_truth, extract, row, index, columns)
+            truth = _ground_truth(ident, truth_from, extract, row, index, columns)
             out.append(prompt_row(
                 content=config.template.format_map({name: row[name] for name in fields}),
                 env_class=config.env_class, method=config.reward_method, ground_truth=truth,
@@ -101,22 +103,22 @@ class PromptParquetBuilder:
         return Built(rows=len(out))
 
 
-def _extractor(ident: str, config: PromptConfig) -> Any:
-    if config.task not in GROUND_TRUTH:
+def _extractor(ident: str, task: str, truth_from: GroundTruthConfig) -> Any:
+    if task not in GROUND_TRUTH:
         raise BuildError(
-            f"{ident}: config.task {config.task!r} is not a task of rlaunch.tasks; use one of "
+            f"{ident}: config.task {task!r} is not a task of rlaunch.tasks; use one of "
             f"{', '.join(sorted(GROUND_TRUTH))}"
         )
-    if config.ground_truth is None or config.ground_truth.extract == VERBATIM:
+    if truth_from.extract == VERBATIM:
         return None
-    named = GROUND_TRUTH[config.task]
-    if config.ground_truth.extract not in named:
+    named = GROUND_TRUTH[task]
+    if truth_from.extract not in named:
         choices = ", ".join([VERBATIM, *sorted(named)])
         raise BuildError(
-            f"{ident}: config.ground_truth.extract {config.ground_truth.extract!r} is not an "
-            f"extractor of task {config.task!r}; use one of {choices}"
+            f"{ident}: config.ground_truth.extract {truth_from.extract!r} is not an "
+            f"extractor of task {task!r}; use one of {choices}"
         )
-    return named[config.ground_truth.extract]
+    return named[truth_from.extract]
 
 
 def _template_columns(ident: str, template: str, columns: list[str]) -> list[str]:

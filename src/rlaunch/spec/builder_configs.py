@@ -103,8 +103,8 @@ class PromptConfig(BuilderConfig):
     template: str = Field(min_length=1)
     """The user message: a Python format string over the source row's columns."""
     ground_truth: GroundTruthConfig | None
-    """Where `reward_spec.ground_truth` comes from; null writes none (an env that needs one
-    then fails the handoff check)."""
+    """Where the row's ground truth comes from. Null is refused (by `check`, ART010, and by the
+    builder): every env prompt_parquet feeds scores each answer against it."""
     env_class: str = Field(min_length=1)
     """The skyrl-gym env id each row names."""
     reward_method: str = Field(min_length=1)

@@ -67,6 +67,19 @@ GROUND_TRUTH_COLUMN: dict[str, str] = {
 each reads from its `extras`: GSM8kEnv.__init__ (skyrl_gym/envs/gsm8k/env.py) asserts
 `extras["reward_spec"]["ground_truth"]`, AIMEEnv.__init__ (skyrl_gym/envs/aime/env.py)
 `extras["reward_model"]["ground_truth"]`."""
+
+
+def no_ground_truth(env_class: str) -> str:
+    """Why `config.ground_truth: null` cannot feed `env_class` (one of GROUND_TRUTH_COLUMN's):
+    every row would carry `ground_truth: None`, which the env keeps and scores each answer
+    against (GSM8kEnv._get_reward and AIMEEnv.step call their `compute_score(action,
+    self.ground_truth)`), so no answer matches it."""
+    return (f"is null, so every row's {GROUND_TRUTH_COLUMN[env_class]}.ground_truth would be "
+            f"None, and env {env_class!r} (skyrl-gym 0.4.0) scores every answer against it: no "
+            "answer could earn the reward. Set config.ground_truth to {column, extract}: the "
+            "source column that holds the answer and how to take it from there")
+
+
 STATED_NUMBER = {"gsm8k": gsm8k.stated_number, "aime": gsm8k.stated_number}
 """Per env, how a solution states a numeric ground truth: the handoff check scores that too."""
 

@@ -245,9 +245,16 @@ FULL_SFT = {"d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
          "reward_model; gsm8k reads reward_spec: GSM8kEnv.__init__ and AIMEEnv.__init__ assert "
          "it); set config.env_class to one of aime, gsm8k, and algorithm.environment to the "
          "same"),
+        # Every env it feeds scores each answer against the row's ground truth.
+        (lambda config: config.__setitem__("ground_truth", None),
+         "train_data.config.ground_truth of gsm8k-train-prompts@2026.11.30 (builder "
+         "prompt_parquet): is null, so every row's reward_spec.ground_truth would be None, and "
+         "env 'gsm8k' (skyrl-gym 0.4.0) scores every answer against it: no answer could earn "
+         "the reward. Set config.ground_truth to {column, extract}: the source column that "
+         "holds the answer and how to take it from there"),
     ],
     ids=["typo-missing", "typo-extra", "column-list", "ground_truth-deleted", "task-unknown",
-         "extract-unknown", "env-class-unfed"],
+         "extract-unknown", "env-class-unfed", "no-ground-truth"],
 )
 def test_a_prompt_parquet_config_is_checked_before_it_builds(mutate, message) -> None:
     data = example()

@@ -22,7 +22,7 @@ from rlaunch.spec.artifacts import (
 )
 from rlaunch.spec.builder_configs import BUILDER_CONFIGS, PromptConfig, config_problems
 from rlaunch.spec.syntax import COMMIT, HEX, SHA256, URI_SCHEME, is_calendar, is_dev
-from rlaunch.tasks.prompts import GROUND_TRUTH, GROUND_TRUTH_COLUMN, VERBATIM
+from rlaunch.tasks.prompts import GROUND_TRUTH, GROUND_TRUTH_COLUMN, VERBATIM, no_ground_truth
 
 # What each slot of a run accepts: a tokenizer may come from a model repo.
 SLOT_KINDS = {
@@ -303,11 +303,13 @@ def _prompt_config_problems(config: PromptConfig) -> list[tuple[str, str]]:
                  f"({columns}: GSM8kEnv.__init__ and AIMEEnv.__init__ assert it); set "
                  f"config.env_class to one of {', '.join(sorted(GROUND_TRUTH_COLUMN))}, and "
                  f"algorithm.environment to the same")]
+    if config.ground_truth is None:
+        return [("config.ground_truth", no_ground_truth(config.env_class))]
     if config.task not in GROUND_TRUTH:
         return [("config.task", f"{config.task!r} is not a task of rlaunch.tasks (it has "
                                 f"{', '.join(sorted(GROUND_TRUTH))})")]
     named = GROUND_TRUTH[config.task]
-    extract = config.ground_truth.extract if config.ground_truth is not None else VERBATIM
+    extract = config.ground_truth.extract
     if extract != VERBATIM and extract not in named:
         return [("config.ground_truth.extract",
                  f"{extract!r} is not an extractor of task {config.task!r} (it has "
