@@ -117,6 +117,23 @@ class SmokeOf(SpecModel):
     """The full run's extra SkyRL settings (absent: none)."""
 
 
+class CatalogLookup:
+    """A spec's last settings-catalog lookup, with the runtime pin it was for. Not the spec's
+    content: every lookup equals every other, so a spec that has asked for its catalog still
+    equals one that has not. Copies of a spec (parse_spec reuses one per part beside the plan)
+    share it; the pin's identity says whether it applies."""
+
+    __slots__ = ("known",)
+
+    def __init__(self) -> None:
+        self.known: tuple[RuntimePin, SettingsCatalog | str] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CatalogLookup)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class RunSpec(SpecModel):
     schema_version: Literal[1]
     """The RunSpec format version; 1."""
@@ -173,24 +190,23 @@ class RunSpec(SpecModel):
     """The full run this run is the smoke test of; null for a full run."""
 
     _build_sources: BuildSources | None = PrivateAttr(default=None)
-    _catalog: tuple[RuntimePin, SettingsCatalog | str] | None = PrivateAttr(default=None)
-    """The runtime the catalog was looked up for, and the catalog: preflight asks it for tens
-    of settings per spec."""
+    _catalog: CatalogLookup = PrivateAttr(default_factory=CatalogLookup)
+    """The catalog last looked up: preflight asks it for tens of settings per spec."""
 
     def settings_catalog(self) -> SettingsCatalog | str:
         """The settings the pinned runtime release reads, or why the catalog has none."""
         runtime = self.runtime
         # The private attributes' dict, read directly: `self._catalog` goes through pydantic's
         # __getattr__, which costs more than the rest of a setting's lookup.
-        private = self.__pydantic_private__
-        known = private["_catalog"]
+        lookup = self.__pydantic_private__["_catalog"]
+        known = lookup.known
         if known is not None and known[0] is runtime:
             return known[1]
         catalog = settings_catalog(
             runtime.profile, package=runtime.package,
             commit=runtime.git.commit if runtime.git is not None else None,
         )
-        private["_catalog"] = (runtime, catalog)
+        lookup.known = (runtime, catalog)
         return catalog
 
     @property

@@ -144,3 +144,13 @@ def test_a_memo_forgets_its_least_recently_used_entry() -> None:
     with pytest.raises(ValueError, match="a memo holds at least 1 entry, got size 0"):
         Memo(0)
 
+
+
+def test_a_spec_equals_its_reparse_whatever_the_memos_and_lookups_did() -> None:
+    """A spec that asked for its settings catalog (as preflight does) and was copied from the
+    memo equals one parsed fresh from its own dump."""
+    for name in sorted(WORKED_EXAMPLES):
+        spec = parse_spec(worked_example(name), name)
+        run_preflight(spec)
+        forget_parsed()
+        assert parse_spec(spec.model_dump(mode="json"), name) == spec, name
