@@ -4,8 +4,8 @@ parallel copy.
     PYTHONPATH=src $(scripts/runtime) benchmarks/store_scale.py [--gib 2] [--streams 8]
         [--skip-s3] [--skip-local] [--only NAME] [--s3-rounds N] [--repeats 5]
 
-The smallest size (`--gib 0.002 --streams 2 --repeats 1`) is what the test suite runs: two
-1 MiB files and one 2 MiB file.
+The smallest size (`--gib 0.002 --streams 2 --repeats 1 --only scale-shards`) is what the test
+suite runs: two files of 1 MiB, each step once (scale-big runs the same steps on one file).
 
 Two adopted artifacts of `--gib` GiB each are made in a scratch folder outside the repo (it is
 deleted at the end): `scale-shards` (1 MiB files) and `scale-big` (one file). For each:
