@@ -8,7 +8,9 @@ Ray head for the module started by the rehearsal environment's Ray (as a rehears
 and the rehearsal environment (scripts/skyrl-rehearsal-env) as the job's interpreter. SkyRL
 trains, evaluates, checkpoints and exports with its own code (rlaunch.runtimes.skyrl_cpu
 replaces only its GPU workers and vLLM engines); the tests assert the files SkyRL wrote into
-S3, and that `transformers` loads its export.
+S3, and that `transformers` loads its export. An eval stage of the first stage's export runs
+SkyRL's eval-only entrypoint (main_generate) the same way, and the adapter's report is made of
+the files SkyRL dumped.
 """
 
 from __future__ import annotations
@@ -262,3 +264,71 @@ def test_a_rehearsal_records_nothing_in_the_store_itself(
     assert fs.exists(f"{store}/_rehearsal/_ledger/tiny-gsm8k-grpo/{VERSION}.json")
     assert not fs.exists(f"{store}/_ledger")
     assert sorted(path.rsplit("/", 1)[-1] for path in fs.ls(store)) == ["_rehearsal"]
+
+
+def test_an_eval_stage_rehearses_skyrls_eval_only_entrypoint_on_the_first_stages_export(
+    rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
+    s3_server: ObjectStoreServer
+) -> None:
+    # :grpo's rehearsal finished (the module's pipeline): the eval stage alone is launched.
+    started = time.monotonic()
+    result = scratch.pants("run", "experiments/tiny-gsm8k:grpo-eval", "--", "--rehearse")
+    print(f"rehearsal of the eval stage: {time.monotonic() - started:.0f} s")
+    store = scratch.env["RLAUNCH_STORE"]
+    root = f"{store}/_rehearsal/tiny-gsm8k-grpo-eval/{VERSION}"
+    assert result.returncode == 0, (result.stdout + result.stderr
+                                    + job_logs(s3_server, f"{store}/_rehearsal"))
+    assert ("pipeline of tiny-gsm8k-grpo-eval@2026.12.01: 2 run(s), upstream first; 1 to "
+            "launch, 1 reused") in result.stdout
+    fs = s3_server.filesystem()
+    [log] = fs.glob(f"{root}/attempts/*/job.log")
+    job = fs.cat_file(log).decode()
+    attempt = log.rsplit("/", 2)[-2]
+    # SkyRL's eval-only entrypoint, run by the CPU module (main_generate reads no
+    # override_entrypoint), on the first stage's export as it is, one eval row.
+    first = f"{store}/_rehearsal/tiny-gsm8k-grpo/{VERSION}"
+    [staged] = (Path(scratch.env["RLAUNCH_NODE_CACHE"]) / "tiny-gsm8k-grpo").glob(f"{VERSION}-*")
+    assert f"rlaunch: staged path trainer.policy.model.path: {first}/export -> {staged}" in job
+    assert (f"rlaunch: rehearsal: trainer.policy.model.path {staged}: a run's export, trained "
+            "from as it is") in job
+    assert ("rlaunch: rehearsal: an eval of 1 row(s) x 1 sample(s), at most 24 generated "
+            "tokens; SkyRL's eval-only entrypoint with CPU engines (python -m "
+            "rlaunch.runtimes.skyrl_cpu skyrl.train.entrypoints.main_generate)") in job
+    assert "rlaunch: starting SkyRL: -m rlaunch.runtimes.skyrl_cpu (" in job
+    # What SkyRL dumped, on the node (evaluate, dump_per_dataset_eval_results): one file per
+    # data source (the rows' Hub repo, "/" as "_") and the aggregate.
+    dump = (Path(scratch.env["RLAUNCH_NODE_CACHE"]) / "evals"
+            / f"tiny-gsm8k-grpo-eval-{VERSION}" / attempt / "dumped_evals" / "eval_only")
+    assert (f"rlaunch: eval stage: SkyRL dumps its results under {dump}; the report goes to "
+            f"{root}/export") in job
+    assert sorted(path.name for path in dump.iterdir()) == [
+        "aggregated_results.jsonl", "rlaunch-tests_gsm8k-sample.jsonl"]
+    [sample] = [json.loads(line) for line in
+                (dump / "rlaunch-tests_gsm8k-sample.jsonl").read_text().splitlines()]
+    assert (sample["env_class"], sample["data_source"]) == ("gsm8k", DATA_REPO)
+    [metrics] = [json.loads(line) for line in
+                 (dump / "aggregated_results.jsonl").read_text().splitlines()]
+    reward = sum(sample["score"]) if isinstance(sample["score"], list) else sample["score"]
+    assert metrics["eval/all/avg_score"] == reward
+    # The adapter's report and manifest in the rehearsal store, made of SkyRL's dump.
+    report = json.loads(fs.cat_file(f"{root}/export/report.json"))
+    assert {key: report[key] for key in ("run", "runtime", "data", "environment", "rows")} == {
+        "run": f"tiny-gsm8k-grpo-eval@{VERSION}",
+        "runtime": "skyrl skyrl.train.entrypoints.main_generate",
+        "data": f"test-prompts@{VERSION}", "environment": "gsm8k", "rows": 1}
+    assert report["models"] == {"model": {
+        "model": f"tiny-gsm8k-grpo@{VERSION}", "mean_reward": reward,
+        "solved_fraction": float(reward > 0), "pass_at_1": metrics["eval/all/pass_at_1"]}}
+    assert report["skyrl_metrics"] == metrics
+    assert [json.loads(line) for line in
+            fs.cat_file(f"{root}/export/samples.jsonl").decode().splitlines()] == [
+        {"model": "model", "data_source": DATA_REPO, "prompt": sample["input_prompt"],
+         "completion": sample["output_response"], "reward": reward,
+         "stop_reason": sample["stop_reason"]}]
+    manifest = json.loads(fs.cat_file(f"{root}/terminal.json"))
+    assert {key: manifest[key] for key in ("status", "final_step", "report_path", "rows",
+                                           "attempt_id")} == {
+        "status": "succeeded", "final_step": None, "report_path": f"{root}/export/report.json",
+        "rows": 1, "attempt_id": attempt}
+    assert (f"rlaunch: done: eval of 1 samples, mean reward {reward:.4f}; report "
+            f"{root}/export/report.json; manifest {root}/terminal.json") in job

@@ -19,10 +19,10 @@ SPECS = golden_specs()
 
 
 def test_every_experiment_has_a_golden():
-    # 27 runs: 8 in countdown (sweep points and chain stages included), 10 of
-    # qwen2.5-1.5b-gsm8k (evals and the SkyRL 0.4.0 run included), 2 each of the other four
-    # (tiny-gsm8k's two rehearsed stages among them).
-    assert len(SPECS) == 27
+    # 28 runs: 8 in countdown (sweep points and chain stages included), 10 of
+    # qwen2.5-1.5b-gsm8k (evals and the SkyRL 0.4.0 run included), 3 of tiny-gsm8k (two
+    # rehearsed stages and an eval stage), 2 each of the other three.
+    assert len(SPECS) == 28
 
 
 @pytest.mark.parametrize("spec_json", SPECS, ids=lambda path: str(path.parent.relative_to(GOLDEN)))
