@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any, Literal
 
 from rlaunch.preflight.engine.check import Check
@@ -50,6 +51,7 @@ Outcome = tuple[tuple[Finding, ...], bool]
 BESIDE_PLAN = tuple(name for name in RunSpec.model_fields if name != "role_plan")
 """The RunSpec fields a rule declared with `reads_plan=False` may read: every one but
 `role_plan`."""
+_beside_plan_values = attrgetter(*BESIDE_PLAN)
 
 Step = tuple[Rule, Outcome | None]
 """A rule to run, or a rule and its outcome already known."""
@@ -65,7 +67,7 @@ equal copy is a new entry, never a wrong one."""
 def _beside_plan_entry(spec: RunSpec, rules: tuple[Rule, ...]) -> list[Any]:
     """`[values, steps or None]` for a preflight by `rules` of specs whose BESIDE_PLAN values
     are `spec`'s very objects."""
-    values = (rules, *(getattr(spec, name) for name in BESIDE_PLAN))
+    values = (rules, *_beside_plan_values(spec))
     key = tuple(map(id, values))
     entry = _BESIDE_PLAN_STEPS.get(key)
     if entry is None:
