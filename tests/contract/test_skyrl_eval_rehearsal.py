@@ -267,3 +267,19 @@ def test_a_dump_that_is_not_what_skyrl_scored_is_refused(evaluated: Evaluated,
     )
     assert not open_location(launch.artifacts.export_root, what="t").fs.exists(
         open_location(launch.artifacts.export_root, what="t").root)
+
+
+def test_the_cpu_module_runs_only_skyrls_eval_only_entrypoint_as_a_program() -> None:
+    # SkyRL's training entrypoint hands over to the module itself (override_entrypoint).
+    done = subprocess.run(
+        [rehearsal_python(), "-m", "rlaunch.runtimes.skyrl_cpu",
+         "skyrl.train.entrypoints.main_base", "trainer.logger=console"],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}, capture_output=True,
+        text=True, timeout=300, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[-2:] == [
+        "usage: python -m rlaunch.runtimes.skyrl_cpu skyrl.train.entrypoints.main_generate "
+        "OVERRIDES...",
+        "(SkyRL's training entrypoint, skyrl.train.entrypoints.main_base, hands over to this "
+        "module itself: trainer.override_entrypoint=rlaunch.runtimes.skyrl_cpu)",
+    ]
