@@ -103,13 +103,20 @@ def _content_key(data: Any) -> bytes | None:
 
 
 def _exact(value: Any) -> bool:
-    """Whether `value` holds only dicts, lists and tuples of str, int, float, bool and None."""
-    kind = type(value)
-    if kind is dict:
-        return all(_exact(key) and _exact(item) for key, item in value.items())
-    if kind is list or kind is tuple:
-        return all(_exact(item) for item in value)
-    return kind in _EXACT_TYPES
+    """Whether `value` holds only dicts, lists and tuples of str, int, float, bool and None
+    (walked with a stack, not recursion: a document may nest deeper than Python recurses)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            pending.extend(item)
+            pending.extend(item.values())
+        elif kind is list or kind is tuple:
+            pending.extend(item)
+        elif kind not in _EXACT_TYPES:
+            return False
+    return True
 
 
 def _execution(data: Any) -> Execution:
