@@ -10,19 +10,27 @@ trains, evaluates, checkpoints and exports with its own code (rlaunch.runtimes.s
 replaces only its GPU workers and vLLM engines); the tests assert the files SkyRL wrote into
 S3, and that `transformers` loads its export. An eval stage of the first stage's export runs
 SkyRL's eval-only entrypoint (main_generate) the same way, and the adapter's report is made of
-the files SkyRL dumped.
+the files SkyRL dumped. Then rlaunch reads what SkyRL wrote again: the weights each sync gave
+the CPU engine against SkyRL's exports, the resume rules on SkyRL's checkpoint root, the
+adapter's refusal to resume it after the upstream export changed, and the launcher's record of
+an export recorded whole by an older rlaunch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from pants_scratch import ScratchRepo
 
 import gsm8kdata
@@ -30,8 +38,21 @@ from contract.skyrl_env import rehearsal_python
 from executors.support import HeadWatch
 from hubserver import hub_environment, serve_hub
 from objectstores import ObjectStoreServer
+from rlaunch.builders import BuildError, materialize_artifacts
+from rlaunch.executors import ExecutorOptions
+from rlaunch.executors.follow import Redactor, stream
+from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import ensure_head
+from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV
+from rlaunch.paths import run_paths
+from rlaunch.preflight import World, run_preflight
+from rlaunch.preflight.commands import with_ledger
+from rlaunch.render import LaunchDocument
+from rlaunch.runtimes.skyrl import REHEARSE_FLAG
+from rlaunch.runtimes.staging import NODE_CACHE_ENV
+from rlaunch.spec import RunExport, parse_spec
 from rlaunch.spec.execution import Allocation
+from rlaunch.status import AttemptStatus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAKE_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
@@ -332,3 +353,235 @@ def test_an_eval_stage_rehearses_skyrls_eval_only_entrypoint_on_the_first_stages
         "rows": 1, "attempt_id": attempt}
     assert (f"rlaunch: done: eval of 1 samples, mean reward {reward:.4f}; report "
             f"{root}/export/report.json; manifest {root}/terminal.json") in job
+
+
+# What SkyRL's own loop wrote, read again by rlaunch: the weight syncs to the CPU engines, the
+# resume rules, the adapter's refusal of checkpoints trained from another export, and the
+# launcher's record of an export.
+
+STAGE1, STAGE2 = "tiny-gsm8k-grpo", "tiny-gsm8k-grpo-stage2"
+_SYNC = re.compile(r"engine 0 loaded the policy's (\d+) tensors \(weight sync (\d+), "
+                   r"(sha256:[0-9a-f]{64})\)")
+
+
+@dataclass(frozen=True)
+class Stage2:
+    launch_yaml: Path
+    """The launch YAML the rehearsal rendered (its paths in the rehearsal store)."""
+    launch: dict[str, Any]
+    spec: dict[str, Any]
+    """The RunSpec `./pants package` writes beside its own YAML (spec.json)."""
+
+
+@pytest.fixture(scope="module")
+def stage2(rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
+           tmp_path_factory: pytest.TempPathFactory) -> Stage2:
+    """The second stage's launch YAML as the rehearsal rendered it (kept here before
+    `./pants package` writes the YAML of the store itself in its place), and its spec."""
+    kept = tmp_path_factory.mktemp("stage2") / "launch.yaml"
+    [found] = [path for path in (scratch.root / "dist").rglob("launch.yaml")
+               if yaml.safe_load(path.read_text())["run"]["id"] == f"{STAGE2}@{VERSION}"]
+    shutil.copyfile(found, kept)
+    packaged = scratch.pants("package", "experiments/tiny-gsm8k:grpo-stage2")
+    assert packaged.returncode == 0, packaged.stderr
+    spec = json.loads((scratch.root / "dist/experiments/tiny-gsm8k/grpo-stage2/spec.json"
+                       ).read_text())
+    return Stage2(kept, yaml.safe_load(kept.read_text()), spec)
+
+
+def rehearse_again(scratch: ScratchRepo, python: str, launch_yaml: Path,
+                   attempt: str) -> tuple[AttemptStatus, str]:
+    """The SkyRL adapter with --rehearse on a launch YAML of the rehearsal, submitted to the
+    module's Ray head by the local executor as a rehearsal submits it (the rehearsal
+    environment, the job's settings and credentials), but not through the launcher, which
+    would first remove the previous rehearsal (docs/rehearsal.md). Returns the job's end and
+    its output."""
+    launch = LaunchDocument.parse(yaml.safe_load(launch_yaml.read_text()))
+    options = ExecutorOptions(
+        say=lambda message: None, runtime_args=(REHEARSE_FLAG,),
+        job_python=(REHEARSAL_PYTHON_ENV, python), keep_head=True,
+        head_state_dir=Path(scratch.env["RLAUNCH_LOCAL_HEAD_DIR"]))
+    credentials = {name: scratch.env[name] for name in launch.execution.env}
+    output: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(NODE_CACHE_ENV, scratch.env[NODE_CACHE_ENV])
+        with LocalExecutor(options) as executor:
+            submission = executor.submit(launch_yaml, launch, env=credentials,
+                                         attempt_id=attempt)
+            status = stream(executor, submission, echo=output.append,
+                            redact=Redactor(credentials.values()), files=None)
+    return status, "".join(output)
+
+
+def safetensors_tensors(blob: bytes) -> dict[str, bytes]:
+    """A safetensors file's tensors by name, each its bytes: the file is an 8-byte
+    little-endian header size, a JSON header (each tensor's dtype, shape and data offsets),
+    then the data."""
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + size])
+    data = blob[8 + size:]
+    return {name: data[entry["data_offsets"][0]:entry["data_offsets"][1]]
+            for name, entry in header.items() if name != "__metadata__"}
+
+
+def export_digest(s3_server: ObjectStoreServer, folder: str) -> str:
+    """The digest the CPU engine prints of the state dict it loads (skyrl_cpu.state_digest:
+    each tensor's name, size and bytes, by name), computed from an export SkyRL wrote. Its
+    model.safetensors holds the tied output embedding once (transformers' save_pretrained
+    drops `lm_head.weight` when `tie_word_embeddings`); the state dict the policy sends holds
+    it under both names, the same tensor."""
+    fs = s3_server.filesystem()
+    tensors = safetensors_tensors(fs.cat_file(f"{folder}/model.safetensors"))
+    assert json.loads(fs.cat_file(f"{folder}/config.json"))["tie_word_embeddings"] is True
+    assert "lm_head.weight" not in tensors
+    tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        digest.update(f"{name}\n{len(tensors[name])}\n".encode())
+        digest.update(tensors[name])
+    return f"sha256:{digest.hexdigest()}"
+
+
+def weight_syncs(log: str) -> list[tuple[int, int, str]]:
+    """(tensors, sync number, digest) of every weight sync the CPU engine printed."""
+    return [(int(count), int(sync), digest) for count, sync, digest in _SYNC.findall(log)]
+
+
+def test_each_weight_sync_gives_the_engine_the_weights_skyrl_exports(
+    rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
+    s3_server: ObjectStoreServer
+) -> None:
+    store = scratch.env["RLAUNCH_STORE"]
+    root = f"{store}/_rehearsal/{STAGE1}/{VERSION}"
+    fs = s3_server.filesystem()
+    [log] = fs.glob(f"{root}/attempts/*/job.log")
+    syncs = weight_syncs(fs.cat_file(log).decode())
+    # SkyRL syncs the policy's weights before its first step and after each step's update
+    # (RayPPOTrainer.train, save_weights_for_sampler), after that step's export: sync N+1
+    # carries the weights of step N, which its export at step 2 and 4 holds.
+    assert [sync for _, sync, _ in syncs] == [1, 2, 3, 4, 5], syncs
+    exported = {step: export_digest(s3_server, f"{root}/export/global_step_{step}/policy")
+                for step in (2, 4)}
+    assert syncs[2][2] == exported[2] and syncs[4][2] == exported[4]
+    assert len({digest for _, _, digest in syncs}) == 5  # every step changed the weights
+    tensors = safetensors_tensors(fs.cat_file(f"{root}/export/global_step_4/policy/"
+                                              "model.safetensors"))
+    assert {count for count, _, _ in syncs} == {len(tensors) + 1}
+
+
+def test_the_resume_rules_accept_the_root_skyrls_loop_wrote(
+    stage2: Stage2, scratch: ScratchRepo, s3_server: ObjectStoreServer
+) -> None:
+    """RES001-004 (rlaunch.preflight.rules.resume) on the second stage's checkpoint root as
+    SkyRL's save_checkpoints and FSDPStrategy wrote it, listed through the store."""
+    prefix = f"{scratch.env['RLAUNCH_STORE']}/_rehearsal"
+    root = run_paths(prefix, STAGE2, VERSION).checkpoint_root
+    data = json.loads(json.dumps(stage2.spec))
+    data["execution"]["store_prefix"] = prefix
+    spec = parse_spec(data, "test")
+    assert spec.resume.mode == "latest"
+    with s3_server.applied():
+        world = with_ledger(World(git_dirty=False), spec, {})
+        listing = world.checkpoints(root)
+        findings = [f"{f.code} {f.message}" for f in run_preflight(spec, scope="all",
+                                                                       world=world)
+                    if f.code.startswith("RES") or f.code in ("PRE000", "EXEC009")]
+    assert listing is not None and (listing.pointer, listing.step) == ("4", 4)
+    # On 1 x 2 simulated GPUs: FSDPStrategy.save_checkpoint's three files per policy rank.
+    assert listing.files is not None and {
+        name for name in listing.files if "_world_size_" in name} == {
+        f"policy/{kind}_world_size_2_rank_{rank}.pt"
+        for kind in ("model", "optim", "extra_state") for rank in (0, 1)}
+    assert findings == []
+
+
+def test_checkpoints_trained_from_another_export_are_not_resumed(
+    stage2: Stage2, scratch: ScratchRepo, python: str, s3_server: ObjectStoreServer
+) -> None:
+    """The adapter recorded in the second stage's checkpoint root what SkyRL trained from
+    there (the first stage's export); a root trained from another export of that run is
+    refused before SkyRL starts."""
+    launch = stage2.launch
+    root = launch["artifacts"]["checkpoint_root"]
+    model = launch["inputs"]["model"]
+    fs = s3_server.filesystem()
+    original = fs.cat_file(f"{root}/runtime.json")
+    recorded = json.loads(original)
+    files = json.loads(fs.cat_file(f"{model['uri']}/_record.json"))["files"]
+    content = "sha256:" + hashlib.sha256("".join(
+        f"{entry['sha256']}  {entry['path']}\n" for entry in files).encode()).hexdigest()
+    assert recorded == {
+        "runtime_fingerprint": launch["runtime"]["fingerprint"],
+        "run_fingerprint": launch["run"]["fingerprint"], "run_id": launch["run"]["id"],
+        "run_exports": {"model": {"identity": f"{STAGE1}@{VERSION}", "content": content}},
+        "writer": "rlaunch.runtimes.skyrl"}
+    recorded["run_exports"]["model"]["content"] = "sha256:" + "0" * 64
+    fs.pipe_file(f"{root}/runtime.json", json.dumps(recorded).encode())
+    try:
+        status, out = rehearse_again(scratch, python, stage2.launch_yaml, "refused")
+    finally:
+        fs.pipe_file(f"{root}/runtime.json", original)
+    assert status == AttemptStatus.FAILED and "starting SkyRL" not in out
+    assert out.endswith(
+        f"error: checkpoint root {root} holds checkpoints trained from the export of "
+        f"{STAGE1}@{VERSION} with content sha256:{'0' * 64} (inputs.model) (see "
+        f"{root}/runtime.json), this run reads that export with content {content}: the "
+        "upstream run was launched again since and exported other weights; resuming would go "
+        "on training from the previous ones. Set resume.mode none to start over from the new "
+        "export, or launch this run under a new version; SkyRL was not started\n"
+    )
+
+
+def test_an_export_recorded_whole_before_is_recorded_again_as_its_model(
+    stage2: Stage2, scratch: ScratchRepo, s3_server: ObjectStoreServer,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record written before rlaunch recorded the manifest's folder lists the whole export
+    root (every step SkyRL exported). The first stage's calendar export is recorded again as
+    step 4's folder only when that record lists the same files there."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prefix = f"{scratch.env['RLAUNCH_STORE']}/_rehearsal"
+    export = parse_spec(stage2.spec, "test").model
+    assert isinstance(export, RunExport) and export.name == STAGE1
+    root = run_paths(prefix, STAGE1, VERSION).export_root
+    fs = s3_server.filesystem()
+    original = fs.cat_file(f"{root}/_record.json")
+    record = json.loads(original)
+    assert record["payload_folder"] == "global_step_4/policy"
+    step2 = [{"path": f"global_step_2/policy/{path.rsplit('/', 1)[-1]}",
+              "size": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+             for path in sorted(fs.find(f"{root}/global_step_2/policy"))
+             for blob in [fs.cat_file(path)]]
+    whole = dict(record, files=[
+        *step2,
+        *[dict(entry, path=f"global_step_4/policy/{entry['path']}") for entry in record["files"]],
+    ])
+    del whole["payload_folder"]
+    logs: list[str] = []
+    try:
+        with s3_server.applied():
+            fs.pipe_file(f"{root}/_record.json", json.dumps(whole).encode())
+            folder = materialize_artifacts({"model": export}, prefix, log=logs.append)["model"]
+            rerecorded = json.loads(fs.cat_file(f"{root}/_record.json"))
+            # A whole-root record whose step 4 lists other bytes: the calendar export changed.
+            [weights] = [entry for entry in whole["files"]
+                         if entry["path"] == "global_step_4/policy/model.safetensors"]
+            weights["sha256"] = "0" * 64
+            fs.pipe_file(f"{root}/_record.json", json.dumps(whole).encode())
+            with pytest.raises(BuildError) as refused:
+                materialize_artifacts({"model": export}, prefix, log=lambda line: None)
+    finally:
+        fs.pipe_file(f"{root}/_record.json", original)
+    assert logs[0] == (
+        f"{STAGE1}@{VERSION}: {root}/_record.json lists the files of the whole export root, "
+        "the run's terminal manifest names global_step_4/policy as its model; recording it "
+        "again")
+    assert (rerecorded["payload_folder"], rerecorded["files"]) == (
+        "global_step_4/policy", record["files"])
+    assert (folder / "model.safetensors").read_bytes() == fs.cat_file(
+        f"{root}/global_step_4/policy/model.safetensors")
+    assert str(refused.value) == (
+        f"the export of {STAGE1}@{VERSION} changed after it was recorded: its record lists "
+        "other files in global_step_4/policy than the store holds now. A calendar run runs "
+        "once and its export is immutable: restore it, or relaunch the run under a new "
+        "version")

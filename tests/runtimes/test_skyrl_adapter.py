@@ -3,13 +3,13 @@ overrides to the staged folders, runs the handoff check, supervises the entrypoi
 forwarded, exit status kept) and writes the terminal manifest from what it left in the store.
 
 The entrypoint and the handoff module are test programs here (echo_argv, supervised_child),
-which write nothing SkyRL writes; SkyRL's own loop, what it writes and the terminal manifest the
-adapter writes from it run for real in tests/e2e/test_rehearsal.py, its handoff check in
-tests/contract and tests/e2e."""
+which write nothing SkyRL writes; SkyRL's own loop, what it writes, the terminal manifest the
+adapter writes from it, SkyRL's resume of its own checkpoints and the adapter's refusal of
+checkpoints trained from another export run for real in tests/e2e/test_rehearsal.py, its
+handoff check in tests/contract and tests/e2e."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -146,47 +146,6 @@ def test_a_refused_handoff_check_never_starts_skyrl(
     assert err == ("error: the handoff check refused this launch (exit 3); SkyRL was not "
                    "started: fix what it names above\n")
     assert "starting SkyRL" not in out
-
-
-def test_checkpoints_trained_from_another_export_are_not_resumed(
-    s3_server: ObjectStoreServer, s3_store: str, tmp_path: Path
-) -> None:
-    launch = launch_in_store(s3_store, tmp_path)
-    # The model is another run's export, as a pipeline stage reads it (resume.mode latest).
-    launch["inputs"]["model"]["type"] = "run_export"
-    launch["runtime"]["entrypoint"] = "skyrl_outputs_stand_in"
-    path = write(launch, tmp_path)
-    status, out, err = run([str(path)], s3_server, tmp_path)
-    assert (status, err) == (0, ""), out
-    remote = s3_server.filesystem()
-    root = launch["artifacts"]["checkpoint_root"]
-    recorded = json.loads(remote.cat_file(f"{root}/runtime.json"))
-    files = json.loads(remote.cat_file(f"{launch['inputs']['model']['uri']}/_record.json"))["files"]
-    content = "sha256:" + hashlib.sha256("".join(
-        f"{entry['sha256']}  {entry['path']}\n" for entry in files).encode()).hexdigest()
-    assert recorded == {
-        "runtime_fingerprint": launch["runtime"]["fingerprint"],
-        "run_fingerprint": launch["run"]["fingerprint"], "run_id": launch["run"]["id"],
-        "run_exports": {"model": {"identity": launch["inputs"]["model"]["identity"],
-                                  "content": content}},
-        "writer": "rlaunch.runtimes.skyrl"}
-    # The stand-in left a checkpoint pointer: the same export resumes.
-    assert remote.exists(f"{root}/latest_ckpt_global_step.txt")
-    status, out, err = run([str(path)], s3_server, tmp_path)
-    assert (status, err) == (0, ""), out
-    # Checkpoints trained from another export of the upstream run are refused before SkyRL.
-    recorded["run_exports"]["model"]["content"] = "sha256:" + "0" * 64
-    remote.pipe_file(f"{root}/runtime.json", json.dumps(recorded).encode())
-    status, out, err = run([str(path)], s3_server, tmp_path)
-    assert status == 2 and "starting SkyRL" not in out
-    assert err == (
-        f"error: checkpoint root {root} holds checkpoints trained from the export of "
-        f"{launch['inputs']['model']['identity']} with content sha256:{'0' * 64} (inputs.model) "
-        f"(see {root}/runtime.json), this run reads that export with content {content}: the "
-        "upstream run was launched again since and exported other weights; resuming would go "
-        "on training from the previous ones. Set resume.mode none to start over from the new "
-        "export, or launch this run under a new version; SkyRL was not started\n"
-    )
 
 
 def test_signals_reach_skyrl_and_its_status_is_kept(

@@ -51,7 +51,8 @@ What is replaced, and why (each needs a GPU or a CUDA-only package):
    that generates with `transformers`' `generate` from the policy's model on CPU, with vLLM's
    sampling parameters as SkyRL passes them (temperature, top_p, top_k, min_p, max_tokens,
    min_tokens, stop strings, logprobs of the sampled tokens), and stop reasons as vLLM names
-   them ("stop", "length"). `CPUInferenceClient` implements SkyRL's
+   them ("stop", "length"); it prints each weight sync with a digest of the tensors it got
+   (`state_digest`). `CPUInferenceClient` implements SkyRL's
    `InferenceEngineInterface` over those actors; sleep and wake-up free nothing (no GPU
    memory), the OpenAI-compatible HTTP endpoints are refused (no server runs).
 5. `CPUPPOExp` subclasses SkyRL's `BasePPOExp`: `get_inference_client` returns the CPU
@@ -78,6 +79,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib.util
 import os
 import sys
@@ -386,6 +388,18 @@ CPUCriticWorker = ray.remote(num_gpus=1)(CPUCriticWorkerBase)
 # ---------------------------------------------------------------------------------------------
 
 
+def state_digest(state: dict[str, torch.Tensor]) -> str:
+    """`sha256:` over the tensors in the order of their names, each as its name, its size in
+    bytes and its bytes (C order, this machine's byte order): what a safetensors file of the
+    same tensors gives from its header and data (tests/e2e/test_rehearsal.py)."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        data = state[name].detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        digest.update(f"{name}\n{len(data)}\n".encode())
+        digest.update(data)
+    return f"sha256:{digest.hexdigest()}"
+
+
 class CPUInferenceEngine:
     """One engine: the policy's model on CPU, generating with transformers."""
 
@@ -402,7 +416,8 @@ class CPUInferenceEngine:
         self.model.load_state_dict(state, strict=True)
         self.syncs += 1
         print(f"rlaunch.runtimes.skyrl_cpu: engine {self.index} loaded the policy's "
-              f"{len(state)} tensors (weight sync {self.syncs})", flush=True)
+              f"{len(state)} tensors (weight sync {self.syncs}, {state_digest(state)})",
+              flush=True)
         return len(state)
 
     def generate(self, prompts: list[list[int]], params: dict[str, Any]) -> dict[str, list]:
