@@ -39,20 +39,13 @@ from executors.support import HeadWatch
 from hubserver import hub_environment, serve_hub
 from objectstores import ObjectStoreServer
 from rlaunch.builders import BuildError, materialize_artifacts
-from rlaunch.executors import ExecutorOptions
-from rlaunch.executors.follow import Redactor, stream
-from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import ensure_head
-from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV
-from rlaunch.paths import run_paths
+from rlaunch.paths import ATTEMPT_ENV, run_paths
 from rlaunch.preflight import World, run_preflight
 from rlaunch.preflight.commands import with_ledger
-from rlaunch.render import LaunchDocument
 from rlaunch.runtimes.skyrl import REHEARSE_FLAG
-from rlaunch.runtimes.staging import NODE_CACHE_ENV
 from rlaunch.spec import RunExport, parse_spec
 from rlaunch.spec.execution import Allocation
-from rlaunch.status import AttemptStatus
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAKE_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
@@ -389,28 +382,18 @@ def stage2(rehearsed: subprocess.CompletedProcess[str], scratch: ScratchRepo,
     return Stage2(kept, yaml.safe_load(kept.read_text()), spec)
 
 
-def rehearse_again(scratch: ScratchRepo, python: str, launch_yaml: Path,
-                   attempt: str) -> tuple[AttemptStatus, str]:
-    """The SkyRL adapter with --rehearse on a launch YAML of the rehearsal, submitted to the
-    module's Ray head by the local executor as a rehearsal submits it (the rehearsal
-    environment, the job's settings and credentials), but not through the launcher, which
-    would first remove the previous rehearsal (docs/rehearsal.md). Returns the job's end and
-    its output."""
-    launch = LaunchDocument.parse(yaml.safe_load(launch_yaml.read_text()))
-    options = ExecutorOptions(
-        say=lambda message: None, runtime_args=(REHEARSE_FLAG,),
-        job_python=(REHEARSAL_PYTHON_ENV, python), keep_head=True,
-        head_state_dir=Path(scratch.env["RLAUNCH_LOCAL_HEAD_DIR"]))
-    credentials = {name: scratch.env[name] for name in launch.execution.env}
-    output: list[str] = []
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(NODE_CACHE_ENV, scratch.env[NODE_CACHE_ENV])
-        with LocalExecutor(options) as executor:
-            submission = executor.submit(launch_yaml, launch, env=credentials,
-                                         attempt_id=attempt)
-            status = stream(executor, submission, echo=output.append,
-                            redact=Redactor(credentials.values()), files=None)
-    return status, "".join(output)
+def adapter_again(scratch: ScratchRepo, python: str, launch_yaml: Path,
+                  attempt: str) -> subprocess.CompletedProcess[str]:
+    """`python -m rlaunch.runtimes.skyrl LAUNCH_YAML --rehearse` on a launch YAML of the
+    rehearsal, in the job's environment (the rehearsal environment, rlaunch's sources, the
+    job settings and credentials) but on no Ray cluster: what the adapter does before SkyRL
+    starts. A rehearsal through the launcher would first remove the previous one
+    (docs/rehearsal.md)."""
+    env = {**scratch.env, "PYTHONPATH": str(scratch.root / "src"), ATTEMPT_ENV: attempt}
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.run([python, "-m", "rlaunch.runtimes.skyrl", str(launch_yaml),
+                           REHEARSE_FLAG], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
 
 
 def safetensors_tensors(blob: bytes) -> dict[str, bytes]:
@@ -518,11 +501,11 @@ def test_checkpoints_trained_from_another_export_are_not_resumed(
     recorded["run_exports"]["model"]["content"] = "sha256:" + "0" * 64
     fs.pipe_file(f"{root}/runtime.json", json.dumps(recorded).encode())
     try:
-        status, out = rehearse_again(scratch, python, stage2.launch_yaml, "refused")
+        result = adapter_again(scratch, python, stage2.launch_yaml, "refused")
     finally:
         fs.pipe_file(f"{root}/runtime.json", original)
-    assert status == AttemptStatus.FAILED and "starting SkyRL" not in out
-    assert out.endswith(
+    assert result.returncode == 2 and "starting SkyRL" not in result.stdout
+    assert result.stderr == (
         f"error: checkpoint root {root} holds checkpoints trained from the export of "
         f"{STAGE1}@{VERSION} with content sha256:{'0' * 64} (inputs.model) (see "
         f"{root}/runtime.json), this run reads that export with content {content}: the "
