@@ -72,6 +72,13 @@ What is replaced, and why (each needs a GPU or a CUDA-only package):
    `skyrl.train.evaluate.evaluate` (or `evaluate_step_wise`) with `global_step=None`, SkyRL's
    metrics, its dump (`dump_per_dataset_eval_results` into `trainer.export_path`/dumped_evals/
    eval_only) and its tracker.
+7. Not for a GPU, for the size of a rehearsal: `BasePPOExp.get_train_dataset` and
+   `get_eval_dataset` (skyrl/train/entrypoints/main_base.py) build SkyRL's `PromptDataset`
+   with `num_workers=8`, so its prompt-length filter spawns 8 processes, each importing
+   `datasets` and the tokenizer again (about 35 CPU seconds here) to filter the few rows a
+   rehearsal keeps. `_PromptsInProcess` builds the same `PromptDataset` from the same
+   settings with `num_workers=1`: the same filter over the same rows, in SkyRL's process, and
+   the same refusal of a train set smaller than one batch.
 Not replaced and not rehearsed: LoRA weight sync, Megatron, multimodal models.
 """
 
@@ -165,6 +172,7 @@ from skyrl.backends.skyrl_train.workers.worker import (  # noqa: E402
     RefWorkerBase,
 )
 from skyrl.train.config import SkyRLTrainConfig  # noqa: E402
+from skyrl.train.dataset import PromptDataset  # noqa: E402
 from skyrl.train.entrypoints.main_base import BasePPOExp  # noqa: E402
 from skyrl.train.entrypoints.main_generate import EvalOnlyEntrypoint  # noqa: E402
 from skyrl.train.utils import validate_cfg  # noqa: E402
@@ -599,7 +607,33 @@ class _CPUEngines:
                                   (engine_cfg.num_engines * per_engine, per_engine))
 
 
-class CPUPPOExp(_CPUEngines, BasePPOExp):
+class _PromptsInProcess:
+    """SkyRL's datasets, their filter run in SkyRL's process (see 7. above)."""
+
+    cfg: SkyRLTrainConfig
+    tokenizer: Any
+
+    def _prompts(self, files: list[str]) -> PromptDataset:
+        return PromptDataset(datasets=files, tokenizer=self.tokenizer,
+                             max_prompt_length=self.cfg.trainer.max_prompt_length,
+                             num_workers=1)
+
+    def get_eval_dataset(self) -> PromptDataset | None:
+        if self.cfg.trainer.eval_interval > 0 and self.cfg.data.val_data:
+            return self._prompts(self.cfg.data.val_data)
+        return None
+
+
+class CPUPPOExp(_CPUEngines, _PromptsInProcess, BasePPOExp):
+    def get_train_dataset(self) -> PromptDataset:
+        dataset = self._prompts(self.cfg.data.train_data)
+        batch = self.cfg.trainer.train_batch_size
+        if len(dataset) < batch:
+            # BasePPOExp.get_train_dataset asserts the same, with this message.
+            raise AssertionError(f"dataset should be at least as large as `train_batch_size` "
+                                 f"{batch}, got size {len(dataset)}")
+        return dataset
+
     def _setup_trainer(self) -> Any:
         # BasePPOExp._setup_trainer's steps, with the CPU worker classes.
         os.makedirs(self.cfg.trainer.export_path, exist_ok=True)
@@ -639,9 +673,10 @@ USAGE = (f"usage: python -m rlaunch.runtimes.skyrl_cpu {MAIN_GENERATE} OVERRIDES
          f"module itself: {OVERRIDE_KEY}=rlaunch.runtimes.skyrl_cpu)")
 
 
-class CPUEvalOnlyExp(_CPUEngines, EvalOnlyEntrypoint):
+class CPUEvalOnlyExp(_CPUEngines, _PromptsInProcess, EvalOnlyEntrypoint):
     """SkyRL's `EvalOnlyEntrypoint` (datasets, tokenizer, colocation placement group, `run`:
-    generator, `evaluate`, dump, tracker) with the CPU engines as its inference client."""
+    generator, `evaluate`, dump, tracker) with the CPU engines as its inference client, and its
+    eval set filtered in its process."""
 
 
 @ray.remote(num_cpus=1)
