@@ -61,8 +61,9 @@ MODEL_COMMIT = "c0ffee0000000000000000000000000000000001"
 DATA_REPO = "rlaunch-tests/gsm8k-sample"
 DATA_COMMIT = "c0ffee0000000000000000000000000000000002"
 VERSION = "2026.12.01"
-# experiments/tiny-gsm8k:local-1x1's allocation, as its BUILD declares it.
-ALLOCATION = Allocation(num_nodes=1, gpus_per_node=1, accelerator="sim", cpus_per_node=4,
+# experiments/tiny-gsm8k:local-1x2's allocation, as its BUILD declares it: every run of the
+# module uses the one head.
+ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=6,
                         memory_gb_per_node=8, disk_gb_per_node=10)
 
 
@@ -89,7 +90,7 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str,
     repo = ScratchRepo(repo_root, root / "repo")
     repo.commit_all("the repository as it is")
     # One local Ray head for the module, started as a rehearsal starts it (by the rehearsal
-    # environment's Ray, for :local-1x1's allocation) and owned by this process.
+    # environment's Ray, for :local-1x2's allocation) and owned by this process.
     heads = HeadWatch(root / "head")
     try:
         ensure_head(ALLOCATION, heads.state_dir, lambda message: None, python=python)
@@ -186,7 +187,7 @@ def test_skyrls_own_loop_trains_checkpoints_and_exports_into_the_rehearsal_store
     job = fs.cat_file(log).decode()
     # SkyRL's own loop: its config checks, its trainer, 4 steps with an eval every 2.
     assert "rlaunch: starting SkyRL: -m skyrl.train.entrypoints.main_base" in job
-    assert "rehearsal: 4 steps of 1 prompt(s) x 4 samples" in job
+    assert "rehearsal: 4 steps of 2 prompt(s) x 4 samples" in job
     assert job.count("Finished: 'step'") == 4, job
     assert "Started: 'eval'" in job
     # What SkyRL wrote, as SkyRL writes it (RayPPOTrainer.save_checkpoints, save_models):
@@ -196,8 +197,8 @@ def test_skyrls_own_loop_trains_checkpoints_and_exports_into_the_rehearsal_store
         == ["global_step_4"]
     for name in ("checkpoints/global_step_4/trainer_state.pt",
                  "checkpoints/global_step_4/data.pt",
-                 "checkpoints/global_step_4/policy/model_world_size_1_rank_0.pt",
-                 "checkpoints/global_step_4/policy/optim_world_size_1_rank_0.pt",
+                 "checkpoints/global_step_4/policy/model_world_size_2_rank_0.pt",
+                 "checkpoints/global_step_4/policy/optim_world_size_2_rank_1.pt",
                  "checkpoints/global_step_4/policy/huggingface/config.json"):
         assert files.get(name, 0) > 0, (name, files)
     # An HF export every hf_save_interval=2 steps: global_step_2 and global_step_4.
@@ -306,13 +307,13 @@ def test_an_eval_stage_rehearses_skyrls_eval_only_entrypoint_on_the_first_stages
     job = fs.cat_file(log).decode()
     attempt = log.rsplit("/", 2)[-2]
     # SkyRL's eval-only entrypoint, run by the CPU module (main_generate reads no
-    # override_entrypoint), on the first stage's export as it is, one eval row.
+    # override_entrypoint), on the first stage's export as it is, an eval row per engine.
     first = f"{store}/_rehearsal/tiny-gsm8k-grpo/{VERSION}"
     [staged] = (Path(scratch.env["RLAUNCH_NODE_CACHE"]) / "tiny-gsm8k-grpo").glob(f"{VERSION}-*")
     assert f"rlaunch: staged path trainer.policy.model.path: {first}/export -> {staged}" in job
     assert (f"rlaunch: rehearsal: trainer.policy.model.path {staged}: a run's export, trained "
             "from as it is") in job
-    assert ("rlaunch: rehearsal: an eval of 1 row(s) x 1 sample(s), at most 24 generated "
+    assert ("rlaunch: rehearsal: an eval of 2 row(s) x 1 sample(s), at most 24 generated "
             "tokens; SkyRL's eval-only entrypoint with CPU engines (python -m "
             "rlaunch.runtimes.skyrl_cpu skyrl.train.entrypoints.main_generate)") in job
     assert "rlaunch: starting SkyRL: -m rlaunch.runtimes.skyrl_cpu (" in job
@@ -324,34 +325,38 @@ def test_an_eval_stage_rehearses_skyrls_eval_only_entrypoint_on_the_first_stages
             f"{root}/export") in job
     assert sorted(path.name for path in dump.iterdir()) == [
         "aggregated_results.jsonl", "rlaunch-tests_gsm8k-sample.jsonl"]
-    [sample] = [json.loads(line) for line in
-                (dump / "rlaunch-tests_gsm8k-sample.jsonl").read_text().splitlines()]
-    assert (sample["env_class"], sample["data_source"]) == ("gsm8k", DATA_REPO)
+    samples = [json.loads(line) for line in
+               (dump / "rlaunch-tests_gsm8k-sample.jsonl").read_text().splitlines()]
+    assert [(sample["env_class"], sample["data_source"]) for sample in samples] == [
+        ("gsm8k", DATA_REPO)] * 2
     [metrics] = [json.loads(line) for line in
                  (dump / "aggregated_results.jsonl").read_text().splitlines()]
-    reward = sum(sample["score"]) if isinstance(sample["score"], list) else sample["score"]
+    rewards = [sum(sample["score"]) if isinstance(sample["score"], list) else sample["score"]
+               for sample in samples]
+    reward = sum(rewards) / 2
     assert metrics["eval/all/avg_score"] == reward
     # The adapter's report and manifest in the rehearsal store, made of SkyRL's dump.
     report = json.loads(fs.cat_file(f"{root}/export/report.json"))
     assert {key: report[key] for key in ("run", "runtime", "data", "environment", "rows")} == {
         "run": f"tiny-gsm8k-grpo-eval@{VERSION}",
         "runtime": "skyrl skyrl.train.entrypoints.main_generate",
-        "data": f"test-prompts@{VERSION}", "environment": "gsm8k", "rows": 1}
+        "data": f"test-prompts@{VERSION}", "environment": "gsm8k", "rows": 2}
     assert report["models"] == {"model": {
         "model": f"tiny-gsm8k-grpo@{VERSION}", "mean_reward": reward,
-        "solved_fraction": float(reward > 0), "pass_at_1": metrics["eval/all/pass_at_1"]}}
+        "solved_fraction": sum(r > 0 for r in rewards) / 2,
+        "pass_at_1": metrics["eval/all/pass_at_1"]}}
     assert report["skyrl_metrics"] == metrics
     assert [json.loads(line) for line in
             fs.cat_file(f"{root}/export/samples.jsonl").decode().splitlines()] == [
         {"model": "model", "data_source": DATA_REPO, "prompt": sample["input_prompt"],
-         "completion": sample["output_response"], "reward": reward,
-         "stop_reason": sample["stop_reason"]}]
+         "completion": sample["output_response"], "reward": sample_reward,
+         "stop_reason": sample["stop_reason"]} for sample, sample_reward in zip(samples, rewards)]
     manifest = json.loads(fs.cat_file(f"{root}/terminal.json"))
     assert {key: manifest[key] for key in ("status", "final_step", "report_path", "rows",
                                            "attempt_id")} == {
         "status": "succeeded", "final_step": None, "report_path": f"{root}/export/report.json",
-        "rows": 1, "attempt_id": attempt}
-    assert (f"rlaunch: done: eval of 1 samples, mean reward {reward:.4f}; report "
+        "rows": 2, "attempt_id": attempt}
+    assert (f"rlaunch: done: eval of 2 samples, mean reward {reward:.4f}; report "
             f"{root}/export/report.json; manifest {root}/terminal.json") in job
 
 

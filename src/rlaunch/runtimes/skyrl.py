@@ -294,8 +294,13 @@ def run(launch: LaunchDocument, check_only: bool, attempt: str, work: Path,
     urls: list[str] = []
     started = time.monotonic()
     (work / CWD).mkdir(parents=True, exist_ok=True)
+    driver_env = env if skyrl_env is None else skyrl_env
+    if rehearsal:
+        # Ray folds lines of several processes that differ only in their numbers into one
+        # ("[repeated 2x across cluster]"): a rehearsal's log keeps every worker's and engine's.
+        driver_env = {**driver_env, "RAY_DEDUP_LOGS": "0"}
     try:
-        status = supervise(argv_out, env if skyrl_env is None else skyrl_env,
+        status = supervise(argv_out, driver_env,
                            on_line=lambda line: urls.extend(_WANDB_URL.findall(line)),
                            cwd=work / CWD)
     finally:
