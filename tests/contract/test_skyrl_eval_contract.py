@@ -11,7 +11,7 @@
 2. Dump format: the folder, the file names and the per-sample keys (`DUMP_KEYS`) the adapter
    reads are those of each release's own source (`dump_per_dataset_eval_results` in
    skyrl/train/utils/trainer_utils.py; the folder in skyrl/train/evaluate.py `evaluate`), read
-   with `ast`. For 0.3.0, tests/contract/test_skyrl_eval_rehearsal.py runs the eval-only
+   with `ast`. For 0.3.0, tests/e2e/test_skyrl_eval_only.py runs the eval-only
    entrypoint itself on this CPU and reads the files it wrote.
 """
 

@@ -44,7 +44,7 @@ from rlaunch.store.fs import open_location
 from rlaunch.tasks.parquet import write_prompts
 from rlaunch.tasks.prompts import prompt_row
 
-MAKE_MODEL = Path(__file__).with_name("make_tiny_model.py")
+MAKE_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
 EVAL_ENTRYPOINT = "skyrl.train.entrypoints.main_generate"
 SOURCES = ["openai/gsm8k", "openai/gsm8k", "local"]
 PROMPTS = [f"<|im_start|>ss{apples}ss{more}.sss?'ssss.<|im_end|><|im_start|>sss"
