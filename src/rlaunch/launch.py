@@ -193,10 +193,11 @@ REHEARSALS = "_rehearsal"
 """The folder of the store that holds rehearsals: their inputs, runs and ledger."""
 REHEARSAL_EXECUTOR = "local"
 SIMULATED = "sim"
-REHEARSAL_WAIVED = frozenset({"VER004"})
-LORA_RANK = "trainer.policy.model.lora.rank"
-"""Findings that guard a real launch's record only, not a rehearsal."""
 """The accelerator of a local head's simulated GPUs (EXEC002)."""
+REHEARSAL_WAIVED = frozenset({"VER004"})
+"""Findings that guard a real launch's record only, not a rehearsal."""
+LORA_RANK = "trainer.policy.model.lora.rank"
+"""The setting that makes the policy train LoRA adapters (a rehearsal refuses it)."""
 
 
 def rehearsal_store(spec: RunSpec, store: str | None) -> str:
