@@ -41,6 +41,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "plans",  # the role plans of a GPU budget that preflight accepts (`rlaunch plans`)
         "builders",
         "executors",
+        "rehearsal",  # what --rehearse changes about a launch
         "launch",
         "sweep",  # many launches of one declaration
         "pipeline",  # a run and the runs whose exports it reads, launched upstream first

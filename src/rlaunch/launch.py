@@ -50,7 +50,7 @@ from rlaunch.ledger import (
 )
 from rlaunch.ledger.checkpoints import list_checkpoints
 from rlaunch.ledger.smoke import read_terminal_manifest, record_smoke_success, role_geometry
-from rlaunch.paths import LAUNCH_DIGEST_ENV, join, resolve_store_prefix, run_paths
+from rlaunch.paths import LAUNCH_DIGEST_ENV, resolve_store_prefix, run_paths
 from rlaunch.preflight import format_text, run_preflight
 from rlaunch.preflight.engine.world import World, current_world
 from rlaunch.store.probe import probe_store
@@ -58,12 +58,21 @@ from rlaunch.preflight.launch_checks.smoke_gate import SMOKE_GATE_CODE, smoke_ga
 from rlaunch.preflight.launch_checks.tokenizer_gate import tokenizer_findings
 from rlaunch.preflight.rules.pipeline import UPSTREAM_FINISHED_CODE
 from rlaunch.progress import progress_board
+from rlaunch.rehearsal import (
+    REHEARSAL_GATE_REASON,
+    REHEARSAL_WAIVED,
+    RehearsalError,
+    forget_rehearsal,
+    not_rehearsed,
+    rehearsal_prefix,
+    rehearsal_report,
+    rehearsal_spec,
+)
 from rlaunch.render import LaunchDocument, loads_launch, render_launch, write_atomically
 from rlaunch.runtimes.skyrl import CHECK_FLAG, REHEARSE_FLAG
 from rlaunch.spec import RunSpec, identity
 from rlaunch.status import AttemptStatus
 from rlaunch.store import StoreError
-from rlaunch.store.fs import open_location
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -187,107 +196,10 @@ def build_world(
 
 CHECK_GATE_REASON = "--check-handoffs: nothing trains"
 """Why a handoff check passes the smoke gate (it guards training)."""
-REHEARSAL_GATE_REASON = "--rehearse: a rehearsal on this machine's CPU, in the rehearsal store"
-"""Why a rehearsal passes the smoke gate (it guards GPU runs in the real store)."""
-REHEARSALS = "_rehearsal"
-"""The folder of the store that holds rehearsals: their inputs, runs and ledger."""
-REHEARSAL_EXECUTOR = "local"
-SIMULATED = "sim"
-"""The accelerator of a local head's simulated GPUs (EXEC002)."""
-REHEARSAL_WAIVED = frozenset({"VER004"})
-"""Findings that guard a real launch's record only, not a rehearsal."""
-LORA_RANK = "trainer.policy.model.lora.rank"
-"""The setting that makes the policy train LoRA adapters (a rehearsal refuses it)."""
-
-
 def rehearsal_store(spec: RunSpec, store: str | None) -> str:
-    """The store a rehearsal of `spec` uses: `{store}/_rehearsal`, a store of its own under
-    the run's store (same scheme, same layout), which no launch, pipeline plan, smoke gate or
-    `rlaunch ls` of the store itself reads (docs/rehearsal.md). Given a rehearsal store, that
-    store."""
-    prefix = resolve_store(spec, store)[1]
-    if prefix.rstrip("/").endswith("/" + REHEARSALS):
-        return prefix
-    return join(prefix, REHEARSALS)
-
-
-def _forget_rehearsal(spec: RunSpec, prefix: str, say: Say) -> None:
-    """A rehearsal starts afresh: the previous rehearsal of the same identity (its run folder
-    and ledger record in the rehearsal store) is removed first."""
-    paths = run_paths(prefix, spec.name, spec.version)
-    for uri in (paths.run_root, paths.ledger_record):
-        try:
-            location = open_location(uri, what="the rehearsal store")
-            if location.fs.exists(location.root):
-                location.fs.rm(location.root, recursive=True)
-                say(f"rlaunch: removed the previous rehearsal's {uri}")
-        except (StoreError, OSError) as err:
-            raise LaunchRefused(f"cannot remove the previous rehearsal's {uri}: {err}") from None
-
-
-def _not_rehearsed(spec: RunSpec) -> str | None:
-    """Why a rehearsal cannot run `spec` (None: it can): the CPU workers of
-    rlaunch.runtimes.skyrl_cpu replace SkyRL's FSDP workers only, and sync full weights."""
-    if spec.role_plan.strategy != "fsdp":
-        return (f"--rehearse runs SkyRL's FSDP workers' code on CPU, but {spec.identity} trains "
-                f"with role_plan.strategy {spec.role_plan.strategy!r}, whose workers need "
-                "Megatron-Core on GPUs: a rehearsal would not run its checkpoint and export "
-                "code. Rehearse an fsdp variant of the run for its data, config and store "
-                "handoffs, and smoke the megatron run on GPUs")
-    rank = spec.settings.get(LORA_RANK)
-    if isinstance(rank, int) and rank > 0:
-        return (f"--rehearse syncs full weights to its CPU engines, but {spec.identity} trains "
-                f"LoRA adapters (settings {LORA_RANK} = {rank}), which SkyRL syncs to vLLM "
-                "only: not rehearsed. Rehearse the run without LoRA for its data, config and "
-                "store handoffs")
-    return None
-
-
-def _rehearsal_spec(spec: RunSpec) -> RunSpec:
-    """The spec a rehearsal launches: the local executor (a Ray head on this machine with the
-    allocation's GPUs simulated: accelerator `sim`, as many GPUs per node), everything else as
-    declared."""
-    allocation = spec.execution.allocation.model_copy(update={"accelerator": SIMULATED})
-    execution = spec.execution.model_copy(
-        update={"executor": REHEARSAL_EXECUTOR, "address": None, "cluster": None,
-                "allocation": allocation})
-    return spec.model_copy(update={"execution": execution})
-
-
-def _list_files(uri: str) -> list[tuple[str, int]]:
-    location = open_location(uri, what="the rehearsal's run folder")
-    if not location.fs.exists(location.root):
-        return []
-    base = location.root.rstrip("/") + "/"
-    found = location.fs.find(location.root, detail=True)
-    return sorted((str(path)[len(base):], int(info.get("size") or 0))
-                  for path, info in found.items() if str(path).startswith(base))
-
-
-def rehearsal_report(spec: RunSpec, prefix: str, say: Say) -> None:
-    """What SkyRL wrote in the rehearsal (checkpoints, the pointer, the export, logs) and the
-    terminal manifest the adapter wrote."""
-    paths = run_paths(prefix, spec.name, spec.version)
-    try:
-        files = _list_files(paths.run_root)
-        manifest = read_terminal_manifest(prefix, spec.name, spec.version)
-    except (StoreError, OSError) as err:
-        say(f"rlaunch: the rehearsal's files under {paths.run_root} cannot be listed: {err}")
-        return
-    say(f"rlaunch: rehearsal of {spec.identity}: {len(files)} files under {paths.run_root}")
-    for name, size in files:
-        say(f"  {name} ({size} bytes)")
-    pointer = next((name for name, _ in files
-                    if name.endswith("checkpoints/latest_ckpt_global_step.txt")), None)
-    if pointer is not None:
-        location = open_location(join(paths.run_root, pointer), what="the pointer")
-        step = location.fs.cat_file(location.root).decode().strip()
-        say(f"rlaunch: SkyRL's latest checkpoint pointer names global_step_{step}")
-    if manifest is None:
-        say(f"rlaunch: no terminal manifest at {paths.terminal_manifest}")
-        return
-    say(f"rlaunch: terminal manifest {paths.terminal_manifest}: status {manifest.get('status')}, "
-        f"final step {manifest.get('final_step')}, export {manifest.get('export_path')}")
+    """The store a rehearsal of `spec` uses (rlaunch.rehearsal.rehearsal_prefix of the store
+    the run resolves to)."""
+    return rehearsal_prefix(resolve_store(spec, store)[1])
 
 
 def preflight(
@@ -538,20 +450,17 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
         if check_handoffs:
             raise LaunchRefused("--rehearse runs the handoff check before SkyRL trains; give "
                                 "--rehearse or --check-handoffs, not both")
-        if spec.runtime.profile != "skyrl":
-            raise LaunchRefused(
-                f"--rehearse runs SkyRL's own training loop, but {spec.identity} uses the "
-                f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
-                "launch it without --rehearse"
-            )
-        unrehearsed = _not_rehearsed(spec)
+        unrehearsed = not_rehearsed(spec)
         if unrehearsed is not None:
             raise LaunchRefused(unrehearsed)
         store = rehearsal_store(spec, store)
-        spec = _rehearsal_spec(spec)
+        spec = rehearsal_spec(spec)
         skip_smoke_gate = skip_smoke_gate or REHEARSAL_GATE_REASON
         if not dry_run:
-            _forget_rehearsal(spec, resolve_store(spec, store)[1], say)
+            try:
+                forget_rehearsal(spec, resolve_store(spec, store)[1], say)
+            except RehearsalError as err:
+                raise LaunchRefused(str(err)) from None
         try:
             job_python = (REHEARSAL_PYTHON_ENV, rehearsal_python(env, say))
         except ExecutorError as err:
