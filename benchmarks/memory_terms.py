@@ -77,15 +77,28 @@ def state_bytes_per_parameter() -> dict[str, float]:
             "adam": adam / count}
 
 
-def step_activations(layers: int, tokens: int, *, divide: bool = True,
-                     vocab: int = WIDTHS["vocab_size"]) -> dict[str, int]:
-    """One packed micro batch through a bf16 model with gradient checkpointing: bytes the
-    forward keeps (without the logits), the logits, and the backward's peak above them. With
-    `divide`, the logits are divided by the temperature in place first, as SkyRL does."""
+def checkpointed(layers: int, vocab: int = WIDTHS["vocab_size"]) -> Qwen2ForCausalLM:
+    """A bf16 model in training mode with gradient checkpointing, its weights frozen (the
+    measured micro batch's input embeddings carry the gradient)."""
     model = qwen2(layers, torch.bfloat16, vocab_size=vocab)
     model.requires_grad_(False)
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
+    return model
+
+
+def keep_layers(model: Qwen2ForCausalLM, layers: int) -> None:
+    """Drop the layers past the first `layers`: the model a build with `layers` layers gives
+    (the same widths; the weights' values do not change what is allocated)."""
+    del model.model.layers[layers:]
+    model.config.num_hidden_layers = layers
+
+
+def step_activations(model: Qwen2ForCausalLM, tokens: int, *, divide: bool = True
+                     ) -> dict[str, int]:
+    """One packed micro batch through `model` (see checkpointed): bytes the forward keeps
+    (without the logits), the logits, and the backward's peak above them. With `divide`, the
+    logits are divided by the temperature in place first, as SkyRL does."""
     embeds = torch.randn(1, tokens, WIDTHS["hidden_size"], dtype=torch.bfloat16,
                          requires_grad=True)
     positions = torch.arange(tokens).unsqueeze(0)
@@ -111,9 +124,15 @@ def step_activations(layers: int, tokens: int, *, divide: bool = True,
 
 def measure(tokens: int, few: int, more: int) -> dict:
     torch.set_num_threads(1)
-    small, large = step_activations(few, tokens), step_activations(more, tokens)
-    undivided = step_activations(few, tokens, divide=False)
-    narrow = step_activations(few, tokens, divide=False, vocab=1024)
+    # One model at the full vocabulary (building one is most of the benchmark's time): `more`
+    # layers, then its first `few`.
+    model = checkpointed(more)
+    large = step_activations(model, tokens)
+    keep_layers(model, few)
+    small = step_activations(model, tokens)
+    undivided = step_activations(model, tokens, divide=False)
+    del model
+    narrow = step_activations(checkpointed(few, vocab=1024), tokens, divide=False)
     hidden, vocab = WIDTHS["hidden_size"], WIDTHS["vocab_size"]
     per_layer = (large["forward_kept"] - small["forward_kept"]) / (more - few) / tokens / hidden
     outside = small["forward_kept"] / tokens / hidden - few * per_layer
