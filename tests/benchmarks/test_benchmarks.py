@@ -17,6 +17,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from benchmarks.runner import BENCHMARKS, REPO, run_benchmark
 from contract.skyrl_env import rehearsal_python
 
@@ -109,13 +111,17 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
         r" per CPU second \(\d+ us/plan; load average [\d.]+ on \d+ cores\)", lines[3]), lines[3]
 
 
-def test_plans_search_prints_the_time_of_each_strategy() -> None:
-    lines = run_benchmark("plans_search.py", "--nodes", "1", "--gpus-per-node", "2")
+@pytest.mark.parametrize(("args", "allowing"), [
+    ((), ""), (("--allow-offload", "--allow-lora", "8"), " allowing offload, LoRA rank 8")])
+def test_plans_search_prints_the_time_of_each_strategy(
+    args: tuple[str, ...], allowing: str
+) -> None:
+    lines = run_benchmark("plans_search.py", "--nodes", "1", "--gpus-per-node", "2", *args)
     assert [line.split(" on ")[0] for line in lines] == ["fsdp", "megatron"], lines
     for line in lines:
         assert re.fullmatch(
-            r"\w+ on 1 x 2 H100: [\d.]+ CPU s \([\d.]+ s wall\); \d+ preflighted, \d+ pruned,"
-            r" \d+ valid plans in \d+ geometries", line), line
+            rf"\w+ on 1 x 2 H100{allowing}: [\d.]+ CPU s \([\d.]+ s wall\); \d+ preflighted,"
+            r" \d+ pruned, \d+ valid plans in \d+ geometries", line), line
 
 
 def test_smoke_run_prints_its_summary_after_the_runs_own_lines() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from click.testing import CliRunner
 
 from rlaunch.cli import main
 from rlaunch.plans.search import (
+    Allowed,
     Budget,
     candidate,
     largest_micro,
@@ -39,41 +42,59 @@ def experiment(name: str) -> dict[str, Any]:
 
 
 def plan_texts(plans: list[Any]) -> list[str]:
-    return sorted(json.dumps(v.spec.role_plan.model_dump(mode="json"), sort_keys=True)
+    return sorted(json.dumps([v.spec.role_plan.model_dump(mode="json"),
+                              v.candidate.concession.settings], sort_keys=True)
                   for v in plans)
 
 
-@pytest.mark.parametrize(("name", "budget", "strategies"), [
-    ("qwen2.5-1.5b-gsm8k", Budget(1, 4, "H100"), ("fsdp", "megatron")),
-    ("qwen2.5-14b-separate-ref", Budget(1, 8, "A100-40GB"), ("fsdp",)),
-    ("qwen3-30b-a3b-megatron", Budget(1, 8, "H100"), ("megatron",)),
+@pytest.mark.parametrize(("name", "budget", "strategies", "allowed"), [
+    ("qwen2.5-1.5b-gsm8k", Budget(1, 4, "H100"), ("fsdp", "megatron"), Allowed()),
+    ("qwen2.5-14b-separate-ref", Budget(1, 8, "A100-40GB"), ("fsdp",), Allowed()),
+    ("qwen3-30b-a3b-megatron", Budget(1, 8, "H100"), ("megatron",), Allowed()),
+    # The concessions: plain plans do not fit 4 A100-40GB; offload and LoRA make some fit.
+    ("qwen2.5-14b-separate-ref", Budget(1, 4, "A100-40GB"), ("fsdp", "megatron"),
+     Allowed(offload=True, lora_rank=32)),
+    ("qwen2.5-1.5b-gsm8k", Budget(1, 2, "L4"), ("fsdp", "megatron"),
+     Allowed(offload=True, lora_rank=8)),
 ])
 def test_the_pruned_search_finds_every_plan_brute_force_finds(
-    name: str, budget: Budget, strategies: tuple[str, ...]
+    name: str, budget: Budget, strategies: tuple[str, ...], allowed: Allowed
 ) -> None:
     base = experiment(name)
     if name == "qwen3-30b-a3b-megatron":  # shorter sequences, so that one node has valid plans
         base["lengths"].update(max_prompt_length=256, max_input_length=256,
                                max_generate_length=256)
-    pruned = search(base, budget, strategies)
-    brute = search(base, budget, strategies, prune=False)
+    pruned = search(base, budget, strategies, allowed=allowed)
+    brute = search(base, budget, strategies, allowed=allowed, prune=False)
     assert brute.pruned == 0
     assert pruned.preflighted + pruned.pruned == brute.preflighted
     # Every geometry brute force finds valid, at the same largest micro batch.
     assert plan_texts(pruned.valid) == plan_texts(largest_micro(brute.valid))
     assert len(pruned.valid) > 0
+    # With concessions allowed, the budgets need them: some geometries fit only with one.
+    assert any(valid.candidate.rank > 0 for valid in pruned.valid) == (allowed != Allowed())
     for valid in pruned.valid:  # the search and preflight agree on every plan it keeps
         assert not [f for f in run_preflight(valid.spec) if f.is_error]
 
 
 def snippet_plans(output: str) -> list[dict[str, Any]]:
     """The role plans of every printed role_plan(...) snippet, read as BUILD syntax."""
+    return [plan for plan, _ in printed_plans(output)]
+
+
+def printed_plans(output: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each printed plan: its role_plan(...) snippet read as BUILD syntax (the whole output
+    parses as Python, so as a BUILD file), and the settings entries printed under it."""
+    ast.parse(output)
     plans = []
-    for node in ast.walk(ast.parse(output)):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "role_plan":
-            fields = {kw.arg: literal(kw.value) for kw in node.keywords}
-            fields.pop("name")
-            plans.append(fields)
+    for chunk in re.split(r"^# \d+\. ", output, flags=re.MULTILINE)[1:]:
+        calls = [node for node in ast.walk(ast.parse(chunk.split("\n", 1)[1]))
+                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "role_plan"]
+        assert len(calls) == 1
+        fields = {kw.arg: literal(kw.value) for kw in calls[0].keywords}
+        fields.pop("name")
+        entries = re.findall(r'^#     ("[^"]+": .+,)$', chunk, flags=re.MULTILINE)
+        plans.append((fields, ast.literal_eval("{" + "".join(entries) + "}")))
     return plans
 
 
@@ -89,6 +110,10 @@ def literal(node: ast.expr) -> Any:
                                 "--strategy", "fsdp"]),
     ("qwen2.5-14b-separate-ref", ["--nodes", "1", "--gpus-per-node", "8", "--accelerator",
                                   "A100-40GB"]),
+    ("qwen2.5-14b-separate-ref", ["--nodes", "1", "--gpus-per-node", "4", "--accelerator",
+                                  "A100-40GB", "--allow-offload", "--allow-lora", "32"]),
+    ("qwen2.5-1.5b-gsm8k", ["--nodes", "1", "--gpus-per-node", "2", "--accelerator", "L4",
+                            "--allow-offload", "--allow-lora", "8", "--top", "20"]),
 ])
 def test_every_printed_plan_passes_preflight_as_written(
     tmp_path: Path, name: str, args: list[str]
@@ -96,14 +121,15 @@ def test_every_printed_plan_passes_preflight_as_written(
     spec_file = tmp_path / "spec.json"
     base = experiment(name)
     spec_file.write_text(json.dumps(base))
-    result = CliRunner().invoke(main, ["plans", str(spec_file), *args, "--top", "3"])
+    result = CliRunner().invoke(main, ["plans", str(spec_file), "--top", "3", *args])
     assert result.exit_code == 0, result.output
-    assert " valid plan geometries " in result.output.splitlines()[0]
-    printed = snippet_plans(result.output)
-    assert len(printed) == 3
+    geometries = int(result.output.split(" valid plan geometries ")[0].removeprefix("# "))
+    printed = printed_plans(result.output)
+    top = int(args[args.index("--top") + 1]) if "--top" in args else 3
+    assert len(printed) == min(top, geometries)
     budget = Budget(int(args[1]), int(args[3]), args[5])
-    for plan in printed:
-        findings = run_preflight(parse_spec(candidate(base, budget, plan)))
+    for plan, settings in printed:
+        findings = run_preflight(parse_spec(candidate(base, budget, plan, settings)))
         assert [f.code for f in findings if f.is_error] == []
 
 
@@ -173,3 +199,127 @@ def test_a_spec_that_is_no_runspec_is_refused_before_the_search(tmp_path: Path) 
                         " (experiments/qwen2.5-1.5b-gsm8k/BUILD:84): not a valid RunSpec"
                         " (1 problem(s))")
     assert lines[1].startswith("  - execution.priority: "), lines
+
+
+def plans_output(tmp_path: Path, name: str, *args: str) -> list[str]:
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(experiment(name)))
+    result = CliRunner().invoke(main, ["plans", str(spec_file), *args])
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()
+
+
+BUDGET_14B = ("--nodes", "1", "--gpus-per-node", "4", "--accelerator", "A100-40GB")
+
+
+def test_cpu_offload_fits_qwen14b_on_four_a100_40gb_where_no_plain_plan_does(
+    tmp_path: Path
+) -> None:
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(experiment("qwen2.5-14b-separate-ref")))
+    plain = CliRunner().invoke(main, ["plans", str(spec_file), *BUDGET_14B])
+    assert plain.exit_code == 1
+    assert plain.output.splitlines()[-1].startswith("Error: no role plan of this budget passes")
+    lines = plans_output(tmp_path, "qwen2.5-14b-separate-ref", *BUDGET_14B, "--allow-offload",
+                         "--top", "1")
+    assert re.fullmatch(r"# 29 valid plan geometries \(29 plans\) on 1 x 4 A100-40GB: \d+"
+                        r" preflighted, \d+ ruled out by an earlier finding's family, [\d.]+ CPU"
+                        r" seconds", lines[0]), lines[0]
+    assert lines[2] == (
+        "# 1. idle GPUs 0; needs CPU offload of the policy; warnings 1; engines crossing nodes 0;"
+        " rollout and training share all 4 GPUs (colocated); memory free per GPU: policy"
+        " training 65%, policy forward 78%, reference forward 78%, vLLM engine 10%")
+    assert lines[4:6] == ["role_plan(",
+                          '    name="fsdp-colocated-sp4-engines4x-tp1-dp1-ep1-offload-policy",']
+    # The spec already offloads the reference (its BUILD file's settings): only the policy's
+    # offload is new, and it is a setting of the run, printed under the role plan.
+    assert lines[-3:] == [
+        ")",
+        "# and the rl_run that names this plan sets (add to its settings={...}; they are not"
+        " role_plan fields):",
+        '#     "trainer.policy.fsdp_config.cpu_offload": True,',
+    ]
+
+
+def test_lora_fits_qwen3_30b_a3b_megatron_on_four_h100_where_no_plain_plan_does(
+    tmp_path: Path
+) -> None:
+    budget = ("--nodes", "1", "--gpus-per-node", "4", "--accelerator", "H100", "--strategy",
+              "megatron")
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(experiment("qwen3-30b-a3b-megatron")))
+    plain = CliRunner().invoke(main, ["plans", str(spec_file), *budget])
+    assert plain.exit_code == 1
+    lines = plans_output(tmp_path, "qwen3-30b-a3b-megatron", *budget, "--allow-lora", "16",
+                         "--top", "1")
+    assert lines[0].startswith("# 139 valid plan geometries (139 plans) on 1 x 4 H100: ")
+    assert lines[2] == (
+        "# 1. idle GPUs 0; needs LoRA rank 16; warnings 1; engines crossing nodes 0; rollout and"
+        " training share all 4 GPUs (colocated); memory free per GPU: policy training 72%,"
+        " policy forward 73%, reference forward 73%, vLLM engine 15%")
+    assert lines[5] == '    name="megatron-colocated-tp4-pp1-ep4-engines4x-tp1-dp1-ep1-lora16",'
+    assert lines[-1] == '#     "trainer.policy.model.lora.rank": 16,'
+
+
+def test_a_plan_that_fits_without_a_concession_is_printed_without_it(tmp_path: Path) -> None:
+    """Offload and LoRA are taken only where a geometry does not fit without them: on 8
+    A100-40GB, where plain plans fit, the first plans are the plain search's, unchanged."""
+    args = ("--nodes", "1", "--gpus-per-node", "8", "--accelerator", "A100-40GB", "--top", "3")
+    plain = plans_output(tmp_path, "qwen2.5-14b-separate-ref", *args)
+    allowed = plans_output(tmp_path, "qwen2.5-14b-separate-ref", *args, "--allow-offload",
+                           "--allow-lora", "32")
+    assert allowed[1:] == plain[1:]
+    assert "needs" not in "\n".join(allowed)
+
+
+def with_lora(base: dict[str, Any]) -> None:
+    base["settings"] = {**base["settings"], "trainer.policy.model.lora.rank": 64}
+
+
+def with_sglang(base: dict[str, Any]) -> None:
+    base["role_plan"]["rollout"]["backend"] = "sglang"
+
+
+def on_the_smoke_runtime(base: dict[str, Any]) -> None:
+    """The smoke runtime reads four SkyRL settings, neither offload nor LoRA."""
+    smoke = json.loads((GOLDEN / "countdown" / "launch" / "spec.json").read_text())
+    base.clear()
+    base.update(smoke)
+
+
+@pytest.mark.parametrize(("edit", "args", "message"), [
+    (None, ("--allow-lora", "0"),
+     "--allow-lora 0: a LoRA rank is a positive integer (e.g. 16 or 32); leave the option out"
+     " to search full fine-tuning only"),
+    (None, ("--allow-offload", "--strategy", "megatron"),
+     "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers only"
+     " (preflight's memory rules do not model Megatron's optimizer offload), so it would try"
+     " nothing; add --strategy fsdp, or drop --allow-offload"),
+    (with_lora, ("--allow-lora", "16"),
+     "--allow-lora 16: SPEC already trains LoRA adapters (settings"
+     " trainer.policy.model.lora.rank = 64), and every plan keeps them; drop --allow-lora, or"
+     " set the rank in SPEC's settings"),
+    (with_sglang, ("--allow-lora", "16"),
+     "--allow-lora 16: SPEC's rollout backend is sglang, and SkyRL loads LoRA adapters into"
+     " vLLM engines only (SET001), so no LoRA plan could pass; set SPEC's"
+     " role_plan.rollout.backend to vllm, or drop --allow-lora"),
+    (on_the_smoke_runtime, ("--allow-offload",),
+     "--allow-offload: the search would set trainer.policy.fsdp_config.cpu_offload, and SPEC's"
+     " runtime cannot take it: the smoke runtime 0.1.0 does not read"
+     " 'trainer.policy.fsdp_config.cpu_offload'; it reads trainer.algorithm.grpo_norm_by_std,"
+     " trainer.policy.optimizer_config.adam_betas,"
+     " trainer.policy.optimizer_config.max_grad_norm,"
+     " trainer.policy.optimizer_config.weight_decay; drop --allow-offload"),
+])
+def test_a_concession_option_that_cannot_work_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None, args: tuple[str, ...],
+    message: str
+) -> None:
+    spec_file = tmp_path / "spec.json"
+    base = experiment("qwen2.5-1.5b-gsm8k")
+    if edit is not None:
+        edit(base)
+    spec_file.write_text(json.dumps(base))
+    result = CliRunner().invoke(main, ["plans", str(spec_file), *BUDGET_14B, *args])
+    assert result.exit_code == 1
+    assert result.output == f"Error: {message}\n"

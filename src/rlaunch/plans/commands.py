@@ -8,11 +8,23 @@ from typing import Any
 
 import click
 
-from rlaunch.plans.search import STRATEGIES, Budget, Ranked, build_snippet, describe, plan_name
+from rlaunch.plans.search import (
+    LORA_RANK,
+    POLICY_OFFLOAD,
+    STRATEGIES,
+    Allowed,
+    Budget,
+    Ranked,
+    build_snippet,
+    describe,
+    plan_name,
+    settings_lines,
+)
 from rlaunch.plans.search import ranked as rank_plans
 from rlaunch.plans.search import search as search_plans
 from rlaunch.spec.documents import DocumentError, read_document
 from rlaunch.spec.io import SpecError, parse_spec
+from rlaunch.spec.run import RunSpec
 
 
 def base_document(spec_file: str, *, model_file: str | None, release: str | None,
@@ -73,10 +85,24 @@ def _read(path: str, what: str) -> Any:
 @click.option("--max-generate-length", type=int, default=None)
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
               help="How many plans to print.")
+@click.option("--allow-offload", is_flag=True,
+              help="Also try FSDP's CPU offload of the reference, the policy, or both"
+                   " (trainer.ref.fsdp_config.cpu_offload,"
+                   " trainer.policy.fsdp_config.cpu_offload) for plans that do not fit"
+                   " without it. Offload costs speed: such a plan ranks after plans of as many"
+                   " idle GPUs without it. Megatron's optimizer offload is not searched"
+                   " (preflight's memory rules do not model it).")
+@click.option("--allow-lora", "lora_rank", type=int, default=None, metavar="RANK",
+              help="Also try LoRA adapters of rank RANK on the policy"
+                   " (trainer.policy.model.lora.rank; alpha and target modules stay SPEC's or"
+                   " SkyRL's defaults) for plans that do not fit with full fine-tuning. LoRA"
+                   " changes what is trained: such a plan ranks after full fine-tuning ones"
+                   " of as many idle GPUs.")
 def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: str,
                   strategies: tuple[str, ...], model_file: str | None, release: str | None,
                   train_batch: int | None, samples: int | None, max_prompt_length: int | None,
-                  max_generate_length: int | None, top: int) -> None:
+                  max_generate_length: int | None, top: int, allow_offload: bool,
+                  lora_rank: int | None) -> None:
     """Search the role plans of a GPU budget (NODES x GPUS_PER_NODE of ACCELERATOR) that
     preflight accepts, for the model, data, runtime, lengths, algorithm and settings of SPEC
     (a RunSpec file, such as `./pants package` writes beside the launch YAML), and print the
@@ -87,11 +113,14 @@ def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: s
     every TP x DP (EP for MoE models) over the GPUs left, and micro batches 1, 2, 4, 8 (the
     forward micro batch twice that). Each plan keeps SPEC's batch targets and settings; it is
     valid when preflight finds no error (every spec-scope rule). Offload and LoRA are not
-    searched: SPEC's settings decide them.
+    searched unless allowed (--allow-offload, --allow-lora RANK): each geometry then takes the
+    cheapest that fits, none, then offload of the reference, the policy, both (FSDP), then
+    LoRA (alone, then with each offload), and the plan prints the settings it adds for the
+    rl_run (they are settings, not role_plan fields).
 
-    Ranking: fewest idle GPUs, then fewest preflight warnings, then fewest engines crossing a
-    node boundary, then the most memory left in the tightest training phase (preflight's
-    estimates);
+    Ranking: fewest idle GPUs, then the cheapest concession (none, offload, LoRA), then fewest
+    preflight warnings, then fewest engines crossing a node boundary, then the most memory left
+    in the tightest training phase (preflight's estimates);
     one plan per geometry, at its largest micro batch. The ranking says which plans waste
     least and have the most memory to spare; it does NOT predict throughput or step time.
     """
@@ -101,12 +130,14 @@ def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: s
                                   "max_input_length": max_prompt_length,
                                   "max_generate_length": max_generate_length})
     try:
-        parse_spec(base, spec_file)
+        parsed = parse_spec(base, spec_file)
     except SpecError as err:
         raise click.ClickException(err.render()) from None
+    strategies = strategies or STRATEGIES
+    allowed = allowances(parsed, strategies, allow_offload, lora_rank)
     budget = Budget(nodes, gpus_per_node, accelerator)
     started = time.process_time()
-    result = search_plans(base, budget, strategies or STRATEGIES)
+    result = search_plans(base, budget, strategies, allowed=allowed)
     plans = rank_plans(result, budget)
     spent = time.process_time() - started
     # Every line but the snippets is a comment: the output pastes into a BUILD file as it is.
@@ -122,9 +153,55 @@ def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: s
         click.echo(render(index, plan))
 
 
+def allowances(spec: RunSpec, strategies: tuple[str, ...], offload: bool,
+               lora_rank: int | None) -> Allowed:
+    """The concessions the options allow, refused where they could not do what they say."""
+    if offload and "fsdp" not in strategies:
+        raise click.ClickException(
+            "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers"
+            " only (preflight's memory rules do not model Megatron's optimizer offload), so it"
+            " would try nothing; add --strategy fsdp, or drop --allow-offload")
+    if offload:
+        _settable(spec, "--allow-offload", POLICY_OFFLOAD, True)
+    if lora_rank is None:
+        return Allowed(offload=offload)
+    option = f"--allow-lora {lora_rank}"
+    if lora_rank < 1:
+        raise click.ClickException(
+            f"{option}: a LoRA rank is a positive integer (e.g. 16 or 32); leave the option out"
+            " to search full fine-tuning only")
+    _settable(spec, option, LORA_RANK, lora_rank)
+    own = spec.skyrl_setting(LORA_RANK)
+    if isinstance(own, int) and own > 0:
+        raise click.ClickException(
+            f"{option}: SPEC already trains LoRA adapters (settings {LORA_RANK} = {own}), and"
+            " every plan keeps them; drop --allow-lora, or set the rank in SPEC's settings")
+    backend = spec.role_plan.rollout.backend
+    if backend != "vllm":
+        # SkyRL 0.3.0 skyrl/train/utils/utils.py validate_cfg: "LoRA enabled requires vLLM
+        # backend" (preflight's SET001).
+        raise click.ClickException(
+            f"{option}: SPEC's rollout backend is {backend}, and SkyRL loads LoRA adapters"
+            " into vLLM engines only (SET001), so no LoRA plan could pass; set SPEC's"
+            " role_plan.rollout.backend to vllm, or drop --allow-lora")
+    return Allowed(offload=offload, lora_rank=lora_rank)
+
+
+def _settable(spec: RunSpec, option: str, name: str, value: Any) -> None:
+    """Refuse an option whose setting the run's pinned runtime does not take."""
+    catalog = spec.settings_catalog()
+    problem = catalog if isinstance(catalog, str) else catalog.problem(name, value)
+    if problem is not None:
+        raise click.ClickException(
+            f"{option}: the search would set {name}, and SPEC's runtime cannot take it:"
+            f" {problem}; drop {option.split()[0]}")
+
+
 def render(index: int, plan: Ranked) -> str:
     spec = plan.valid.spec
+    concession = plan.valid.candidate.concession
     warnings = "".join(f"\n#   warning {finding.code}: {finding.message[:160]}"
                        for finding in plan.valid.findings)
     return (f"\n# {index}. {describe(plan.facts)}{warnings}\n"
-            f"{build_snippet(spec, plan_name(plan.facts, spec))}")
+            f"{build_snippet(spec, plan_name(plan.facts, spec, concession.tag))}"
+            f"{settings_lines(concession.settings)}")

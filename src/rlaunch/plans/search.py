@@ -8,8 +8,13 @@ plans level by level:
    of its own with the reference beside it or on GPUs of its own), the policy's footprint and
    parallel sizes (FSDP: SP; Megatron: TP, PP, EP), the reference with the policy's sizes;
 2. the engines (`rollout` level): TP, DP and EP of an engine over the GPUs the trainers leave;
-3. the micro batches (`batch` level): micro train batch m and micro forward batch 2m, largest
+3. the concessions (`settings` level), only those the user allows (`Allowed`): FSDP's CPU
+   offload of the reference, the policy or both, and LoRA adapters of one rank on the policy,
+   cheapest first (`concessions`);
+4. the micro batches (`batch` level): micro train batch m and micro forward batch 2m, largest
    first; the first m preflight accepts is the geometry's plan, and smaller ones are not tried.
+A geometry's plan is the first valid one in that order: the fewest concessions that fit, at
+their largest micro batch.
 
 Every candidate is preflighted by `run_preflight` (spec scope, every rule): a plan is valid
 when no finding is an error. Pruning comes from the findings themselves: an error of a
@@ -21,8 +26,9 @@ what their estimates read (TRAINER_MEMORY, ENGINE_MEMORY): a trainer phase that 
 micro batch m overflows under every engine layout at m.
 
 Ranking (`Facts.key`) orders valid plans by facts preflight computes, not by speed: fewest idle
-GPUs, then fewest warnings, then fewest engines crossing a node boundary, then the largest
-memory headroom of the tightest training phase (preflight's estimates). It predicts no throughput.
+GPUs, then the cheapest concession (none, then offload, then LoRA), then fewest warnings, then
+fewest engines crossing a node boundary, then the largest memory headroom of the tightest
+training phase (preflight's estimates). It predicts no throughput.
 """
 
 from __future__ import annotations
@@ -40,12 +46,21 @@ from rlaunch.preflight.rules.memory import memory_estimates, memory_of
 from rlaunch.spec.io import SpecError, parse_spec
 from rlaunch.spec.run import RunSpec
 
-LEVELS = ("trainer", "rollout", "batch")
+POLICY_OFFLOAD = "trainer.policy.fsdp_config.cpu_offload"
+REFERENCE_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
+LORA_RANK = "trainer.policy.model.lora.rank"
+"""The settings the search may vary, where the user allows them (`Allowed`): the ones
+preflight's memory rules read (rlaunch.preflight.rules.memory `_policy_estimate`,
+`_policy_forward`, `_reference_forward`, `weight_sync_fits`)."""
+
+LEVELS = ("trainer", "rollout", "settings", "batch")
 """The search's levels, outermost first."""
 LEVEL_PATHS = {
     "trainer": ("role_plan.strategy", "role_plan.policy", "role_plan.reference",
                 "role_plan.critic", "role_plan.placement"),
     "rollout": ("role_plan.rollout",),
+    "settings": tuple(f"settings.{name}" for name in (POLICY_OFFLOAD, REFERENCE_OFFLOAD,
+                                                       LORA_RANK)),
     "batch": ("role_plan.batch.micro_train_batch_size_per_gpu",
               "role_plan.batch.micro_forward_batch_size_per_gpu"),
 }
@@ -86,13 +101,14 @@ read the parallel sizes their paths leave out) rule out their own plan only."""
 
 TRAINER_MEMORY = frozenset({"MEM002", "MEM003"})
 """Memory rules of the trainers' phases (policy training; the policy's and the reference's
-forward passes): their estimates read the trainers' sizes, placement and micro batches
-(rlaunch.preflight.rules.memory `_policy_estimate`, `_policy_forward`, `_reference_forward`),
-never the engines. Such an error holds for every engine layout under the same trainers and
-micro batch."""
+forward passes): their estimates read the trainers' sizes, placement, offload, LoRA rank and
+micro batches (rlaunch.preflight.rules.memory `_policy_estimate`, `_policy_forward`,
+`_reference_forward`), never the engines. Such an error holds for every engine layout under
+the same trainers, concessions and micro batch."""
 ENGINE_MEMORY = frozenset({"MEM004"})
-"""The engine's memory rule: `_engine_budget` reads the engine's shape and the settings, never
-the micro batches, so its error holds for every micro batch of the same trainers and engines."""
+"""The engine's memory rule: `_engine_budget` reads the engine's shape and the engine's
+settings (gpu_memory_utilization, model_dtype), never the micro batches, offload or LoRA, so its
+error holds for every concession and micro batch of the same trainers and engines."""
 
 
 @lru_cache(maxsize=1)
@@ -105,7 +121,8 @@ def decided_by(finding: Finding) -> frozenset[int]:
     that makes the same choices at those levels. Every level (it prunes nothing but its own
     plan) for a finding of another family, or one that names no field of a level."""
     if finding.code in TRAINER_MEMORY:
-        return frozenset({LEVELS.index("trainer"), LEVELS.index("batch")})
+        return frozenset({LEVELS.index("trainer"), LEVELS.index("settings"),
+                          LEVELS.index("batch")})
     if finding.code in ENGINE_MEMORY:
         return frozenset({LEVELS.index("trainer"), LEVELS.index("rollout")})
     if _families().get(finding.code) not in PRUNING_FAMILIES:
@@ -192,6 +209,67 @@ def trainer_choices(budget: Budget, strategies: tuple[str, ...], with_reference:
                                tuple(sizes.items()))
 
 
+@dataclass(frozen=True)
+class Allowed:
+    """The concessions the user allows the search to make where a plan does not fit without
+    them (`rlaunch plans --allow-offload`, `--allow-lora RANK`)."""
+
+    offload: bool = False
+    """FSDP's CPU offload (FSDP2's CPUOffloadPolicy: SkyRL 0.3.0
+    skyrl/backends/skyrl_train/distributed/fsdp_strategy.py `FSDPStrategy._fsdp_init_model`)
+    of the reference, the policy, or both."""
+    lora_rank: int = 0
+    """LoRA adapters of this rank on the policy (0: full fine-tuning only)."""
+
+
+@dataclass(frozen=True)
+class Concession:
+    """Settings a plan adds to the base spec's so that it fits: none, offload, LoRA."""
+
+    settings: tuple[tuple[str, Any], ...]
+    words: str
+    """What it is, for the ranking's line; empty for none."""
+    tag: str
+    """What it adds to a plan's name; empty for none."""
+
+
+NO_CONCESSION = Concession((), "", "")
+
+
+def concessions(trainers: Trainers, allowed: Allowed, base_settings: dict[str, Any]
+                ) -> list[Concession]:
+    """The concessions of a trainer choice, cheapest first: none; offloading the reference (one
+    forward pass a step), the policy, both (FSDP only: preflight's memory rules model no
+    Megatron offload); then LoRA, alone and with each offload. One that changes nothing of the
+    base spec's settings (the base already offloads the reference) is left out."""
+    offloads: list[tuple[tuple[str, ...], str]] = [((), "")]
+    if allowed.offload and trainers.strategy == "fsdp":
+        if trainers.reference is not None:
+            offloads.append(((REFERENCE_OFFLOAD,), "reference"))
+        offloads.append(((POLICY_OFFLOAD,), "policy"))
+        if trainers.reference is not None:
+            offloads.append(((POLICY_OFFLOAD, REFERENCE_OFFLOAD), "policy and reference"))
+    loras = [0, allowed.lora_rank] if allowed.lora_rank > 0 else [0]
+    found, seen = [], set()
+    for rank in loras:
+        for names, whose in offloads:
+            settings = {name: True for name in names if base_settings.get(name) is not True}
+            if rank:
+                settings[LORA_RANK] = rank
+            key = tuple(sorted(settings.items()))
+            if key in seen or (names and len(settings) == (1 if rank else 0)):
+                continue  # the base already offloads what this would
+            seen.add(key)
+            words = [f"LoRA rank {rank}"] if rank else []
+            tags = [f"lora{rank}"] if rank else []
+            if names:
+                words.append(f"CPU offload of the {whose}")
+                tags.append("offload-" + "-".join("ref" if name == REFERENCE_OFFLOAD
+                                                  else "policy" for name in names))
+            found.append(Concession(key, ", ".join(words), "-".join(tags)))
+    return found
+
+
 def rollout_choices(budget: Budget, trainers: Trainers, moe: bool) -> Iterator[dict[str, int]]:
     """Engines over the GPUs the trainers leave (all of them under colocate_all)."""
     gpus = budget.gpus if trainers.colocate_all else budget.gpus - trainers.trainer_gpus
@@ -226,13 +304,18 @@ def role_plan_of(base: dict[str, Any], trainers: Trainers, rollout: dict[str, in
     }
 
 
-def candidate(base: dict[str, Any], budget: Budget, role_plan: dict[str, Any]) -> dict[str, Any]:
-    """The base spec with this role plan on the budget's allocation."""
+def candidate(base: dict[str, Any], budget: Budget, role_plan: dict[str, Any],
+              settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The base spec with this role plan (and these settings over its own) on the budget's
+    allocation."""
     execution = dict(base["execution"])
     execution["allocation"] = {**execution["allocation"], "num_nodes": budget.nodes,
                                "gpus_per_node": budget.gpus_per_node,
                                "accelerator": budget.accelerator}
-    return {**base, "role_plan": role_plan, "execution": execution}
+    document = {**base, "role_plan": role_plan, "execution": execution}
+    if settings:
+        document["settings"] = {**base.get("settings", {}), **settings}
+    return document
 
 
 @dataclass(frozen=True)
@@ -240,21 +323,27 @@ class Candidate:
     trainers: Trainers
     rollout: dict[str, int]
     micro: int
+    concession: Concession = NO_CONCESSION
+    rank: int = 0
+    """The concession's place among its trainers' (0: none; lower is cheaper)."""
 
     def choices(self) -> tuple[Any, ...]:
         """The choice made at each level, hashable."""
-        return (self.trainers, tuple(self.rollout.items()), self.micro)
+        return (self.trainers, tuple(self.rollout.items()), self.concession, self.micro)
 
 
-def candidates(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...]
-               ) -> Iterator[Candidate]:
+def candidates(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...],
+               allowed: Allowed = Allowed()) -> Iterator[Candidate]:
     """Every candidate of the space, level by level."""
     with_reference = base["role_plan"]["reference"] is not None
     moe = bool((base["model"].get("facts") or {}).get("num_experts"))
+    base_settings = base.get("settings") or {}
     for trainers in trainer_choices(budget, strategies, with_reference, moe):
+        kinds = concessions(trainers, allowed, base_settings)
         for rollout in rollout_choices(budget, trainers, moe):
-            for micro in MICRO_BATCHES:
-                yield Candidate(trainers, rollout, micro)
+            for rank, concession in enumerate(kinds):
+                for micro in MICRO_BATCHES:
+                    yield Candidate(trainers, rollout, micro, concession, rank)
 
 
 @dataclass
@@ -279,7 +368,8 @@ class SearchResult:
 def preflight_candidate(base: dict[str, Any], budget: Budget, found: Candidate
                         ) -> tuple[RunSpec | None, list[Finding]]:
     document = candidate(base, budget, role_plan_of(base, found.trainers, found.rollout,
-                                                    found.micro))
+                                                    found.micro),
+                         dict(found.concession.settings))
     try:
         spec = parse_spec(document, "plans")
     except SpecError:
@@ -288,19 +378,19 @@ def preflight_candidate(base: dict[str, Any], budget: Budget, found: Candidate
 
 
 def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = STRATEGIES,
-           *, prune: bool = True,
+           *, allowed: Allowed = Allowed(), prune: bool = True,
            preflight: Callable[..., tuple[RunSpec | None, list[Finding]]] = preflight_candidate,
            ) -> SearchResult:
-    """The valid plans of the space: with `prune`, each geometry (trainers and engines) at the
-    largest micro batch preflight accepts, families an error rules out skipped; without, every
-    valid plan (brute force)."""
+    """The valid plans of the space: with `prune`, each geometry (trainers and engines) with
+    its cheapest concession at the largest micro batch preflight accepts, families an error
+    rules out skipped; without, every valid plan (brute force)."""
     result = SearchResult()
     # For each set of levels, the choices at those levels that an error rules out.
     excluded: dict[tuple[int, ...], set[tuple[Any, ...]]] = {}
-    # Geometries with a valid plan: micro batches are tried largest first, so the first found
-    # is the largest.
+    # Geometries with a valid plan: concessions are tried cheapest first and micro batches
+    # largest first, so the first found is the cheapest concession at its largest micro batch.
     settled: set[tuple[Any, ...]] = set()
-    for found in candidates(base, budget, strategies):
+    for found in candidates(base, budget, strategies, allowed):
         choices = found.choices()
         if prune and (choices[:2] in settled or any(
                 tuple(choices[level] for level in levels) in ruled_out
@@ -323,11 +413,13 @@ def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = S
 
 
 def largest_micro(plans: list[Valid]) -> list[Valid]:
-    """Each geometry's plan with the largest micro batch, in the order geometries come."""
+    """Each geometry's plan with the cheapest concession, at its largest micro batch, in the
+    order geometries come."""
     best: dict[tuple[Any, ...], Valid] = {}
     for valid in plans:
-        key = valid.candidate.choices()[:2]
-        if key not in best or valid.candidate.micro > best[key].candidate.micro:
+        key, found = valid.candidate.choices()[:2], valid.candidate
+        if key not in best or (found.rank, -found.micro) < (best[key].candidate.rank,
+                                                            -best[key].candidate.micro):
             best[key] = valid
     return list(best.values())
 
@@ -348,6 +440,11 @@ class Facts:
     rollout_gpus: int
     training_gpus: int
     colocated: bool
+    concession: int = 0
+    """The plan's concession, by cost: 0 none, then offload (reference, policy, both), then
+    LoRA (alone, then with each offload): `concessions`' order."""
+    needs: str = ""
+    """The concession in words; empty for none."""
 
     @property
     def tightest(self) -> float:
@@ -357,10 +454,12 @@ class Facts:
                    default=1.0)
 
     @property
-    def key(self) -> tuple[int, int, int, float]:
-        """Fewest idle GPUs, fewest warnings, fewest engines crossing nodes, most headroom in
-        the tightest training phase."""
-        return (self.idle, self.warnings, self.crossing, -round(self.tightest, 3))
+    def key(self) -> tuple[int, int, int, int, float]:
+        """Fewest idle GPUs, the cheapest concession (none before offload before LoRA: offload
+        costs speed, LoRA changes what is trained), fewest warnings, fewest engines crossing
+        nodes, most headroom in the tightest training phase."""
+        return (self.idle, self.concession, self.warnings, self.crossing,
+                -round(self.tightest, 3))
 
 
 def facts_of(valid: Valid, budget: Budget) -> Facts:
@@ -383,7 +482,8 @@ def facts_of(valid: Valid, budget: Budget) -> Facts:
     return Facts(
         idle=budget.gpus - used, warnings=len(valid.findings), crossing=crossing,
         headroom=headroom, rollout_gpus=rollout.total_gpus, training_gpus=training,
-        colocated=colocated,
+        colocated=colocated, concession=valid.candidate.rank,
+        needs=valid.candidate.concession.words,
     )
 
 
@@ -407,7 +507,8 @@ def describe(facts: Facts) -> str:
     else:
         gpus = f"rollout {facts.rollout_gpus} GPUs, training {facts.training_gpus} GPUs"
     room = ", ".join(f"{phase} {100 * free:.0f}%" for phase, free in facts.headroom) or "n/a"
-    return (f"idle GPUs {facts.idle}; warnings {facts.warnings}; engines crossing nodes"
+    needs = f"; needs {facts.needs}" if facts.needs else ""
+    return (f"idle GPUs {facts.idle}{needs}; warnings {facts.warnings}; engines crossing nodes"
             f" {facts.crossing}; {gpus}; memory free per GPU: {room}")
 
 
@@ -428,6 +529,16 @@ def _section(name: str, fields: dict[str, Any] | None) -> str:
     return f"    {name}=dict({inner}),"
 
 
+def settings_lines(settings: tuple[tuple[str, Any], ...]) -> str:
+    """The settings a plan adds to the run's, as comment lines that are each a `settings`
+    entry of an rl_run (they live on the run, not in its role_plan)."""
+    if not settings:
+        return ""
+    entries = "".join(f"\n#     \"{name}\": {_value(value)}," for name, value in settings)
+    return ("\n# and the rl_run that names this plan sets (add to its settings={...}; they are"
+            " not role_plan fields):" + entries)
+
+
 def build_snippet(spec: RunSpec, name: str) -> str:
     """The plan as a `role_plan(...)` target, every field written out."""
     plan = spec.role_plan.model_dump(mode="json")
@@ -438,7 +549,7 @@ def build_snippet(spec: RunSpec, name: str) -> str:
     return "\n".join(lines)
 
 
-def plan_name(facts: Facts, spec: RunSpec) -> str:
+def plan_name(facts: Facts, spec: RunSpec, tag: str = "") -> str:
     plan = spec.role_plan
     policy = plan.policy
     sizes = (f"tp{policy.tensor_parallel_size}-pp{policy.pipeline_parallel_size}"
@@ -448,7 +559,7 @@ def plan_name(facts: Facts, spec: RunSpec) -> str:
     where = "colocated" if facts.colocated else f"policy{policy.world_size}"
     return (f"{plan.strategy}-{where}-{sizes}-engines{rollout.num_engines}"
             f"x-tp{rollout.tensor_parallel_size}-dp{rollout.data_parallel_size}"
-            f"-ep{rollout.expert_parallel_size}")
+            f"-ep{rollout.expert_parallel_size}") + (f"-{tag}" if tag else "")
 
 
 def same_plan(spec: RunSpec, other: dict[str, Any]) -> bool:
@@ -460,7 +571,8 @@ def _geometry(plan: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in plan.items() if key != "batch"}
 
 
-REASONS = ("fewer idle GPUs", "fewer warnings", "fewer engines crossing nodes",
+REASONS = ("fewer idle GPUs", "a cheaper concession (none, then offload, then LoRA)",
+           "fewer warnings", "fewer engines crossing nodes",
            "more memory headroom in its tightest training phase")
 
 
