@@ -8,7 +8,7 @@ from pants.engine.rules import Rule
 
 from rlaunch_pants import origins, process, references, specs, sweep
 from rlaunch_pants import target_types as types
-from rlaunch_pants.goals import check, package, run, run_sweep
+from rlaunch_pants.goals import check, package, plans, run, run_sweep
 from rlaunch_pants.subsystem import RlaunchSubsystem
 
 
@@ -25,6 +25,7 @@ def rules() -> Iterable[Rule]:
         *process.rules(),
         *check.rules(),
         *package.rules(),
+        *plans.rules(),
         *run.rules(),
         *run_sweep.rules(),
         *sweep.rules(),

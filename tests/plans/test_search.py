@@ -323,3 +323,12 @@ def test_a_concession_option_that_cannot_work_is_refused(
     result = CliRunner().invoke(main, ["plans", str(spec_file), *BUDGET_14B, *args])
     assert result.exit_code == 1
     assert result.output == f"Error: {message}\n"
+
+
+def test_the_budget_defaults_to_the_specs_own_allocation(tmp_path: Path) -> None:
+    """`./pants plans TARGET` with no budget option plans for the run's own allocation."""
+    lines = plans_output(tmp_path, "qwen2.5-14b-separate-ref", "--top", "1")
+    assert lines[0].startswith("# 570 valid plan geometries (570 plans) on 3 x 8 H100: ")
+    lines = plans_output(tmp_path, "qwen2.5-14b-separate-ref", "--top", "1", "--nodes", "1",
+                         "--accelerator", "A100-40GB")
+    assert lines[0].startswith("# 60 valid plan geometries (60 plans) on 1 x 8 A100-40GB: ")

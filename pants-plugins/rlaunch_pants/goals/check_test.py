@@ -18,7 +18,7 @@ from rlaunch_pants.goals.check import (
     split_report,
 )
 from rlaunch_pants.subsystem import RlaunchPythonNotSet
-from rlaunch_pants.testutil import COLOCATED_BUILD, library_json, runtime_python, write_library
+from rlaunch_pants.testutil import COLOCATED_BUILD, library_json, write_library
 
 
 def _section(build: str, start: str, end: str) -> str:
@@ -36,14 +36,6 @@ TP8_ON_12_HEADS = (
     .replace('"colocated-1x8"', '"tp8-on-12-heads"')
     .replace('role_plan=":plan"', 'role_plan=":tp8-plan"')
 )
-
-
-@pytest.fixture(scope="module")
-def python() -> str:
-    found = runtime_python()
-    if found is None:
-        pytest.skip("no project runtime: set PANTS_RLAUNCH_PYTHON or run scripts/runtime")
-    return found
 
 
 @pytest.fixture

@@ -9,17 +9,9 @@ from pants.testutil.rule_runner import QueryRule, RuleRunner
 from rlaunch_pants import register
 from rlaunch_pants.goals.package import RlRunPackageFieldSet, RlSweepPackageFieldSet
 from rlaunch_pants.specs import RunSpecDocument, RunSpecRequest
-from rlaunch_pants.testutil import COLOCATED_BUILD, runtime_python, write_library
+from rlaunch_pants.testutil import COLOCATED_BUILD, write_library
 
 RUN = Address("experiments/x", target_name="run")
-
-
-@pytest.fixture(scope="module")
-def python() -> str:
-    found = runtime_python()
-    if found is None:
-        pytest.skip("no project runtime: set PANTS_RLAUNCH_PYTHON or run scripts/runtime")
-    return found
 
 
 @pytest.fixture

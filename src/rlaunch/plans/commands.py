@@ -68,11 +68,14 @@ def _read(path: str, what: str) -> Any:
 
 @click.command("plans")
 @click.argument("spec_file", metavar="SPEC")
-@click.option("--nodes", type=click.IntRange(min=1), required=True, help="Nodes of the budget.")
-@click.option("--gpus-per-node", type=click.IntRange(min=1), required=True,
-              help="GPUs per node of the budget.")
-@click.option("--accelerator", required=True,
-              help="The GPU, as preflight's memory table names it (H100, A100-40GB, ...).")
+@click.option("--nodes", type=click.IntRange(min=1), default=None,
+              help="Nodes of the budget (default: SPEC's execution.allocation.num_nodes).")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None,
+              help="GPUs per node of the budget (default: SPEC's"
+                   " execution.allocation.gpus_per_node).")
+@click.option("--accelerator", default=None,
+              help="The GPU, as preflight's memory table names it (H100, A100-40GB, ...;"
+                   " default: SPEC's execution.allocation.accelerator).")
 @click.option("--strategy", "strategies", type=click.Choice(STRATEGIES), multiple=True,
               help="Training strategies to search (repeatable); default both.")
 @click.option("--model", "model_file", default=None, metavar="FILE",
@@ -98,15 +101,17 @@ def _read(path: str, what: str) -> Any:
                    " SkyRL's defaults) for plans that do not fit with full fine-tuning. LoRA"
                    " changes what is trained: such a plan ranks after full fine-tuning ones"
                    " of as many idle GPUs.")
-def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: str,
+def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
+                  accelerator: str | None,
                   strategies: tuple[str, ...], model_file: str | None, release: str | None,
                   train_batch: int | None, samples: int | None, max_prompt_length: int | None,
                   max_generate_length: int | None, top: int, allow_offload: bool,
                   lora_rank: int | None) -> None:
-    """Search the role plans of a GPU budget (NODES x GPUS_PER_NODE of ACCELERATOR) that
-    preflight accepts, for the model, data, runtime, lengths, algorithm and settings of SPEC
-    (a RunSpec file, such as `./pants package` writes beside the launch YAML), and print the
-    best few as role_plan(...) BUILD targets.
+    """Search the role plans of a GPU budget (NODES x GPUS_PER_NODE of ACCELERATOR; each SPEC's
+    own allocation unless given) that preflight accepts, for the model, data, runtime,
+    lengths, algorithm and settings of SPEC (a RunSpec file, such as `./pants package` writes
+    beside the launch YAML; `./pants plans TARGET` does both), and print the best few as
+    role_plan(...) BUILD targets.
 
     The search tries: FSDP (SP) and Megatron (TP, PP, EP) policies, all roles colocated or the
     policy on GPUs of its own (the reference beside it or on GPUs of its own), vLLM engines of
@@ -135,14 +140,17 @@ def plans_command(spec_file: str, nodes: int, gpus_per_node: int, accelerator: s
         raise click.ClickException(err.render()) from None
     strategies = strategies or STRATEGIES
     allowed = allowances(parsed, strategies, allow_offload, lora_rank)
-    budget = Budget(nodes, gpus_per_node, accelerator)
+    allocation = parsed.execution.allocation
+    budget = Budget(nodes or allocation.num_nodes, gpus_per_node or allocation.gpus_per_node,
+                    accelerator or allocation.accelerator)
     started = time.process_time()
     result = search_plans(base, budget, strategies, allowed=allowed)
     plans = rank_plans(result, budget)
     spent = time.process_time() - started
     # Every line but the snippets is a comment: the output pastes into a BUILD file as it is.
-    click.echo(f"# {len(plans)} valid plan geometries ({len(result.valid)} plans) on {nodes} x"
-               f" {gpus_per_node} {accelerator}: {result.preflighted} preflighted,"
+    click.echo(f"# {len(plans)} valid plan geometries ({len(result.valid)} plans) on"
+               f" {budget.nodes} x {budget.gpus_per_node} {budget.accelerator}:"
+               f" {result.preflighted} preflighted,"
                f" {result.pruned} ruled out by an earlier finding's family,"
                f" {spent:.1f} CPU seconds")
     if not plans:
