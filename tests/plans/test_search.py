@@ -329,6 +329,17 @@ def test_the_budget_defaults_to_the_specs_own_allocation(tmp_path: Path) -> None
     """`./pants plans TARGET` with no budget option plans for the run's own allocation."""
     lines = plans_output(tmp_path, "qwen2.5-14b-separate-ref", "--top", "1")
     assert lines[0].startswith("# 570 valid plan geometries (570 plans) on 3 x 8 H100: ")
+    # On its own budget, where the run's own plan stands, and why the first ranks higher.
+    assert lines[1] == (
+        "# SPEC's own budget: its own plan is valid; its geometry ranks 168 of 570 (at micro"
+        " batch 8, its own 2); the first ranks higher by more memory headroom in its tightest"
+        " training phase: first: idle GPUs 0; warnings 1; engines crossing nodes 0; rollout and"
+        " training share all 24 GPUs (colocated); memory free per GPU: policy training 78%,"
+        " policy forward 92%, reference forward 95%, vLLM engine 10%; its own: idle GPUs 0;"
+        " warnings 1; engines crossing nodes 0; rollout 8 GPUs, training 16 GPUs; memory free"
+        " per GPU: policy training 21%, policy forward 43%, reference forward 68%, vLLM engine"
+        " 10%")
     lines = plans_output(tmp_path, "qwen2.5-14b-separate-ref", "--top", "1", "--nodes", "1",
                          "--accelerator", "A100-40GB")
     assert lines[0].startswith("# 60 valid plan geometries (60 plans) on 1 x 8 A100-40GB: ")
+    assert lines[1] == ""  # another budget: the run's own plan is not in it

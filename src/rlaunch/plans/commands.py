@@ -19,6 +19,7 @@ from rlaunch.plans.search import (
     describe,
     plan_name,
     settings_lines,
+    standing,
 )
 from rlaunch.plans.search import ranked as rank_plans
 from rlaunch.plans.search import search as search_plans
@@ -153,6 +154,11 @@ def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
                f" {result.preflighted} preflighted,"
                f" {result.pruned} ruled out by an earlier finding's family,"
                f" {spent:.1f} CPU seconds")
+    own = parsed.role_plan
+    if budget == Budget(allocation.num_nodes, allocation.gpus_per_node,
+                        allocation.accelerator) and own.strategy in strategies:
+        # The run's own budget: where its own plan stands, and why the first ranks higher.
+        click.echo(f"# SPEC's own budget: {standing(plans, own.model_dump(mode='json'))}")
     if not plans:
         raise click.ClickException("no role plan of this budget passes preflight; preflight"
                                    " SPEC itself (`rlaunch preflight SPEC`) for errors no plan"
