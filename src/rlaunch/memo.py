@@ -19,7 +19,10 @@ V = TypeVar("V")
 
 class Memo(Generic[K, V]):
     """At most `size` entries; `get` marks an entry used, `put` evicts the least recently used.
-    Safe to share between threads (a sweep launches its points from several)."""
+    Safe to share between threads (a sweep launches its points from several): `put` takes a
+    lock; `get` needs none, as each OrderedDict operation it makes is one step under the GIL
+    for keys of builtin types (the memos' keys are bytes, and tuples of ints, str and bytes),
+    and an entry evicted between its two steps is a miss."""
 
     def __init__(self, size: int) -> None:
         if size < 1:
@@ -30,11 +33,12 @@ class Memo(Generic[K, V]):
 
     def get(self, key: K) -> V | None:
         """The entry of `key`, or None when there is none (values are never None)."""
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
+        entries = self._entries
+        try:
+            entries.move_to_end(key)
+            return entries[key]
+        except KeyError:
+            return None
 
     def put(self, key: K, value: V) -> V:
         """Keep `value` under `key` and return it."""

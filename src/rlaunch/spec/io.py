@@ -10,13 +10,14 @@ import json
 import marshal
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import ValidationError
 
 from rlaunch.atomic import write_text_atomically
 from rlaunch.memo import Memo
+from rlaunch.spec.base import SpecModel
 from rlaunch.spec.documents import DocumentError, Dumper, parse, read_document
 from rlaunch.spec.execution import Execution
 from rlaunch.spec.roleplan import RolePlan
@@ -89,15 +90,35 @@ _EXECUTIONS: Memo[bytes, Execution] = Memo(256)
 _SOURCES: Memo[bytes, BuildSources] = Memo(64)
 """Content of a `build_sources` value -> what it says (a search parses one spec's thousands of
 times)."""
+_PLAN_SECTIONS: Memo[tuple[str, bytes], SpecModel] = Memo(4096)
+"""A role-plan field's name and the content of its section -> the section, validated: equal
+sections of the plans of a search are the very same objects."""
 _EXACT_TYPES = (str, int, float, bool, type(None))
+
+
+def _section_models(model: type[SpecModel]) -> dict[str, type[SpecModel]]:
+    """Field name -> model of every field of `model` that holds a model section (or null)."""
+    found = {}
+    for name, info in model.model_fields.items():
+        kinds = [kind for kind in get_args(info.annotation) or (info.annotation,)
+                 if kind is not type(None)]
+        if len(kinds) == 1 and isinstance(kinds[0], type) and issubclass(kinds[0], SpecModel):
+            found[name] = kinds[0]
+    return found
+
+
+ROLE_PLAN_SECTIONS = _section_models(RolePlan)
+"""The sections of a role plan validated on their own: `policy`, `rollout`, `batch`, ..."""
 
 
 def _content_key(data: Any) -> bytes | None:
     """`data`'s content as bytes: equal bytes, equal content of the same exact types (marshal
     refuses subclasses and other objects; those documents are not reused: None). Only the
-    buffer types (bytes, bytearray) share one encoding; `_exact` keeps them out of the memos."""
+    buffer types (bytes, bytearray) share one encoding; `_exact` keeps them out of the memos.
+    Format 4 writes an object met twice once (the keys' strings are shared), so equal content
+    shared otherwise gives other bytes: a miss, never a wrong hit."""
     try:
-        return marshal.dumps(data, 2)
+        return marshal.dumps(data, 4)
     except ValueError:
         return None
 
@@ -131,6 +152,34 @@ def _execution(data: Any) -> Execution:
     return _EXECUTIONS.put(key, Execution.model_validate(marshal.loads(key)))
 
 
+def _section(name: str, data: Any) -> Any:
+    """role_plan's section `name` as RolePlan takes it: the model validated from `data`, once per
+    distinct content; `data` itself when it is not a mapping (null, or what RolePlan refuses)."""
+    if type(data) is not dict:
+        return data
+    key = _content_key(data)
+    known = _PLAN_SECTIONS.get((name, key)) if key is not None else None
+    if known is not None:
+        return known
+    if key is None or not _exact(data):
+        return ROLE_PLAN_SECTIONS[name].model_validate(data)
+    # Validated from a private copy, as the part beside the plan is.
+    return _PLAN_SECTIONS.put((name, key), ROLE_PLAN_SECTIONS[name].model_validate(
+        marshal.loads(key)))
+
+
+def _role_plan(data: Any) -> RolePlan:
+    """RolePlan.model_validate(data), its sections validated once per distinct content and
+    handed to it validated (kept as they are: `revalidate_instances` is never). Raises
+    ValidationError where validating `data` does, though not with the same locations (the
+    caller validates the whole document again)."""
+    if type(data) is not dict:
+        return RolePlan.model_validate(data)
+    return RolePlan.model_validate({
+        name: _section(name, value) if name in ROLE_PLAN_SECTIONS else value
+        for name, value in data.items()})
+
+
 def _build_sources(data: Any) -> BuildSources:
     """BuildSources.from_data(data), once per distinct content (it copies what it keeps)."""
     key = _content_key(data)
@@ -157,13 +206,13 @@ def _validate(data: dict[str, Any]) -> RunSpec:
         try:
             # Validated from a private copy: a later change to the caller's data (a builder's
             # config is kept as given) cannot reach the specs parsed after it.
-            spec = RunSpec.model_validate({**marshal.loads(key), **{
-                name: data[name] for name in PLAN_KEYS}})
+            base = _BESIDE_PLAN.put(key, RunSpec.model_validate({**marshal.loads(key), **{
+                name: data[name] for name in PLAN_KEYS}}))
         except ValidationError:
             return RunSpec.model_validate(data)
-        return _BESIDE_PLAN.put(key, spec)
+    # The plan's sections and the execution from their memos, as for every later document.
     try:
-        plan = RolePlan.model_validate(data["role_plan"])
+        plan = _role_plan(data["role_plan"])
         execution = _execution(data["execution"])
     except ValidationError:
         return RunSpec.model_validate(data)
@@ -175,6 +224,7 @@ def forget_parsed() -> None:
     _BESIDE_PLAN.clear()
     _EXECUTIONS.clear()
     _SOURCES.clear()
+    _PLAN_SECTIONS.clear()
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:

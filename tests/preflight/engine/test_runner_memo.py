@@ -1,11 +1,12 @@
 """What parse_spec and run_preflight reuse from plan to plan changes no result.
 
-parse_spec validates a document's part beside the plan (`role_plan`, `execution`) once per
-distinct content (rlaunch.spec.io); run_preflight runs a rule declared `reads_plan=False` once per
-distinct set of the spec's other fields (rlaunch.preflight.engine.runner). Here every plan of
-the throughput benchmark's generator, the worked examples and every rule's example (each breaks
-its rule), plus documents that fail to parse, go through both paths: cold (memos emptied before
-each document) and warm; specs, parse errors and every finding must be equal.
+parse_spec validates a document's part beside the plan (`role_plan`, `execution`) and each
+section of a role plan once per distinct content (rlaunch.spec.io); run_preflight runs a rule
+declared `reads_plan=False` once per distinct set of the spec's other fields
+(rlaunch.preflight.engine.runner). Here every plan of the throughput benchmark's generator, the
+worked examples and every rule's example (each breaks its rule), plus documents that fail to
+parse, go through both paths: cold (memos emptied before each document) and warm; specs, parse
+errors and every finding must be equal.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.runner import forget_reused, rules_for
 from rlaunch.spec import RunSpec, SpecError, parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
-from rlaunch.spec.io import forget_parsed
+from rlaunch.spec.io import ROLE_PLAN_SECTIONS, forget_parsed
+from rlaunch.spec.roleplan import RolePlan
 
 BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "preflight_throughput.py"
 
@@ -97,6 +99,40 @@ def test_a_warm_parse_shares_the_part_beside_the_plan() -> None:
     assert two.model is parse_spec(copy.deepcopy(first)).model  # reused, not validated again
 
 
+def test_equal_role_plan_sections_are_the_very_same_objects() -> None:
+    """parse_spec validates each section of a role plan once per distinct content: plans that
+    share a section share its object (what a rule may key a memo on, holding it)."""
+    first, second = benchmark().random_plans(2, seed=3)
+    second["role_plan"]["placement"] = copy.deepcopy(first["role_plan"]["placement"])
+    second["role_plan"]["batch"] = copy.deepcopy(first["role_plan"]["batch"])
+    second["role_plan"]["batch"]["eval_batch_size"] += 1
+    one, two = parse_spec(first).role_plan, parse_spec(second).role_plan
+    assert two.placement is one.placement
+    assert two.batch is not one.batch
+    assert two.batch.eval_batch_size == one.batch.eval_batch_size + 1
+    assert two == RolePlan.model_validate(second["role_plan"])
+    assert sorted(ROLE_PLAN_SECTIONS) == [
+        "batch", "critic", "placement", "policy", "reference", "rollout"]
+
+
+def test_a_section_equal_in_value_but_not_in_type_is_not_reused() -> None:
+    """`True == 1`: a section whose count is `True` is refused, however often `1` was seen."""
+    document = worked_example("colocated-1x8")
+    document["role_plan"]["placement"] = {"colocate_all": True, "colocate_policy_ref": True}
+    parse_spec(copy.deepcopy(document))
+    document["role_plan"]["policy"]["num_nodes"] = True
+    with pytest.raises(SpecError) as refused:
+        parse_spec(document)
+    assert refused.value.problems == [
+        "role_plan.policy.num_nodes: Input should be a valid integer (got true)"]
+    document["role_plan"]["placement"]["colocate_all"] = 1
+    document["role_plan"]["policy"]["num_nodes"] = 1
+    with pytest.raises(SpecError) as refused:
+        parse_spec(document)
+    assert refused.value.problems == [
+        "role_plan.placement.colocate_all: Input should be a valid boolean (got 1)"]
+
+
 def test_a_change_to_a_parsed_document_does_not_reach_later_specs() -> None:
     forget_parsed()
     document = worked_example("colocated-1x8")
@@ -132,6 +168,15 @@ def test_runspec_validators_read_nothing_of_the_plan() -> None:
     assert set(RunSpec.__pydantic_decorators__.model_validators) == {
         "_settings_exist", "_environment_data_names_a_setting"}
     assert set(RunSpec.__pydantic_decorators__.field_validators) == {"_integers_in_range"}
+
+
+def test_roleplan_validators_read_nothing_beside_each_section() -> None:
+    """parse_spec hands RolePlan its sections validated (kept as they are), which equals
+    validating the whole plan while RolePlan has no validator of its own that would see the
+    sections together: a new one must be checked, then listed here."""
+    assert RolePlan.__pydantic_decorators__.model_validators == {}
+    assert set(RolePlan.__pydantic_decorators__.field_validators) == {"_integers_in_range"}
+    assert RolePlan.model_config.get("revalidate_instances", "never") == "never"
 
 
 def test_a_memo_forgets_its_least_recently_used_entry() -> None:
