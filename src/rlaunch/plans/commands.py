@@ -192,8 +192,8 @@ def allowances(spec: RunSpec, strategies: tuple[str, ...], offload: bool,
             " every plan keeps them; drop --allow-lora, or set the rank in SPEC's settings")
     backend = spec.role_plan.rollout.backend
     if backend != "vllm":
-        # SkyRL 0.3.0 skyrl/train/utils/utils.py validate_cfg: "LoRA enabled requires vLLM
-        # backend" (preflight's SET001).
+        # SkyRL 0.3.0 and 0.4.0 skyrl/train/utils/utils.py validate_cfg: "LoRA enabled
+        # requires vLLM backend" (preflight's SET001).
         raise click.ClickException(
             f"{option}: SPEC's rollout backend is {backend}, and SkyRL loads LoRA adapters"
             " into vLLM engines only (SET001), so no LoRA plan could pass; set SPEC's"

@@ -215,7 +215,7 @@ class Allowed:
     them (`rlaunch plans --allow-offload`, `--allow-lora RANK`)."""
 
     offload: bool = False
-    """FSDP's CPU offload (FSDP2's CPUOffloadPolicy: SkyRL 0.3.0
+    """FSDP's CPU offload (FSDP2's CPUOffloadPolicy: SkyRL 0.3.0 and 0.4.0
     skyrl/backends/skyrl_train/distributed/fsdp_strategy.py `FSDPStrategy._fsdp_init_model`)
     of the reference, the policy, or both."""
     lora_rank: int = 0
