@@ -108,7 +108,7 @@ def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
                   train_batch: int | None, samples: int | None, max_prompt_length: int | None,
                   max_generate_length: int | None, top: int, allow_offload: bool,
                   lora_rank: int | None) -> None:
-    """Search the role plans of a GPU budget (NODES x GPUS_PER_NODE of ACCELERATOR; each SPEC's
+    """Search the role plans of a GPU budget (NODES x GPUS_PER_NODE of ACCELERATOR; SPEC's
     own allocation unless given) that preflight accepts, for the model, data, runtime,
     lengths, algorithm and settings of SPEC (a RunSpec file, such as `./pants package` writes
     beside the launch YAML; `./pants plans TARGET` does both), and print the best few as
