@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from rlaunch.preflight.engine.check import Check, usable_facts
 from rlaunch.preflight.engine.finding import Finding, error, warning
@@ -47,8 +48,10 @@ from rlaunch.preflight.estimates.gpu_memory import (
     reference_forward,
 )
 from rlaunch.preflight.rules.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
+from rlaunch.memo import Memo
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
+from rlaunch.spec.parallelism import Parallelism
 
 REF_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
 CRITIC_OFFLOAD = "trainer.critic.fsdp_config.cpu_offload"
@@ -69,6 +72,47 @@ def _set(name: str) -> str:
     return f"settings.{name}"
 
 
+class Settings(NamedTuple):
+    """The SkyRL settings the memory rules read (`RunSpec.skyrl_setting`: as the run sets them,
+    else the pinned release's defaults), as they are."""
+
+    checkpointing: Any
+    cpu_offload: Any
+    lora_rank: Any
+    ref_offload: Any
+    critic_offload: Any
+    critic_lora_rank: Any
+    bf16: Any
+    padding_removal: Any
+    token_cap: Any
+    per_minibatch: Any
+    gpu_memory: Any
+    engine_dtype: Any
+
+
+SETTINGS_READ = (CHECKPOINTING, CPU_OFFLOAD, LORA_RANK, REF_OFFLOAD, CRITIC_OFFLOAD,
+                 CRITIC_LORA_RANK, TRAINER_BF16, PADDING_REMOVAL, TOKEN_CAP, PER_MINIBATCH,
+                 GPU_MEMORY, ENGINE_DTYPE)
+"""The names of Settings' fields, in their order."""
+_SETTINGS: Memo[tuple[int, int], tuple[object, object, Settings]] = Memo(64)
+"""The identities of a spec's `settings` and `runtime` (all `skyrl_setting` reads) ->
+`(settings, runtime, Settings)`: held, so no other object takes their identities while the
+entry lives. A search hands preflight the very same two objects plan after plan (parse_spec
+reuses the part beside the plan); an equal copy is a new entry, never a wrong one."""
+
+
+def memory_settings(check: Check) -> Settings:
+    """The settings the memory rules read, read once per spec `settings` and `runtime`."""
+    spec = check.spec
+    settings, runtime = spec.settings, spec.runtime
+    key = (id(settings), id(runtime))
+    known = _SETTINGS.get(key)
+    if known is None:
+        known = _SETTINGS.put(key, (settings, runtime, Settings._make(
+            spec.skyrl_setting(name) for name in SETTINGS_READ)))
+    return known[2]
+
+
 @dataclass(frozen=True)
 class Memory:
     """What every memory rule reads: the GPU's memory and the shapes of the run."""
@@ -82,6 +126,7 @@ class Memory:
     forward: Activations
     engine: EngineShape
     sequence: int
+    settings: Settings
 
 
 def memory_of(check: Check) -> Memory | None:
@@ -113,20 +158,21 @@ def _memory_of(check: Check) -> Memory | None:
     tensor = policy.tensor_parallel_size if megatron else 1
     batch = plan.batch
     rollout = plan.rollout
-    cap = spec.skyrl_setting(TOKEN_CAP)
+    settings = memory_settings(check)
+    cap = settings.token_cap
     cap = cap if isinstance(cap, int) and cap > 0 else 0
     return Memory(
         gpu=gpu * GIB, accelerator=accelerator, facts=facts, reference_facts=reference_facts,
         activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor,
                                 cap),
-        forward=Activations(_forward_micro_batch(check), sequence, split, tensor, cap),
+        forward=Activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
         engine=EngineShape(rollout.tensor_parallel_size, rollout.pipeline_parallel_size,
                            rollout.data_parallel_size, rollout.expert_parallel_size),
-        sequence=sequence,
+        sequence=sequence, settings=settings,
     )
 
 
-def _forward_micro_batch(check: Check) -> int:
+def _forward_micro_batch(check: Check, settings: Settings) -> int:
     """The forward micro batch as SkyRL cuts it: `micro_forward_batch_size_per_gpu` sequences,
     or all a GPU has when it has fewer (`SampleBasedBatchIterator` chunks what it is given): the
     mini batch's share of a DP rank with `trainer.recompute_old_logprobs_per_minibatch` (the
@@ -137,32 +183,71 @@ def _forward_micro_batch(check: Check) -> int:
     dp = check.policy_dp
     if dp is None:
         return micro
-    prompts = (batch.policy_mini_batch_size if spec.skyrl_setting(PER_MINIBATCH)
+    prompts = (batch.policy_mini_batch_size if settings.per_minibatch
                else batch.train_batch_size)
     return max(min(micro, prompts * batch.n_samples_per_prompt // dp), 1)
 
 
+_ESTIMATES: Memo[tuple[Any, ...], tuple[ModelFacts, Any]] = Memo(4096)
+"""A phase's inputs, as plain values (the facts by identity) -> `(facts, what the estimate
+function returns)`: the facts held, so no other object takes their identity while the entry
+lives. The estimates' own LRU caches hash and compare the pydantic facts and the layout on
+every call, which costs more than the lookup of a tuple of numbers."""
+
+
+def _layout(shape: Parallelism) -> tuple[Any, ...]:
+    """What the estimates read of a trainer's layout (rlaunch.preflight.estimates.gpu_memory):
+    the strategy and the world, and under Megatron its TP, PP, CP, EP and ETP."""
+    if shape.strategy == "megatron":
+        return (shape.strategy, shape.world, shape.tensor, shape.pipeline, shape.context,
+                shape.expert, shape.expert_tensor)
+    return (shape.strategy, shape.world)
+
+
+def _shape(activations: Activations) -> tuple[int, ...]:
+    return (activations.micro_batch, activations.sequence, activations.split,
+            activations.tensor, activations.token_cap)
+
+
+def _trainer_estimate(function: Any, facts: ModelFacts, shape: Parallelism,
+                      activations: Activations, *, critic: bool = False,
+                      **flags: Any) -> Estimate:
+    """`function(facts, shape, activations, **flags)` (an estimate of gpu_memory), or with
+    `critic` `function(critic_facts(facts), ..., role="critic")`, once per distinct inputs."""
+    key = (function, id(facts), critic, _layout(shape), _shape(activations),
+           *flags.items())
+    known = _ESTIMATES.get(key)
+    if known is None:
+        if critic:
+            estimate = function(critic_facts(facts), shape, activations, role="critic",
+                                **flags)
+        else:
+            estimate = function(facts, shape, activations, **flags)
+        known = _ESTIMATES.put(key, (facts, estimate))
+    return known[1]
+
+
 def _policy_estimate(check: Check, memory: Memory) -> Estimate:
-    spec = check.spec
-    return policy_training(
-        memory.facts, check.parallelism("policy"), memory.activations,
-        checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=_offload(check),
-        lora_rank=int(spec.skyrl_setting(LORA_RANK)),
+    settings = memory.settings
+    return _trainer_estimate(
+        policy_training, memory.facts, check.parallelism("policy"), memory.activations,
+        checkpointing=bool(settings.checkpointing), offload=_offload(check, settings),
+        lora_rank=int(settings.lora_rank),
     )
 
 
-def _offload(check: Check) -> bool:
-    spec = check.spec
-    return spec.role_plan.strategy == "fsdp" and bool(spec.skyrl_setting(CPU_OFFLOAD))
+def _offload(check: Check, settings: Settings) -> bool:
+    return check.spec.role_plan.strategy == "fsdp" and bool(settings.cpu_offload)
 
 
 def _policy_forward(check: Check, memory: Memory) -> Estimate:
-    spec = check.spec
-    offload = _offload(check)
-    return policy_forward(
-        memory.facts, check.parallelism("policy"), memory.forward, offload=offload,
-        optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
-        lora_rank=int(spec.skyrl_setting(LORA_RANK)),
+    settings = memory.settings
+    offload = _offload(check, settings)
+    return _trainer_estimate(
+        policy_forward, memory.facts, check.parallelism("policy"), memory.forward,
+        offload=offload,
+        optimizer_resident=not offload and not check.spec.role_plan.placement.colocate_all,
+        lora_rank=int(settings.lora_rank),
     )
 
 
@@ -177,38 +262,34 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
     facts = getattr(model, "facts", None) if model is not None else memory.facts
     if facts is None or not usable_facts(facts):
         return None
-    offload = bool(spec.skyrl_setting(CRITIC_OFFLOAD))
-    rank = int(spec.skyrl_setting(CRITIC_LORA_RANK))
+    settings = memory.settings
+    offload = bool(settings.critic_offload)
+    rank = int(settings.critic_lora_rank)
     shape = check.parallelism("critic")
     if training:
-        return policy_training(
-            critic_facts(facts), shape, memory.activations,
-            checkpointing=bool(spec.skyrl_setting(CHECKPOINTING)), offload=offload,
-            lora_rank=rank, role="critic")
-    return policy_forward(
-        critic_facts(facts), shape, memory.forward, offload=offload,
+        return _trainer_estimate(
+            policy_training, facts, shape, memory.activations, critic=True,
+            checkpointing=bool(settings.checkpointing), offload=offload, lora_rank=rank)
+    return _trainer_estimate(
+        policy_forward, facts, shape, memory.forward, critic=True, offload=offload,
         optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
-        lora_rank=rank, role="critic")
+        lora_rank=rank)
 
 
 def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
-    spec = check.spec
-    plan = spec.role_plan
+    plan = check.spec.role_plan
     if plan.reference is None or not check.use_kl:
         return None
-    return reference_forward(
-        memory.reference_facts, check.parallelism("reference"), memory.forward,
-        weight_bytes=2 if spec.skyrl_setting(TRAINER_BF16) else 4,
-        offload=plan.strategy == "fsdp" and bool(spec.skyrl_setting(REF_OFFLOAD)))
+    settings = memory.settings
+    return _trainer_estimate(
+        reference_forward, memory.reference_facts, check.parallelism("reference"),
+        memory.forward, weight_bytes=2 if settings.bf16 else 4,
+        offload=plan.strategy == "fsdp" and bool(settings.ref_offload))
 
 
 def _share(estimate: Estimate, memory: Memory) -> str:
     return (f"{estimate.sum_text()} ({100 * estimate.total / memory.gpu:.0f}% of one "
             f"{memory.accelerator}, {gib(memory.gpu)})")
-
-
-def _padding_removed(check: Check) -> bool:
-    return bool(check.spec.skyrl_setting(PADDING_REMOVAL))
 
 
 def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
@@ -238,7 +319,7 @@ def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimat
                 if shape.token_cap else
                 f"a micro batch's {shape.micro_batch} sequences average more than {length} "
                 f"tokens ({fit} tokens on this GPU; SkyRL removes a micro batch's padding, "
-                f"{PADDING_REMOVAL})" if _padding_removed(check) else
+                f"{PADDING_REMOVAL})" if memory.settings.padding_removal else
                 f"a micro batch's longest sequence exceeds {length} tokens (SkyRL pads a micro "
                 f"batch to its longest sequence, {PADDING_REMOVAL}: false)")
         yield warning(code, paths,
@@ -381,13 +462,19 @@ def forward_fits(check: Check) -> Iterator[Finding]:
 
 
 def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str] | None:
-    fraction = check.spec.skyrl_setting(GPU_MEMORY)
+    fraction = memory.settings.gpu_memory
     if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         return None  # SET002
-    dtype = str(check.spec.skyrl_setting(ENGINE_DTYPE))
-    weight_bytes = DTYPE_BYTES.get(dtype, 2)
-    weights = engine_weights(memory.facts, memory.engine, weight_bytes)
-    per_token, formula = kv_bytes_per_token(memory.facts, memory.engine, weight_bytes)
+    weight_bytes = DTYPE_BYTES.get(str(memory.settings.engine_dtype), 2)
+    facts, engine = memory.facts, memory.engine
+    key = (_engine_budget, id(facts), engine.tensor, engine.pipeline, engine.data, engine.expert,
+           weight_bytes)
+    known = _ESTIMATES.get(key)
+    if known is None:
+        known = _ESTIMATES.put(key, (facts, (
+            engine_weights(facts, engine, weight_bytes),
+            *kv_bytes_per_token(facts, engine, weight_bytes))))
+    weights, per_token, formula = known[1]
     if per_token <= 0:
         return None  # more pipeline stages than layers, or heads wider than the model (GEO)
     return fraction * memory.gpu, weights, per_token, formula
@@ -422,7 +509,7 @@ def engine_fits(check: Check) -> Iterator[Finding]:
     needed = per_token * memory.sequence
     if weights.bytes + needed <= limit:
         return
-    fraction = check.spec.skyrl_setting(GPU_MEMORY)
+    fraction = memory.settings.gpu_memory
     yield error(
         "MEM004",
         (ACCELERATOR, _set(GPU_MEMORY), "role_plan.rollout.tensor_parallel_size",
@@ -463,7 +550,7 @@ def kv_cache_margin(check: Check) -> Iterator[Finding]:
     group = check.spec.role_plan.batch.n_samples_per_prompt
     if not 1 <= sequences < group:
         return
-    fraction = check.spec.skyrl_setting(GPU_MEMORY)
+    fraction = memory.settings.gpu_memory
     yield warning(
         "MEM005",
         (ACCELERATOR, _set(GPU_MEMORY), "role_plan.rollout.tensor_parallel_size",
@@ -498,7 +585,7 @@ def weight_sync_fits(check: Check) -> Iterator[Finding]:
         dense, expert = local_parameters(facts, shape)
         policy = Term("policy weights", (dense + expert) * 2,
                       f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU) x 2 B")
-    elif spec.skyrl_setting(CPU_OFFLOAD):
+    elif memory.settings.cpu_offload:
         policy = Term("policy weights", 0, "(offloaded to CPU)")
     else:
         policy = Term("policy weights", facts.num_parameters * 4 / shape.world,
