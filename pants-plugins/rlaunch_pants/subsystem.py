@@ -19,7 +19,8 @@ class RlaunchSubsystem(Subsystem):
     help = softwrap(
         """
         Options for rlaunch, which declares RL post-training experiments as build targets,
-        preflights them (`check`), renders their launch YAML (`package`) and submits it (`run`).
+        preflights them (`check`), renders their launch YAML (`package`) and submits it (`run`);
+        `plans` searches the role plans of a GPU budget for a run.
 
         The checks and the rendering run the rlaunch library in processes on the project runtime
         (CPython 3.11 with `3rdparty/requirements.lock`), not inside Pants.
@@ -31,7 +32,7 @@ class RlaunchSubsystem(Subsystem):
         help=softwrap(
             """
             Absolute path of the project runtime's interpreter, which runs the rlaunch library for
-            `check`, `package` and `run`.
+            `check`, `package`, `plans` and `run`.
 
             Normally left unset here: the `./pants` script builds the shared runtime venv (see
             `scripts/runtime`) and exports `PANTS_RLAUNCH_PYTHON` pointing at it, which Pants reads
