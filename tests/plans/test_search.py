@@ -229,7 +229,16 @@ def test_cpu_offload_fits_qwen14b_on_four_a100_40gb_where_no_plain_plan_does(
         "# 1. idle GPUs 0; needs CPU offload of the policy; warnings 1; engines crossing nodes 0;"
         " rollout and training share all 4 GPUs (colocated); memory free per GPU: policy"
         " training 65%, policy forward 78%, reference forward 78%, vLLM engine 10%")
-    assert lines[4:6] == ["role_plan(",
+    # Each warning is printed whole, wrapped into comment lines: the output stays BUILD syntax.
+    assert lines[3:6] == [
+        "#   warning BATCH010: train_data gsm8k-train-prompts@2026.11.30 has 7473 rows = 58"
+        " batches of",
+        "#     train_batch_size 128 + 49: each epoch trains on 7424 prompts and leaves out 49"
+        " (0.7%), a fresh",
+        "#     random draw every epoch (SkyRL's train dataloader shuffles and drops the last"
+        " partial batch)",
+    ]
+    assert lines[6:8] == ["role_plan(",
                           '    name="fsdp-colocated-sp4-engines4x-tp1-dp1-ep1-offload-policy",']
     # The spec already offloads the reference (its BUILD file's settings): only the policy's
     # offload is new, and it is a setting of the run, printed under the role plan.
@@ -257,7 +266,7 @@ def test_lora_fits_qwen3_30b_a3b_megatron_on_four_h100_where_no_plain_plan_does(
         "# 1. idle GPUs 0; needs LoRA rank 16; warnings 1; engines crossing nodes 0; rollout and"
         " training share all 4 GPUs (colocated); memory free per GPU: policy training 72%,"
         " policy forward 73%, reference forward 73%, vLLM engine 15%")
-    assert lines[5] == '    name="megatron-colocated-tp4-pp1-ep4-engines4x-tp1-dp1-ep1-lora16",'
+    assert lines[7] == '    name="megatron-colocated-tp4-pp1-ep4-engines4x-tp1-dp1-ep1-lora16",'
     assert lines[-1] == '#     "trainer.policy.model.lora.rank": 16,'
 
 

@@ -45,7 +45,7 @@ def test_plans_prints_the_librarys_plans_for_the_runs_spec(
         "# 1. idle GPUs 0; warnings 1; engines crossing nodes 0; rollout and training share all"
         " 4 GPUs (colocated); memory free per GPU: policy training 89%, policy forward 95%,"
         " reference forward 96%, vLLM engine 20%")
-    assert lines[5] == '    name="fsdp-colocated-sp4-engines4x-tp1-dp1-ep1",'
+    assert lines[7] == '    name="fsdp-colocated-sp4-engines4x-tp1-dp1-ep1",'
     ast.parse(result.stdout)  # BUILD syntax, as it is
     assert result.stdout.count("\nrole_plan(\n") == 2
 

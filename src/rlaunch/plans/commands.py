@@ -3,6 +3,8 @@ budget that preflight accepts, best first."""
 
 from __future__ import annotations
 
+import textwrap
+
 import time
 from typing import Any
 
@@ -211,10 +213,17 @@ def _settable(spec: RunSpec, option: str, name: str, value: Any) -> None:
             f" {problem}; drop {option.split()[0]}")
 
 
+def comment_lines(text: str) -> str:
+    """`text` whole, as comment lines of a BUILD file (each line `#   `, wrapped at 100
+    columns), each after a newline: the output stays valid BUILD syntax."""
+    lines = textwrap.wrap(text, width=96, break_on_hyphens=False, subsequent_indent="  ")
+    return "".join(f"\n#   {line}" for line in lines)
+
+
 def render(index: int, plan: Ranked) -> str:
     spec = plan.valid.spec
     concession = plan.valid.candidate.concession
-    warnings = "".join(f"\n#   warning {finding.code}: {finding.message[:160]}"
+    warnings = "".join(comment_lines(f"warning {finding.code}: {finding.message}")
                        for finding in plan.valid.findings)
     return (f"\n# {index}. {describe(plan.facts)}{warnings}\n"
             f"{build_snippet(spec, plan_name(plan.facts, spec, concession.tag))}"
