@@ -85,7 +85,7 @@ def test_three_hand_written_files_and_the_regenerated_schema_change(scratch: Scr
 
 
 def test_the_field_is_documented_by_pants_help(scratch: ScratchRepo) -> None:
-    result = scratch.pants("--no-pantsd", "help", "role_plan")
+    result = scratch.pants("help", "role_plan")
     assert result.returncode == 0, result.stderr
     assert (
         "        max_loras: LoRA adapters served in one batch (vLLM max_loras) (default: 1)\n"
@@ -95,10 +95,10 @@ def test_the_field_is_documented_by_pants_help(scratch: ScratchRepo) -> None:
 def test_the_field_reaches_check_the_yaml_and_skyrls_own_loader(
     scratch: ScratchRepo, repo_root: Path, tmp_path: Path
 ) -> None:
-    result = scratch.pants("--no-pantsd", "check", RUN)
+    result = scratch.pants("check", RUN)
     assert result.returncode == 0, result.stderr
     assert "✓ rlaunch-preflight succeeded." in result.stderr
-    result = scratch.pants("--no-pantsd", "package", RUN)
+    result = scratch.pants("package", RUN)
     assert result.returncode == 0, result.stderr
     folder = scratch.root / "dist/experiments/qwen2.5-1.5b-gsm8k/grpo"
     spec = json.loads((folder / "spec.json").read_text())
@@ -124,7 +124,7 @@ def check_edited(scratch: ScratchRepo, old: str, new: str) -> str:
     assert old in original, old
     example.write_text(original.replace(old, new, 1))
     try:
-        result = scratch.pants("--no-pantsd", "check", RUN)
+        result = scratch.pants("check", RUN)
     finally:
         example.write_text(original)
     assert result.returncode != 0
