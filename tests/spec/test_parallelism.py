@@ -3,6 +3,7 @@ policy, the reference and the critic alike."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import pytest
@@ -35,6 +36,23 @@ def test_megatron_sizes_and_their_equations():
     assert policy.replica_equation() == "TP 4 x PP 1 x CP 1 = 4"
     assert policy.expert_equation() == "ETP 1 x EP 8 x PP 1 = 8"
     assert policy.dp_equation() == "policy DP 8 = world 32 / (TP 4 x PP 1 x CP 1)"
+
+
+def test_derived_sizes_take_no_part_in_equality_and_hash():
+    policy = layout()
+    again = dataclasses.replace(policy)
+    assert (again == policy, hash(again) == hash(policy), again.data_parallel) == (True, True, 8)
+    assert layout(tp=8) != policy
+    assert repr(policy) == (
+        "Parallelism(role='policy', strategy='megatron', nodes=4, gpus_per_node=8, tensor=4,"
+        " pipeline=1, context=1, expert=8, expert_tensor=1, sequence=1)")
+
+
+def test_equal_sections_of_two_plans_give_the_very_same_parallelism():
+    first = parse_spec(worked_example("megatron-moe-5x8"))
+    second = parse_spec(worked_example("megatron-moe-5x8"))
+    assert second.role_plan.policy is first.role_plan.policy
+    assert second.role_plan.parallelism("policy") is first.role_plan.parallelism("policy")
 
 
 def test_fsdp_replicas_are_the_sequence_parallel_groups():

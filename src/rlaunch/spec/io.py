@@ -20,7 +20,7 @@ from rlaunch.memo import Memo
 from rlaunch.spec.base import SpecModel
 from rlaunch.spec.documents import DocumentError, Dumper, parse, read_document
 from rlaunch.spec.execution import Execution
-from rlaunch.spec.roleplan import RolePlan
+from rlaunch.spec.roleplan import RolePlan, forget_layouts
 from rlaunch.spec.run import RunSpec
 from rlaunch.spec.sources import SOURCES_KEY, BuildSources
 
@@ -225,6 +225,7 @@ def forget_parsed() -> None:
     _EXECUTIONS.clear()
     _SOURCES.clear()
     _PLAN_SECTIONS.clear()
+    forget_layouts()
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:

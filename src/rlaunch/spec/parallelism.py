@@ -15,7 +15,7 @@ the renderer and the smoke runtime all ask here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from pydantic import BaseModel
@@ -64,7 +64,8 @@ def dimensions(model: type[BaseModel] = ParallelSizes) -> tuple[tuple[str, Dimen
 
 @dataclass(frozen=True)
 class Parallelism:
-    """How one trainer role lays its model over its GPUs."""
+    """How one trainer role lays its model over its GPUs. Its derived sizes are computed once,
+    when it is made (rules read them tens of times per plan); they take no part in equality."""
 
     role: str
     """How messages name the role: `policy`, `reference`, `critic`."""
@@ -77,6 +78,38 @@ class Parallelism:
     expert: int
     expert_tensor: int
     sequence: int
+    world: int = field(init=False, repr=False, compare=False)
+    """GPUs of the role: nodes x GPUs per node."""
+    model_parallel: int = field(init=False, repr=False, compare=False)
+    """TP x PP x CP: the GPUs holding one Megatron replica."""
+    replica: int = field(init=False, repr=False, compare=False)
+    """GPUs holding one replica, which divide the world into DP ranks: TP x PP x CP for
+    Megatron, SP for FSDP (SkyRL's utils.validate_batch_sizes)."""
+    expert_group: int = field(init=False, repr=False, compare=False)
+    """ETP x EP x PP: the ranks of one Megatron-Core expert group."""
+    data_parallel: int | None = field(init=False, repr=False, compare=False)
+    """DP: whole replicas in the world; None when it is undefined (a count below 1, or a
+    world the replica does not divide)."""
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        world = self.nodes * self.gpus_per_node
+        model_parallel = self.tensor * self.pipeline * self.context
+        replica = model_parallel if self.strategy == "megatron" else self.sequence
+        undefined = world < 1 or replica < 1 or world % replica
+        derived = {
+            "world": world, "model_parallel": model_parallel, "replica": replica,
+            "expert_group": self.expert_tensor * self.expert * self.pipeline,
+            "data_parallel": None if undefined else world // replica,
+            "_hash": hash((self.role, self.strategy, self.nodes, self.gpus_per_node, self.tensor,
+                           self.pipeline, self.context, self.expert, self.expert_tensor,
+                           self.sequence)),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def of(cls, role: str, strategy: Strategy, *, nodes: int, gpus_per_node: int,
@@ -93,35 +126,6 @@ class Parallelism:
     @property
     def megatron(self) -> bool:
         return self.strategy == "megatron"
-
-    @property
-    def world(self) -> int:
-        """GPUs of the role: nodes x GPUs per node."""
-        return self.nodes * self.gpus_per_node
-
-    @property
-    def model_parallel(self) -> int:
-        """TP x PP x CP: the GPUs holding one Megatron replica."""
-        return self.tensor * self.pipeline * self.context
-
-    @property
-    def replica(self) -> int:
-        """GPUs holding one replica, which divide the world into DP ranks: TP x PP x CP for
-        Megatron, SP for FSDP (SkyRL's utils.validate_batch_sizes)."""
-        return self.model_parallel if self.megatron else self.sequence
-
-    @property
-    def expert_group(self) -> int:
-        """ETP x EP x PP: the ranks of one Megatron-Core expert group."""
-        return self.expert_tensor * self.expert * self.pipeline
-
-    @property
-    def data_parallel(self) -> int | None:
-        """DP: whole replicas in the world; None when it is undefined (a count below 1, or a
-        world the replica does not divide)."""
-        if self.world < 1 or self.replica < 1 or self.world % self.replica:
-            return None
-        return self.world // self.replica
 
     # -- the equations messages print ------------------------------------------------------------
 

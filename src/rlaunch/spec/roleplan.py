@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from rlaunch.memo import Memo
 from rlaunch.spec.base import SpecModel
 from rlaunch.spec.parallelism import Parallelism, ParallelSizes, Strategy
 
@@ -49,6 +50,17 @@ class AuxRole(SpecModel):
 class ReferenceRole(ParallelSizes, AuxRole):
     """The KL reference: its own GPUs or the policy's, and always its own parallel sizes (SkyRL
     builds the reference's workers from `trainer.ref`, not from the policy's sizes)."""
+
+
+_LAYOUTS: Memo[tuple[str, str, int, int], tuple[SpecModel, SpecModel, Parallelism]] = Memo(4096)
+"""A role, the strategy and the identities of the role's footprint and sizes -> those two, held
+(no other object takes their identities while the entry lives), and the role's parallelism:
+parse_spec hands every plan of a search equal sections as the very same objects."""
+
+
+def forget_layouts() -> None:
+    """Empty the parallelism memo (parse_spec's cold start: rlaunch.spec.io.forget_parsed)."""
+    _LAYOUTS.clear()
 
 
 def engine_gpus(*, tensor: int, pipeline: int, data: int) -> int:
@@ -142,8 +154,14 @@ class RolePlan(SpecModel):
     def _parallelism(self, role: str, footprint: PolicyRole | AuxRole) -> Parallelism:
         sizes = (self.reference if role == "reference" and self.reference is not None
                  else self.policy)
-        return Parallelism.of(role, self.strategy, nodes=footprint.num_nodes,
-                              gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
+        key = (role, self.strategy, id(footprint), id(sizes))
+        known = _LAYOUTS.get(key)
+        if known is not None:
+            return known[2]
+        found = Parallelism.of(role, self.strategy, nodes=footprint.num_nodes,
+                               gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
+        _LAYOUTS.put(key, (footprint, sizes, found))
+        return found
 
     def geometry(self) -> dict:
         """Everything about where roles run, without batch sizes: what a smoke must share."""
