@@ -12,6 +12,7 @@ errors and every finding must be equal.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import importlib.util
 from pathlib import Path
@@ -23,7 +24,8 @@ import pytest
 from rlaunch.memo import Memo
 from rlaunch.preflight import Finding, all_rules, run_preflight
 from rlaunch.preflight.engine.check import Check
-from rlaunch.preflight.engine.runner import forget_reused, rules_for
+from rlaunch.preflight.engine import registry
+from rlaunch.preflight.engine.runner import _rules_for_release, forget_reused, rules_for
 from rlaunch.spec import RunSpec, SpecError, parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
 from rlaunch.spec.io import ROLE_PLAN_SECTIONS, forget_parsed
@@ -139,6 +141,48 @@ def test_a_change_to_a_parsed_document_does_not_reach_later_specs() -> None:
     parse_spec(document)
     document["model"]["facts"]["num_attention_heads"] = 3
     assert parse_spec(worked_example("colocated-1x8")).model.facts.num_attention_heads == 12
+
+
+def test_a_rule_that_crashes_on_a_warm_run_is_reported_as_on_a_cold_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm, the rules run in one loop under one try; when one raises, every rule runs again
+    one by one on a fresh Check: a PRE000 naming the rule, after the findings it yielded before,
+    and every other rule's findings, as on a cold run."""
+    victim = next(rule for rule in rules_for("spec") if rule.reads_plan)
+
+    def crashing(check: Check) -> Any:
+        yield from victim.func(check)
+        yield Finding("GEO999", "warning", (), "yielded before the crash", "none")
+        if check.spec.role_plan.policy.tensor_parallel_size == 4:
+            raise RuntimeError("tensor parallel 4")
+
+    monkeypatch.setitem(registry._RULES, victim.code, dataclasses.replace(victim, func=crashing))
+    plans = benchmark().random_plans(60, seed=8)
+    try:
+        forget_reused()
+        registry_caches_clear()
+        cold = []
+        for document in plans:
+            forget_reused()
+            cold.append(outcome(document))
+        warm = [outcome(document) for document in plans]
+    finally:
+        monkeypatch.undo()
+        registry_caches_clear()
+        forget_reused()
+    assert warm == cold
+    crashes = [finding for result in warm for finding in result[2] if finding.code == "PRE000"]
+    assert 0 < len(crashes) < len(plans)
+    assert {finding.message for finding in crashes} == {
+        f"rule {victim.code} crashed on this spec (RuntimeError: tensor parallel 4); its check"
+        " did not run"}
+    assert all("GEO999" in [finding.code for finding in result[2]] for result in warm)
+
+
+def registry_caches_clear() -> None:
+    """The runner's rule lists, read from the registry again."""
+    rules_for.cache_clear()
+    _rules_for_release.cache_clear()
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
+from rlaunch.memo import Memo
 from rlaunch.preflight.engine.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
 from rlaunch.spec.parallelism import Parallelism, dimensions
@@ -43,6 +44,31 @@ def usable_facts(facts: ModelFacts) -> bool:
     return all(value > 0 for _, value in facts.counts())
 
 
+Counts = list[tuple[str, int]]
+_NONPOSITIVE: Memo[tuple[str, tuple[str, ...], int], tuple[Any, Counts]] = Memo(4096)
+"""A section's path, the counts read and its identity -> the section, held (no other object
+takes its identity while the entry lives), and its counts below 1: parse_spec hands the plans
+of a search equal sections as the very same objects."""
+
+
+def _nonpositive(prefix: str, section: Any, names: tuple[str, ...]) -> list[tuple[str, int]]:
+    """`(path, value)` of the counts `names` of `section` (at `prefix`) below 1. The list is
+    shared: callers copy it before adding to it."""
+    key = (prefix, names, id(section))
+    known = _NONPOSITIVE.get(key)
+    if known is not None:
+        return known[1]
+    found = [(f"{prefix}.{name}", value) for name in names
+             if (value := getattr(section, name)) < 1]
+    _NONPOSITIVE.put(key, (section, found))
+    return found
+
+
+def forget_counts() -> None:
+    """Empty the memo of counts below 1 (run_preflight's cold start)."""
+    _NONPOSITIVE.clear()
+
+
 class cached_property(Generic[T]):  # noqa: N801 - used like functools.cached_property
     """functools.cached_property without its per-access lock (Python 3.11 takes one on the
     first access of every instance, which costs more than most rules). A Check is used by one
@@ -68,6 +94,7 @@ class Check:
         self.spec = spec
         self.world = world
         self._derived: dict[Any, Any] = {}
+        self._layouts: dict[str, Parallelism | None] = {}
 
     def derived(self, compute: Callable[[Check], T]) -> T:
         """`compute(self)`, computed once per Check: a value several rules derive from the spec
@@ -104,10 +131,7 @@ class Check:
         if plan.critic is not None:
             groups.append(("role_plan.critic", plan.critic, AUX_COUNTS))
         for prefix, section, names in groups:
-            for name in names:
-                value = getattr(section, name)
-                if value < 1:
-                    found.append((f"{prefix}.{name}", value))
+            found += _nonpositive(prefix, section, names)
         return found
 
     @cached_property
@@ -117,11 +141,7 @@ class Check:
     @cached_property
     def nonpositive_batch_counts(self) -> list[tuple[str, int]]:
         batch = self.spec.role_plan.batch
-        found = [
-            (f"role_plan.batch.{name}", getattr(batch, name))
-            for name in BATCH_COUNTS
-            if getattr(batch, name) < 1
-        ]
+        found = list(_nonpositive("role_plan.batch", batch, BATCH_COUNTS))
         if batch.critic_mini_batch_size is not None and batch.critic_mini_batch_size < 1:
             found.append(("role_plan.batch.critic_mini_batch_size", batch.critic_mini_batch_size))
         return found
@@ -151,11 +171,10 @@ class Check:
         """A trainer role's parallelism (rlaunch.spec.parallelism): the reference's own sizes
         (trainer.ref), the policy's for the policy and the critic (the critic is FSDP only, and
         its SP is rendered from the policy's). Asked only for a role the plan has."""
-        known = self._derived.get(("parallelism", role))
+        known = self._layouts.get(role)
         if known is not None:
             return known
-        found = self.spec.role_plan.parallelism(role)
-        self._derived[("parallelism", role)] = found
+        found = self._layouts[role] = self.spec.role_plan.parallelism(role)
         if found is None:
             raise ValueError(f"the {role}'s parallelism is asked for, but role_plan.{role} is "
                              "null (rules ask only for roles the plan has)")

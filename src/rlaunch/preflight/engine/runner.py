@@ -6,12 +6,13 @@ module of the package, this one included."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal
 
-from rlaunch.preflight.engine.check import Check
+from rlaunch.preflight.engine.check import Check, forget_counts
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.registry import Rule, registered_rules
 from rlaunch.preflight.engine.world import World
@@ -56,28 +57,60 @@ _beside_plan_values = attrgetter(*BESIDE_PLAN)
 Step = tuple[Rule, Outcome | None]
 """A rule to run, or a rule and its outcome already known."""
 _BESIDE_PLAN_STEPS: Memo[tuple[int, ...], list[Any]] = Memo(256)
-"""The identities of the rules run and of a spec's BESIDE_PLAN values -> `[those, steps]`: held (so
-no other object can take their identities while the entry lives), and the steps of a preflight
-of such a spec once one has run: every rule that reads the plan, and those that do not with
-their outcome (left out when they found nothing). A search, and parse_spec's reuse of the part
-beside the plan (rlaunch.spec.io), hand preflight the very same objects plan after plan; an
-equal copy is a new entry, never a wrong one."""
+"""The identities of the rules run and of a spec's BESIDE_PLAN values -> `[those, steps, calls]`:
+held (so no other object can take their identities while the entry lives), and once a preflight
+of such a spec has run, its steps (every rule that reads the plan, and those that do not with
+their outcome, left out when they found nothing) and the same as `calls` for the fast path: per
+step a function of the Check giving its findings (the rule's own, or one giving the known
+findings). A search, and parse_spec's reuse of the part beside the plan (rlaunch.spec.io), hand
+preflight the very same objects plan after plan; an equal copy is a new entry, never a wrong
+one."""
 
 
 def _beside_plan_entry(spec: RunSpec, rules: tuple[Rule, ...]) -> list[Any]:
-    """`[values, steps or None]` for a preflight by `rules` of specs whose BESIDE_PLAN values
-    are `spec`'s very objects."""
+    """`[values, steps or None, calls or None]` for a preflight by `rules` of specs whose
+    BESIDE_PLAN values are `spec`'s very objects."""
     values = (rules, *_beside_plan_values(spec))
     key = tuple(map(id, values))
     entry = _BESIDE_PLAN_STEPS.get(key)
     if entry is None:
-        entry = _BESIDE_PLAN_STEPS.put(key, [values, None])
+        entry = _BESIDE_PLAN_STEPS.put(key, [values, None, None])
     return entry
 
 
+def _known(found: tuple[Finding, ...]) -> Callable[[Check], tuple[Finding, ...]]:
+    """A step whose findings are known, as a function of the Check like a rule."""
+    def findings(check: Check) -> tuple[Finding, ...]:
+        return found
+    return findings
+
+
+def _calls(steps: list[Step]) -> tuple[Callable[[Check], Iterable[Finding]], ...] | None:
+    """The steps as the fast path runs them; None when a known outcome found the store
+    unavailable (the per-rule path says so)."""
+    if any(outcome is not None and outcome[1] for _, outcome in steps):
+        return None
+    return tuple(rule.func if outcome is None else _known(outcome[0]) for rule, outcome in steps)
+
+
+def _run_calls(calls: tuple[Callable[[Check], Iterable[Finding]], ...], check: Check
+               ) -> list[Finding] | None:
+    """Every step's findings in order, when no rule raises; else None (the caller runs the
+    per-rule path, which reports the rule as `_run_rule` does)."""
+    findings: list[Finding] = []
+    try:
+        for call in calls:
+            findings.extend(call(check))
+    except Exception:  # noqa: BLE001 - the per-rule path runs again and reports the rule
+        return None
+    return findings
+
+
 def forget_reused() -> None:
-    """Empty the reused outcomes (a benchmark's cold start; a test's uncached run)."""
+    """Empty the reused outcomes and the Check's memo of counts (a benchmark's cold start; a
+    test's uncached run)."""
     _BESIDE_PLAN_STEPS.clear()
+    forget_counts()
 
 
 def _run_rule(rule: Rule, check: Check) -> Outcome:
@@ -115,7 +148,10 @@ def run_preflight(
 
     Never raises on a spec that parses: a rule that crashes is reported as a PRE000 error
     naming the rule, and the other rules still run. At spec scope, a rule that reads nothing of
-    the role plan is run once per distinct rest of the spec (`_BESIDE_PLAN_STEPS`)."""
+    the role plan is run once per distinct rest of the spec (`_BESIDE_PLAN_STEPS`), and once
+    that is known the rules run in one loop under one `try` (`_run_calls`); should one raise,
+    every rule runs again one by one (`_run_rule`) on a fresh Check, so its findings are the
+    same either way (spec-scope rules read nothing but the spec)."""
     if scope not in ("spec", "all"):
         raise ValueError(f"scope must be 'spec' or 'all', got {scope!r}")
     if scope == "all" and world is None:
@@ -126,6 +162,12 @@ def run_preflight(
     check = Check(spec, world if scope == "all" else None)
     rules = _rules_for_release(scope, spec.skyrl_release)
     entry = _beside_plan_entry(spec, rules) if check.world is None else None
+    if entry is not None and entry[2] is not None:
+        fast = _run_calls(entry[2], check)
+        if fast is not None:
+            fast.sort(key=_after_errors)
+            return fast
+        check = Check(spec)  # a rule raised: every rule again, one by one, on a fresh Check
     known: list[Step] | None = entry[1] if entry is not None else None
     steps = known if known is not None else [(rule, None) for rule in rules]
     ran: list[tuple[Rule, Outcome]] = []
@@ -142,6 +184,7 @@ def run_preflight(
     if entry is not None and known is None:
         entry[1] = [(rule, None if rule.reads_plan else outcome) for rule, outcome in ran
                     if rule.reads_plan or outcome != ((), False)]
+        entry[2] = _calls(entry[1])
     if unchecked:
         findings = [
             replace(finding, message=f"{finding.message}; not checked without it:"
@@ -149,5 +192,10 @@ def run_preflight(
             if finding.code == STORE_CODE and not finding.paths else finding
             for finding in findings
         ]
-    findings.sort(key=lambda finding: finding.severity != "error")
+    findings.sort(key=_after_errors)
     return findings
+
+
+def _after_errors(finding: Finding) -> bool:
+    """Sort key: errors first, the order within each kept."""
+    return finding.severity != "error"
