@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.preflight.rules.batch import BATCH
+from rlaunch.memo import Memo
 
 
 def dp_terms(check: Check, *, with_critic: bool) -> list[tuple[str, int]] | None:
@@ -127,25 +129,13 @@ def _policy_mini_for(train: int, current: int, samples: int, dp: int | None, mic
     return min(options, key=lambda mini: (abs(mini - current), mini))
 
 
-def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[int, int, int]]:
-    """Up to `limit` `(train_batch_size, policy_mini_batch_size, rows left out per epoch)`
-    between half and twice the current train batch that leave out fewer rows and keep every
-    batch rule: fewest left out first, then nearest the current size."""
-    batch = check.spec.role_plan.batch
-    terms = dp_terms(check, with_critic=True)
-    lcm = math.lcm(*(dp for _, dp in terms)) if terms is not None else 1
-    critic = batch.critic_mini_batch_size if check.spec.role_plan.critic is not None else None
-    return list(_usable_train_sizes(
-        rows, limit, batch.train_batch_size, batch.n_samples_per_prompt, lcm, critic,
-        batch.policy_mini_batch_size, check.policy_dp, batch.micro_train_batch_size_per_gpu,
-    ))
-
-
-@lru_cache(maxsize=4096)
-def _usable_train_sizes(rows: int, limit: int, train: int, samples: int, lcm: int,
-                        critic: int | None, mini: int, dp: int | None, micro: int
-                        ) -> tuple[tuple[int, int, int], ...]:
-    """usable_train_sizes of the sizes alone (cached: a search asks again and again)."""
+@lru_cache(maxsize=1024)
+def _train_candidates(rows: int, train: int, samples: int, lcm: int, critic: int | None
+                      ) -> tuple[tuple[int, int], ...]:
+    """`(train_batch_size, rows left out)` of the train sizes from half to twice `train` that
+    leave out fewer rows, keep the tail-drop stride (BATCH009), the lcm (BATCH008) and the critic
+    mini batch (BATCH003): fewest left out first, then nearest `train`, then smallest. They do
+    not depend on the mini batch, the DP or the micro batch, which a search varies more."""
     stride = prompt_stride(lcm, samples)
     candidates = []
     low = max(1, train // 2)
@@ -157,9 +147,36 @@ def _usable_train_sizes(rows: int, limit: int, train: int, samples: int, lcm: in
         if critic is not None and size % critic:
             continue
         candidates.append((left, abs(size - train), size))
+    return tuple((size, left) for left, _, size in sorted(candidates))
+
+
+def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[int, int, int]]:
+    """Up to `limit` `(train_batch_size, policy_mini_batch_size, rows left out per epoch)`
+    between half and twice the current train batch that leave out fewer rows and keep every
+    batch rule: fewest left out first, then nearest the current size."""
+    return list(_train_size_choices(check, rows, limit))
+
+
+def _train_size_choices(check: Check, rows: int, limit: int = 3
+                        ) -> tuple[tuple[int, int, int], ...]:
+    batch = check.spec.role_plan.batch
+    terms = dp_terms(check, with_critic=True)
+    lcm = math.lcm(*(dp for _, dp in terms)) if terms is not None else 1
+    critic = batch.critic_mini_batch_size if check.spec.role_plan.critic is not None else None
+    return _usable_train_sizes(
+        rows, limit, batch.train_batch_size, batch.n_samples_per_prompt, lcm, critic,
+        batch.policy_mini_batch_size, check.policy_dp, batch.micro_train_batch_size_per_gpu,
+    )
+
+
+@lru_cache(maxsize=4096)
+def _usable_train_sizes(rows: int, limit: int, train: int, samples: int, lcm: int,
+                        critic: int | None, mini: int, dp: int | None, micro: int
+                        ) -> tuple[tuple[int, int, int], ...]:
+    """usable_train_sizes of the sizes alone (cached: a search asks again and again)."""
     # Best first, and a mini batch is looked for only until `limit` sizes have one.
     found = []
-    for left, _, size in sorted(candidates):
+    for size, left in _train_candidates(rows, train, samples, lcm, critic):
         chosen = _policy_mini_for(size, mini, samples, dp, micro)
         if chosen is not None:
             found.append((size, chosen, left))
@@ -184,27 +201,42 @@ def dataset_covers_batches(check: Check) -> Iterator[Finding]:
     train = check.spec.role_plan.batch.train_batch_size
     if rows is None or train < 1:
         return
-    name = f"train_data {data.name}@{data.version}"
-    paths = ("train_data.rows", f"{BATCH}.train_batch_size")
     if rows < train:
         yield error(
-            "BATCH010", paths,
-            f"{name} has {rows} rows, fewer than train_batch_size {train}: not one training step",
+            "BATCH010", _COVER_PATHS,
+            f"train_data {data.name}@{data.version} has {rows} rows, fewer than train_batch_size"
+            f" {train}: not one training step",
             f"Use a larger split, or make train_batch_size at most {rows}.",
         )
         return
-    rest = rows % train
-    if rest == 0:
+    if rows % train == 0:
         return
     # trainer_utils.build_dataloader: shuffle=True, drop_last=True for the train split.
-    choices = usable_train_sizes(check, rows) if check.batch_ok else []
+    choices = _train_size_choices(check, rows) if check.batch_ok else ()
+    key = (data.name, data.version, rows, train, choices)
+    found = _LEFT_OUT.get(key)
+    if found is None:
+        found = _LEFT_OUT.put(key, _left_out(*key))
+    yield found
+
+
+_COVER_PATHS = ("train_data.rows", f"{BATCH}.train_batch_size")
+_LEFT_OUT: Memo[tuple[Any, ...], Finding] = Memo(1024)
+"""BATCH010's warning, by all its text reads (the data's name, version and rows, the train
+batch, the sizes offered): a search meets the same few again and again."""
+
+
+def _left_out(name: str, version: str, rows: int, train: int,
+              choices: tuple[tuple[int, int, int], ...]) -> Finding:
+    rest = rows % train
     offer = "; ".join(
         f"train_batch_size {size} with policy_mini_batch_size {mini} leaves out {left}"
         for size, mini, left in choices
     )
-    yield warning(
-        "BATCH010", paths,
-        f"{name} has {rows} rows = {rows // train} batches of train_batch_size {train} + {rest}:"
+    return warning(
+        "BATCH010", _COVER_PATHS,
+        f"train_data {name}@{version} has {rows} rows = {rows // train} batches of"
+        f" train_batch_size {train} + {rest}:"
         f" each epoch trains on {rows - rest} prompts and leaves out {rest}"
         f" ({100 * rest / rows:.1f}%), a fresh random draw every epoch (SkyRL's train"
         " dataloader shuffles and drops the last partial batch)",
