@@ -223,13 +223,15 @@ def test_roleplan_validators_read_nothing_beside_each_section() -> None:
     assert RolePlan.model_config.get("revalidate_instances", "never") == "never"
 
 
-def test_a_memo_forgets_its_least_recently_used_entry() -> None:
+def test_a_memo_forgets_its_oldest_entry() -> None:
     memo: Memo[str, int] = Memo(2)
     memo.put("a", 1)
     memo.put("b", 2)
     assert memo.get("a") == 1
     memo.put("c", 3)
-    assert (memo.get("a"), memo.get("b"), memo.get("c"), len(memo)) == (1, None, 3, 2)
+    assert (memo.get("a"), memo.get("b"), memo.get("c"), len(memo)) == (None, 2, 3, 2)
+    memo.clear()
+    assert (memo.get("b"), len(memo), memo.put("d", 4), memo.get("d")) == (None, 0, 4, 4)
     with pytest.raises(ValueError, match="a memo holds at least 1 entry, got size 0"):
         Memo(0)
 
