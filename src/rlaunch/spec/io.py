@@ -83,6 +83,7 @@ def validation_problems(err: ValidationError, sources: BuildSources | None = Non
 PLAN_KEYS = ("role_plan", "execution")
 """What a search changes from plan to plan: RunSpec's validators read neither (only their own
 models check them), so the rest of a document is validated once per distinct content."""
+_PLAN_KEY_SET = frozenset(PLAN_KEYS)
 _BESIDE_PLAN: Memo[bytes, RunSpec] = Memo(64)
 """Content of a document's keys beside PLAN_KEYS -> a spec validated from that content."""
 _EXECUTIONS: Memo[bytes, Execution] = Memo(256)
@@ -157,15 +158,15 @@ def _section(name: str, data: Any) -> Any:
     distinct content; `data` itself when it is not a mapping (null, or what RolePlan refuses)."""
     if type(data) is not dict:
         return data
-    key = _content_key(data)
-    known = _PLAN_SECTIONS.get((name, key)) if key is not None else None
+    key = (name, _content_key(data))
+    known = _PLAN_SECTIONS.get(key) if key[1] is not None else None
     if known is not None:
         return known
-    if key is None or not _exact(data):
+    if key[1] is None or not _exact(data):
         return ROLE_PLAN_SECTIONS[name].model_validate(data)
     # Validated from a private copy, as the part beside the plan is.
-    return _PLAN_SECTIONS.put((name, key), ROLE_PLAN_SECTIONS[name].model_validate(
-        marshal.loads(key)))
+    return _PLAN_SECTIONS.put(key, ROLE_PLAN_SECTIONS[name].model_validate(
+        marshal.loads(key[1])))
 
 
 def _role_plan(data: Any) -> RolePlan:
@@ -195,9 +196,11 @@ def _validate(data: dict[str, Any]) -> RunSpec:
     """RunSpec.model_validate(data), reusing the validated part beside the plan of an earlier
     document with the same content: equal to validating it all, errors included (any error
     validates the whole document again, so every problem is reported where it is written)."""
-    if not all(key in data for key in PLAN_KEYS):
+    if type(data) is not dict or not data.keys() >= _PLAN_KEY_SET:
         return RunSpec.model_validate(data)
-    beside = {key: value for key, value in data.items() if key not in PLAN_KEYS}
+    beside = dict(data)
+    for name in PLAN_KEYS:
+        del beside[name]
     key = _content_key(beside)
     base = _BESIDE_PLAN.get(key) if key is not None else None
     if base is None:
@@ -244,7 +247,8 @@ def parse_spec(data: Any, source: str = "<spec>") -> RunSpec:
         spec = _validate(data)
     except ValidationError as err:
         raise SpecError(source, validation_problems(err, sources), sources) from None
-    spec._build_sources = sources
+    # The private attribute's dict, written directly: pydantic's __setattr__ costs more.
+    spec.__pydantic_private__["_build_sources"] = sources
     return spec
 
 
