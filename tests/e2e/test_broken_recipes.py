@@ -1,7 +1,7 @@
 """Broken recipes fail `./pants check` with the rule codes they are built to hit.
 
-One `./pants check` of every broken recipe (without pantsd: a cold Pants each time) serves the
-tests that read what it says of one recipe: each reads that recipe's partition of the output.
+One `./pants check` of every broken recipe serves the tests that read what it says of one
+recipe: each reads that recipe's partition of the output.
 """
 
 from __future__ import annotations
