@@ -208,12 +208,13 @@ def _validate(data: dict[str, Any]) -> RunSpec:
             return RunSpec.model_validate(data)
         try:
             # Validated from a private copy: a later change to the caller's data (a builder's
-            # config is kept as given) cannot reach the specs parsed after it.
-            base = _BESIDE_PLAN.put(key, RunSpec.model_validate({**marshal.loads(key), **{
-                name: data[name] for name in PLAN_KEYS}}))
+            # config is kept as given) cannot reach the specs parsed after it. The plan's
+            # sections and the execution come from their memos, as for every later document.
+            return _BESIDE_PLAN.put(key, RunSpec.model_validate({
+                **marshal.loads(key), "role_plan": _role_plan(data["role_plan"]),
+                "execution": _execution(data["execution"])}))
         except ValidationError:
             return RunSpec.model_validate(data)
-    # The plan's sections and the execution from their memos, as for every later document.
     try:
         plan = _role_plan(data["role_plan"])
         execution = _execution(data["execution"])
