@@ -4,7 +4,9 @@ A scratch copy of the repository whose countdown execution is `executor="iris"` 
 naming the local cluster config of a controller this test starts (tests/irisserver.py): the
 launch submits through Iris's client, follows the job to SUCCEEDED, and records it in the
 ledger; a second launch, detached, is then asked for by `rlaunch status`, `logs` and `stop`.
-The launch builds the countdown inputs into an empty store of its own."""
+The launch finds the countdown inputs (data, tokenizer, the SFT model) in a store of its own, a
+copy of the session's (`countdown_store`: built once by `./pants run
+experiments/countdown:sft_model`, as test_main_command reuses them), and reuses them."""
 
 from __future__ import annotations
 
@@ -72,11 +74,10 @@ def _run_watching(command: Callable[[], subprocess.Popen], pids_of: Callable[[],
 
 
 def test_countdown_smoke_on_a_local_iris_controller(
-    scratch: ScratchRepo, controller: Controller, tmp_path: Path,
+    scratch: ScratchRepo, controller: Controller, countdown_store: Path,
 ) -> None:
-    # An empty store: the launch builds the inputs (data, tokenizer, the ~30 s SFT model) in
-    # the scratch copy, with no pantsd (the session's countdown inputs need the repo's).
-    countdown_store = tmp_path / "store"
+    # The session's countdown inputs: the scratch copy changes only the execution, so the
+    # launch finds them up to date (the ~30 s SFT model is not trained again).
     build = scratch.root / "experiments/countdown/BUILD"
     text = build.read_text()
     assert LOCAL_EXECUTION in text
@@ -97,6 +98,8 @@ def test_countdown_smoke_on_a_local_iris_controller(
     # The controller and its thread workers serve on the loopback address only.
     assert listening and all(address.startswith("127.0.0.1:") for address in listening), listening
     assert "step 2/2 | reward " in out
+    assert "sft_model@2026.11.30.1 up to date" in out + err
+    assert "built sft_model" not in out + err
 
     ledger = json.loads((countdown_store / "_ledger" / RUN / "dev.json").read_text())
     attempt = ledger["attempts"][-1]
