@@ -130,7 +130,11 @@ rl_ensure_uv() {
 # unless a complete one is already there. Under an flock on DIR.lock; the .complete marker is
 # written last, and a DIR without it (a build that crashed or was killed) is removed and built
 # again. Installer output goes to DIR.log, and its tail to stderr on failure. With RL_VENV_SITE_FILE
-# set, that .pth file is copied into the venv's site-packages before the marker.
+# set, that .pth file is copied into the venv's site-packages before the marker. With
+# RL_VENV_PURE_REQUIREMENTS and RL_VENV_PURE_PYTHON set, that second file (pure-Python wheels whose
+# Requires-Python excludes PYTHON's version) is installed after REQUIREMENTS with --no-deps
+# --only-binary :all: --python-version RL_VENV_PURE_PYTHON: uv has no pip's --ignore-requires-python,
+# and --python-version also picks compiled wheels' tags, so only pure ones may go there.
 rl_build_venv() {
   local dir=$1 python=$2 what=$3 requirements=$4 link
   shift 4
@@ -148,6 +152,11 @@ rl_build_venv() {
       "$RL_UV" venv --no-config --python "$python" "$dir" &&
         "$RL_UV" pip install --no-config --python "$dir/bin/python" "${options[@]}" \
           -r "$requirements" &&
+        if [[ -n ${RL_VENV_PURE_REQUIREMENTS:-} ]]; then
+          "$RL_UV" pip install --no-config --python "$dir/bin/python" --no-deps --compile-bytecode \
+            --only-binary :all: --python-version "${RL_VENV_PURE_PYTHON:?}" \
+            -r "$RL_VENV_PURE_REQUIREMENTS"
+        fi &&
         if [[ -n ${RL_VENV_SITE_FILE:-} ]]; then
           cp "$RL_VENV_SITE_FILE" "$("$dir/bin/python" -c \
             'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"

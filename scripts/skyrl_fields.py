@@ -1,4 +1,4 @@
-"""Run inside the SkyRL contract env (CPython 3.12, scripts/skyrl-contract-env), not the runtime:
+"""Run inside a SkyRL contract env (scripts/skyrl-contract-env RELEASE), not the runtime:
 
     $(scripts/skyrl-contract-env) scripts/skyrl_fields.py OUTPUT.py
 
@@ -9,7 +9,7 @@ leaf by its dotted name with its type, whether it may be null and SkyRL's defaul
 section (a nested config) by name. `scripts/gen-skyrl-fields` runs it; a contract test runs it
 again and compares with the checked-in module, so the list is never typed by hand.
 
-This file must stay importable on CPython 3.12 with only the contract env's packages: no rlaunch.
+This file must stay importable with only the contract env's packages: no rlaunch.
 """
 
 from __future__ import annotations

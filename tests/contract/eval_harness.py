@@ -1,4 +1,4 @@
-"""Run inside the SkyRL contract env (CPython 3.12), not under pytest.
+"""Run inside a SkyRL contract env (scripts/skyrl-contract-env RELEASE), not under pytest.
 
     python eval_harness.py CASES_JSON RESULT_JSON
 
@@ -9,8 +9,8 @@ SkyRL's eval-only entrypoint. For each case, take the steps
 the built config holds for the fields `EvalOnlyEntrypoint` and `skyrl.train.evaluate.evaluate`
 read, with `loads_eval_dataset`: the condition of `BasePPOExp.get_eval_dataset`
 (`trainer.eval_interval > 0 and data.val_data`), without which `EvalOnlyEntrypoint.run` fails its
-assert. Writes one JSON object to RESULT_JSON. torch and ray are the stand-ins of
-skyrl_harness.py (neither takes part in building or validating a config).
+assert. Writes one JSON object to RESULT_JSON. torch and ray are the real ones, as for
+skyrl_harness.py.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ import sys
 import traceback
 from pathlib import Path
 from typing import Any
-
-from skyrl_harness import install_stand_ins
 
 
 def held(cfg: Any) -> dict[str, Any]:
@@ -45,7 +43,6 @@ def held(cfg: Any) -> dict[str, Any]:
 
 
 def main(cases_json: str, result_json: str) -> int:
-    install_stand_ins()
     from skyrl.train.config import SkyRLTrainConfig
     from skyrl.train.utils.utils import validate_generator_cfg
 

@@ -1,8 +1,8 @@
-"""Run inside the SkyRL contract env (CPython 3.12, scripts/skyrl-contract-env), not under pytest.
+"""Run inside a SkyRL contract env (scripts/skyrl-contract-env RELEASE), not under pytest.
 
     python export_schedule.py CASES_JSON RESULT_JSON
 
-Which steps SkyRL 0.3.0 exports a Hugging Face model at, decided by SkyRL's own code:
+Which steps the release exports a Hugging Face model at, decided by SkyRL's own code:
 CASES_JSON maps a case id to `{cli_args: [...], steps_per_epoch: N}`. Each case's config is built
 by SkyRL's own `SkyRLTrainConfig.from_cli_overrides` (what `main_base` does with `sys.argv[1:]`),
 and the conditions are the expressions of `RayPPOTrainer.train` (skyrl/train/trainer.py) as the
@@ -14,10 +14,11 @@ installed wheel writes them, found in its source and evaluated on that config:
   hf_model_save:` `save_models()`, with `global_step` back at the last step.
 What this file adds is the step counter only: steps 1, 2, ... up to `epochs * steps_per_epoch`,
 or `max_training_steps` when set (the loop's `global_step > max_training_steps` stop). SkyRL's
-whole loop on CPU is the rehearsal's (rlaunch --rehearse); this needs no torch and no Ray.
+whole loop on CPU is the rehearsal's (rlaunch --rehearse); this starts no Ray and trains nothing.
 
-The trainer module imports torch and ray, so it is read as source, never imported; the config
-package gets skyrl_harness's stand-ins for them, as the config contract test does.
+The trainer's conditions are read from its source rather than run, so that no trainer (and no
+Ray cluster, dataloader or model) is needed to evaluate them; the config is SkyRL's own, built
+with the env's real torch and ray, as for skyrl_harness.py.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ import sys
 import types
 from pathlib import Path
 from typing import Any
-
-from skyrl_harness import install_stand_ins
 
 
 def _train_function(source: str) -> ast.AsyncFunctionDef | ast.FunctionDef:
@@ -91,7 +90,6 @@ def schedule(conditions: dict[str, types.CodeType], cfg: Any,
 
 
 def main(cases_json: str, result_json: str) -> int:
-    install_stand_ins()
     import skyrl
     from skyrl.train.config import SkyRLTrainConfig
 

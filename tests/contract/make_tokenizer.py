@@ -1,4 +1,4 @@
-"""Run inside the SkyRL contract env (CPython 3.12), not under pytest.
+"""Run inside a SkyRL contract env (scripts/skyrl-contract-env RELEASE), not under pytest.
 
     python make_tokenizer.py OUT_DIR [--no-chat-template | --other-chat-template]
                                      [--swap-im-tokens] [--eos-endoftext]
@@ -6,7 +6,7 @@
 Trains a small word-level tokenizer with `tokenizers` on GSM8K-shaped text and saves it in
 Hugging Face format (tokenizer.json, tokenizer_config.json with a ChatML-style chat template)
 with transformers' PreTrainedTokenizerFast, the way a model folder carries its tokenizer. Only
-the 3.12 env has tokenizers and transformers, so the tests make the tokenizer here.
+the SkyRL envs have tokenizers and transformers, so the tests make the tokenizer there.
 Variants for the tokenizer checks: `--other-chat-template` (same vocabulary, another
 template), `--swap-im-tokens` (`<|im_end|>` before `<|im_start|>`: both ids shift, the eos
 among them), `--eos-endoftext` (the same vocabulary with `<|endoftext|>` as the eos).

@@ -1,5 +1,5 @@
-"""Run inside the SkyRL contract env (CPython 3.12), not under pytest, in the working folder the
-test chooses:
+"""Run inside the SkyRL 0.3.0 contract env (the rehearsal env), not under pytest, in the working
+folder the test chooses:
 
     python pathlib_outputs.py CLI_ARGS_JSON GLOBAL_STEP
 
@@ -12,8 +12,9 @@ expressions, found in the installed wheel's source and evaluated on the config S
 - `data_save_dir = Path(cfg.trainer.export_path) / "dumped_evals" / (...)` in `evaluate`
   (skyrl/train/evaluate.py), then `data_save_dir.mkdir(parents=True, exist_ok=True)` and
   `dump_per_dataset_eval_results`'s `aggregated_results.jsonl` there.
-The modules themselves import torch, ray and torchdata, so they are read as source. Each
-folder is made and one file written in it as SkyRL does; prints the two paths as JSON.
+The expressions are read from the functions' source and evaluated alone, since the functions
+around them start Ray and run an evaluation. Each folder is made and one file written in it as
+SkyRL does; prints the two paths as JSON.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import ast
 import json
 import sys
 from pathlib import Path
-
-from skyrl_harness import install_stand_ins
 
 
 def assigned(module: Path, function: str, name: str) -> ast.expr:
@@ -42,7 +41,6 @@ def evaluated(expr: ast.expr, names: dict[str, object]) -> Path:
 
 
 def main(cli_args: str, global_step: str) -> int:
-    install_stand_ins()
     import skyrl
     from skyrl.train.config import SkyRLTrainConfig
 

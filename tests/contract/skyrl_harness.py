@@ -1,100 +1,36 @@
-"""Run inside the SkyRL contract env (CPython 3.12, scripts/skyrl-contract-env), not under pytest.
+"""Run inside a SkyRL contract env (scripts/skyrl-contract-env RELEASE), not under pytest.
 
     python skyrl_harness.py CASES_YAML RESULT_JSON
 
 CASES_YAML maps a case id to `{skyrl: <a launch YAML's skyrl subtree>, cli_args: [...] | null}`.
-For each case, build `SkyRLTrainConfig` with SkyRL 0.3.0's own loader,
+For each case, build `SkyRLTrainConfig` with the release's own loader,
 `SkyRLTrainConfig.from_dict_config(OmegaConf.create(subtree))`, and, where `cli_args` are given,
 also with `SkyRLTrainConfig.from_cli_overrides(cli_args)` (what the entrypoint
 `skyrl.train.entrypoints.main_base` does with `sys.argv[1:]`); then run SkyRL's own
 `validate_cfg`. Writes one JSON object to RESULT_JSON (SkyRL itself prints and logs, so not to
-stdout): per id, accepted or the error SkyRL raised, and what the built config holds.
+stdout): per id, accepted or the error SkyRL raised, and what the built config holds; and the
+versions of SkyRL, Python, torch and ray that ran it.
 
-Stand-ins: `skyrl.train.utils` and the registries `validate_cfg` consults import `torch` and `ray`
-at module level. Neither takes part in validating a config (the registries only ask
-`ray.is_initialized()`, and torch only appears in decorators and type annotations), and torch
-for CPython 3.12 from the package index is a CUDA build of several GB. So this process alone puts
-tiny stand-ins for them in `sys.modules` before importing SkyRL: `ray.is_initialized()` is False
-and `ray.remote` returns what it decorates; every torch attribute is an inert placeholder, with
-`torch.Tensor` a plain class (jaxtyping subclass-checks it). Everything else is SkyRL's real
-code and its real dependencies (3rdparty/skyrl-contract.txt).
+Nothing is stood in for: each release's env (CPython 3.11) has the real CPU torch 2.13.0 and the
+ray that release pins, which `skyrl.train.utils` and the registries `validate_cfg` consults
+import (SkyRL 0.3.0: the rehearsal env, 3rdparty/skyrl-rehearsal.txt; 0.4.0:
+3rdparty/skyrl-contract-0.4.0.txt, whose header says why 3.11 serves a release that asks 3.12).
+The harnesses beside this file (eval_harness.py, export_schedule.py, pathlib_outputs.py) run the
+same way.
 
-This file must stay importable on CPython 3.12 with only those packages: no rlaunch, no pytest.
+This file must stay importable in those envs with only their packages: no rlaunch, no pytest.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import sys
 import time
 import traceback
-import types
 from pathlib import Path
 from typing import Any
-
-
-class _Inert:
-    """Whatever torch attribute SkyRL touches at import time: callable, subscriptable, and a
-    pass-through decorator."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, item: str) -> Any:
-        if item.startswith("__"):
-            raise AttributeError(item)
-        return _Inert(f"{self._name}.{item}")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and callable(args[0]):
-            return args[0]
-        return _Inert(f"{self._name}()")
-
-    def __getitem__(self, item: Any) -> Any:
-        return _Inert(f"{self._name}[]")
-
-    def __or__(self, other: Any) -> Any:
-        return _Inert(f"{self._name}|")
-
-    __ror__ = __or__
-
-    def __repr__(self) -> str:
-        return f"<stand-in {self._name}>"
-
-
-class _InertModule(types.ModuleType):
-    def __getattr__(self, item: str) -> Any:
-        if item.startswith("__"):
-            raise AttributeError(item)
-        return _Inert(f"{self.__name__}.{item}")
-
-
-def _module(name: str) -> types.ModuleType:
-    module = _InertModule(name)
-    module.__path__ = []  # a package, so `import torch.nn.functional` resolves
-    sys.modules[name] = module
-    return module
-
-
-def install_stand_ins() -> None:
-    torch = _module("torch")
-    torch.Tensor = type("Tensor", (), {})
-    for name in ("torch.multiprocessing", "torch.multiprocessing.reductions", "torch.nn",
-                 "torch.nn.functional"):
-        _module(name)
-
-    ray = _module("ray")
-    ray.is_initialized = lambda: False
-
-    def remote(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and callable(args[0]):
-            return args[0]
-        return lambda obj: obj
-
-    ray.remote = remote
-    for name in ("ray.util", "ray.util.placement_group", "ray.util.scheduling_strategies"):
-        _module(name)
 
 
 def _projection(config: Any, subtree: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +41,13 @@ def _projection(config: Any, subtree: dict[str, Any]) -> dict[str, Any]:
         held = config[key] if isinstance(config, dict) else getattr(config, key)
         projected[key] = _projection(held, value) if isinstance(value, dict) else held
     return projected
+
+
+def ray_pin() -> str:
+    """The ray version the installed SkyRL pins (its `skyrl-train` extra's `ray==X`)."""
+    [pin] = {req.split(";")[0].removeprefix("ray==")
+             for req in importlib.metadata.requires("skyrl") or [] if req.startswith("ray==")}
+    return pin
 
 
 def check_case(case: dict[str, Any], skyrl: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +73,6 @@ def check_case(case: dict[str, Any], skyrl: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(cases_yaml: str, result_json: str) -> int:
-    install_stand_ins()
     started = time.perf_counter()
     import yaml
     from omegaconf import OmegaConf
@@ -148,6 +90,9 @@ def main(cases_yaml: str, result_json: str) -> int:
         {
             "skyrl_version": sys.modules["skyrl"].__version__,
             "python": sys.version.split()[0],
+            "torch": sys.modules["torch"].__version__,
+            "ray": sys.modules["ray"].__version__,
+            "ray_pinned": ray_pin(),
             "import_seconds": round(imported - started, 3),
             "load_seconds": round(loaded - imported, 3),
             "check_seconds": round(finished - loaded, 3),

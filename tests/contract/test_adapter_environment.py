@@ -1,6 +1,7 @@
-"""The SkyRL adapter imports only what a SkyRL environment has: it loads in the SkyRL contract env
-(CPython 3.12 with SkyRL 0.3.0's packages and no rlaunch dependencies of its own: no ray, torch,
-s3fs, click or rich there), the way it must on a cluster that has only SkyRL installed."""
+"""The SkyRL adapter imports only what a SkyRL environment has: it loads in SkyRL 0.3.0's contract
+env without importing any of rlaunch's own dependencies that a SkyRL-only cluster may lack (ray,
+torch, click, rich, s3fs, gcsfs: that env has several of them, and none may be imported), the way
+it must on a cluster that has only SkyRL installed."""
 
 from __future__ import annotations
 

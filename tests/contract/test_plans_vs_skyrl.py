@@ -1,8 +1,8 @@
 """Every plan `rlaunch plans` prints, for the budgets of issue 27 and for budgets that fit only
 with the offload or LoRA the user allows, is accepted by SkyRL's own
 `validate_cfg` (skyrl/train/utils/utils.py) of the run's release: each printed plan's spec is
-rendered to its launch YAML's `skyrl` subtree and checked in the contract env (one CPython 3.12
-subprocess, tests/contract/skyrl_harness.py)."""
+rendered to its launch YAML's `skyrl` subtree and checked in the contract env (one subprocess,
+tests/contract/skyrl_harness.py)."""
 
 from __future__ import annotations
 

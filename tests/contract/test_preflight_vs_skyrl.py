@@ -4,7 +4,7 @@ role plans pinned to that release (0.3.0 and 0.4.0, each in its own contract env
 Hypothesis draws role plans (strategy, policy, reference and critic placement and parallelism,
 rollout engines, placement flags, batch sizes, KL mode, allocation) around the worked example
 `colocated-1x8`. Each plan runs through spec-scope preflight in this process and is rendered;
-then ONE CPython 3.12 subprocess (tests/contract/skyrl_harness.py in the contract env) builds
+then ONE subprocess (tests/contract/skyrl_harness.py in the contract env) builds
 every rendered `skyrl` subtree with SkyRL's loader and runs its `validate_cfg`.
 
 - Preflight accepts nothing SkyRL rejects.

@@ -6,7 +6,7 @@ Hypothesis draws extra settings (LoRA, the torch profiler and FSDP offload, enfo
 INT4 QAT, logprob chunking, loss reduction and max_seq_len, step-wise trajectories, logprobs,
 gpu_memory_utilization, offload_after_step) onto the three documented worked examples, with the
 estimator and the rollout backend varied where the plan allows. Each spec runs through
-spec-scope preflight here; ONE CPython 3.12 subprocess (tests/contract/skyrl_harness.py) builds
+spec-scope preflight here; ONE subprocess per release (tests/contract/skyrl_harness.py) builds
 every rendered `skyrl` subtree with SkyRL's loader and runs `validate_cfg`.
 
 - Preflight accepts nothing SkyRL rejects, and errors on everything SkyRL rejects.

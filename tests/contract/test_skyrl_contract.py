@@ -10,10 +10,11 @@ named in the docs must be among them), together with a grid of batch sizes and p
 over the three examples (648 specs, about 450 of which preflight accepts): every one preflight
 accepts must pass SkyRL too. That is where a preflight more lenient than SkyRL would show.
 
-All subtrees go into one YAML file, and ONE CPython 3.12 subprocess (tests/contract/
-skyrl_harness.py, in the venv of scripts/skyrl-contract-env) builds each with SkyRL's own
-`SkyRLTrainConfig.from_dict_config` (the named cases also with `from_cli_overrides`, the
-entrypoint's path, from `rlaunch.render.skyrl_cli_args`), then runs `validate_cfg`. The logger is
+All subtrees go into one YAML file, and ONE subprocess (tests/contract/skyrl_harness.py, in the
+release's venv of scripts/skyrl-contract-env: CPython 3.11, the real torch and ray) builds each
+with SkyRL's own `SkyRLTrainConfig.from_dict_config` (the named cases also with
+`from_cli_overrides`, the entrypoint's path, from `rlaunch.render.skyrl_cli_args`), then runs
+`validate_cfg`. The logger is
 console there: with `wandb`, SkyRL's validation reads WANDB_API_KEY from the environment, a
 launch-time fact, not a config one.
 
@@ -467,7 +468,11 @@ def test_preflight_accepts_every_named_case(release):
 
 def test_the_harness_ran_the_pinned_release(contract):
     assert contract["skyrl_version"] == contract["release"]
-    assert contract["python"].startswith("3.12.")
+    assert contract["python"].startswith("3.11.")
+    # The real torch and ray, not stand-ins: this machine's CPU torch, and the ray SkyRL pins.
+    assert contract["torch"] == "2.13.0+cpu"
+    assert contract["ray"] == contract["ray_pinned"] == {"0.3.0": "2.56.0",
+                                                         "0.4.0": "2.57.0"}[contract["release"]]
 
 
 @pytest.mark.parametrize("case_id", accepted_case_ids())

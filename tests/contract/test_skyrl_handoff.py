@@ -1,8 +1,9 @@
 """SkyRL's own handoff check (rlaunch.runtimes.skyrl_handoff), run for real in each SkyRL
-release's contract env (0.3.0 and 0.4.0, CPython 3.12), on inputs the tests make:
+release's contract env (0.3.0 and 0.4.0: CPython 3.11 with the real torch and ray), as
+`python -m rlaunch.runtimes.skyrl_handoff`, on inputs the tests make:
 
 - a small word-level tokenizer trained with `tokenizers` and saved in Hugging Face format with a
-  ChatML-style chat template (tests/contract/make_tokenizer.py, run in the 3.12 env), and one
+  ChatML-style chat template (tests/contract/make_tokenizer.py, run in that env), and one
   saved without a template;
 - GSM8K-shaped splits served by the local Hub (tests/hubserver.py) to the real huggingface_hub
   client, snapshotted by hf_snapshot and turned into prompts.parquet by prompt_parquet.
@@ -152,7 +153,7 @@ def overrides(inputs: dict[str, Any], **changes: Any) -> list[str]:
 def run_check(inputs: dict[str, Any], argv: list[str]) -> tuple[int, str, dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [inputs["python"], str(HERE / "handoff_runner.py"), *argv],
+        [inputs["python"], "-m", "rlaunch.runtimes.skyrl_handoff", *argv],
         capture_output=True, text=True, timeout=600, check=False, env=env, cwd=HERE,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith(MARKER)]

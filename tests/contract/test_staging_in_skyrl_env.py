@@ -1,7 +1,8 @@
 """Staging runs in SkyRL's environment: the adapter stages the job's inputs with the
 interpreter that runs SkyRL (rlaunch.executors.runtime_python), so that environment must read
-the store. Here the SkyRL contract env (CPython 3.12, 3rdparty/skyrl-contract.txt) stages an
-artifact from moto's S3 server and from the GCS emulator through its own s3fs and gcsfs."""
+the store. Here SkyRL 0.3.0's contract env (the rehearsal env, 3rdparty/skyrl-rehearsal.txt)
+stages an artifact from moto's S3 server and from the GCS emulator through its own s3fs and
+gcsfs."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 the real ./pants (a scratch copy of the repository with one experiment added), the artifacts
 built from a local Hub (tests/hubserver.py) into a store on moto's S3 server
 (tests/objectstores.py), the local Ray head, and SkyRL 0.3.0's own handoff check
-(rlaunch.runtimes.skyrl_handoff) in SkyRL's CPython 3.12 environment, which the job's
-interpreter follows from the runtime pin (`RLAUNCH_SKYRL_PYTHON`).
+(rlaunch.runtimes.skyrl_handoff) in SkyRL 0.3.0's environment (the rehearsal env: CPython 3.11
+with the real torch and ray), which the job's interpreter follows from the runtime pin
+(`RLAUNCH_SKYRL_PYTHON`).
 
 The tokenizer is trained by tests/contract/make_tokenizer.py in that environment and served as
 the model repo with a config.json (and once more without a chat template, as a base model's);
@@ -11,8 +12,7 @@ the data is tests/gsm8kdata.py's GSM8K-shaped split. Good inputs pass with the s
 the rows kept and the ground truth's reward; no chat template and a prompt length that filters
 every row each fail with the check's message; no ground truth and an env class prompt_parquet
 cannot feed with `check`'s. The
-environment is tests/contract's: SkyRL's packages without torch and ray, which the stand-ins of
-tests/contract/handoff_runner.py replace for the check (`RLAUNCH_SKYRL_HANDOFF_MODULE`).
+environment is tests/contract's (contract_python), and the check is the adapter's default module.
 """
 
 from __future__ import annotations
@@ -192,11 +192,12 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
     repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
     repo.commit_all("a GSM8K-shaped SkyRL experiment")
     # One local Ray head for the module, started as a launch starts it (for :local-1x2's
-    # allocation) and owned by this process: every check reuses it instead of starting and
+    # allocation, by the Ray of the job's interpreter: rlaunch.executors.runtime_python.
+    # head_python) and owned by this process: every check reuses it instead of starting and
     # stopping one of its own; at the end it is stopped and none of its processes may be left.
     heads = HeadWatch(root / "head")
     try:
-        ensure_head(ALLOCATION, heads.state_dir, lambda message: None)
+        ensure_head(ALLOCATION, heads.state_dir, lambda message: None, python=python)
         heads.snapshot()
         with serve_hub(repos) as (url, _):
             repo.env.update(hub_environment(url))
@@ -204,7 +205,6 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
             repo.env.update({
                 "RLAUNCH_STORE": s3_server.prefix(),
                 "RLAUNCH_SKYRL_PYTHON": python,
-                "RLAUNCH_SKYRL_HANDOFF_MODULE": str(CONTRACT / "handoff_runner.py"),
                 "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
                 "RLAUNCH_LOCAL_HEAD_DIR": str(heads.state_dir),
             })

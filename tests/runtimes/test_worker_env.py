@@ -2,10 +2,11 @@
 and a planted credential is in no file of the Ray head (its logs included).
 
 SkyRL's own `prepare_runtime_environment` (skyrl/train/utils/utils.py, per release), run in the
-contract env on the environment the adapter gives SkyRL's driver, decides what SkyRL puts in its
-runtime env: WANDB_API_KEY (so the driver holds rlaunch.runtimes.worker_env.PLACEHOLDER there),
-and neither WANDB_ENTITY nor AWS_*. A driver doing what SkyRL's `initialize_ray` does with that
-(tests/runtimes/worker_env_driver.py) runs on a real Ray head with the adapter's setup hook.
+contract env (the real torch and ray there) on the environment the adapter gives SkyRL's driver,
+decides what SkyRL puts in its runtime env: WANDB_API_KEY (so the driver holds
+rlaunch.runtimes.worker_env.PLACEHOLDER there), and neither WANDB_ENTITY nor AWS_*. A driver
+doing what SkyRL's `initialize_ray` does with that (tests/runtimes/worker_env_driver.py) runs on
+a real Ray head with the adapter's setup hook.
 """
 
 from __future__ import annotations
@@ -38,13 +39,10 @@ from rlaunch.runtimes.worker_env import (
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 DRIVER = Path(__file__).with_name("worker_env_driver.py")
-CONTRACT_DIR = Path(__file__).resolve().parents[1] / "contract"
 NAMES = ["WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "WANDB_ENTITY", "WANDB_PROJECT"]
 
 SKYRL_RUNTIME_ENV = """
 import json, sys
-from skyrl_harness import install_stand_ins
-install_stand_ins()
 from skyrl.train.config import SkyRLTrainConfig
 from skyrl.train.utils.utils import prepare_runtime_environment
 cfg = SkyRLTrainConfig.from_cli_overrides(["trainer.logger=wandb"])
@@ -91,7 +89,7 @@ def test_entity_project_and_credentials_reach_skyrls_task_and_actors_and_no_file
     skyrl_driver_env = driver_env({**launcher_env, **values}, values)
 
     # What SkyRL's own code puts in its runtime env, for the driver environment we give it.
-    done = subprocess.run([contract_python(), "-c", SKYRL_RUNTIME_ENV], cwd=CONTRACT_DIR,
+    done = subprocess.run([contract_python(), "-c", SKYRL_RUNTIME_ENV],
                           env=skyrl_driver_env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -152,7 +150,7 @@ def test_no_credential_reaches_the_runtime_env_skyrl_builds_per_release(release:
     values = worker_values(["WANDB_API_KEY", "HF_TOKEN", "SKYRL_DEPLOY_TOKEN"], None,
                            launcher_env)
     done = subprocess.run(
-        [contract_python(release), "-c", SKYRL_RUNTIME_ENV], cwd=CONTRACT_DIR,
+        [contract_python(release), "-c", SKYRL_RUNTIME_ENV],
         env=driver_env({**launcher_env, **values}, values, release), capture_output=True,
         text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
