@@ -1,6 +1,6 @@
 """SkyRL's own handoff check (rlaunch.runtimes.skyrl_handoff), run for real in each SkyRL
-release's contract env (0.3.0 and 0.4.0: CPython 3.11 with the real torch and ray), as
-`python -m rlaunch.runtimes.skyrl_handoff`, on inputs the tests make:
+release's contract env (0.3.0 and 0.4.0: CPython 3.11 with the real torch and ray), on inputs
+the tests make:
 
 - a small word-level tokenizer trained with `tokenizers` and saved in Hugging Face format with a
   ChatML-style chat template (tests/contract/make_tokenizer.py, run in that env), and one
@@ -11,6 +11,10 @@ release's contract env (0.3.0 and 0.4.0: CPython 3.11 with the real torch and ra
 The overrides are those rlaunch renders for the documented colocated example
 (`rlaunch.render.skyrl_cli_args`), with the batch sized to the test data and every path pointing
 at the local files. Each bad input fails with the message that names its file and fix.
+
+Every check of a release (CHECKS) runs in ONE process of its env (tests/contract/
+handoff_batch.py: the module's own `main(argv)` per check, its stdout kept apart), made with the
+inputs, so that SkyRL's imports are paid once per release; the tests read their check's result.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +92,7 @@ def inputs(request: pytest.FixtureRequest,
     made["no-truth"] = str(root / "no-truth.parquet")
     write_prompts(Path(made["no-truth"]), [
         {**row, "reward_spec": {**row["reward_spec"], "ground_truth": None}} for row in rows])
+    made["checks"] = run_checks(made, root)
     return made
 
 
@@ -150,15 +156,45 @@ def overrides(inputs: dict[str, Any], **changes: Any) -> list[str]:
     return skyrl_cli_args(skyrl)
 
 
-def run_check(inputs: dict[str, Any], argv: list[str]) -> tuple[int, str, dict[str, Any]]:
+CHECKS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "good": lambda inputs: overrides(inputs),
+    "short-prompts": lambda inputs: overrides(inputs, max_prompt_length=8),
+    "batch-16": lambda inputs: overrides(inputs, train_batch_size=16, policy_mini_batch_size=8),
+    "no-truth": lambda inputs: overrides(inputs, train=inputs["no-truth"]),
+    "verbatim": lambda inputs: overrides(inputs, train=inputs["verbatim"]),
+    "commas": lambda inputs: overrides(inputs, val=inputs["commas"]),
+    "floats": lambda inputs: overrides(inputs, val=inputs["floats"]),
+    "floats-as-numbers": lambda inputs: overrides(inputs, val=inputs["floats-as-numbers"]),
+    "aime": lambda inputs: overrides(inputs, train=inputs["aime"], val=inputs["aime-commas"],
+                                     train_batch_size=4, policy_mini_batch_size=4,
+                                     env_class="aime"),
+    "wrong-env": lambda inputs: overrides(inputs, train=inputs["wrong-env"]),
+    "no-template": lambda inputs: overrides(inputs, model=inputs["model-no-template"]),
+    "folder": lambda inputs: overrides(inputs, train=str(Path(inputs["train"]).parent)),
+    "batch-250": lambda inputs: overrides(inputs, train_batch_size=250),
+}
+"""Each check the tests read, by name: the overrides it runs with."""
+
+
+def run_checks(inputs: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Every check of CHECKS, in one process of the release's contract env."""
+    cases, result = root / "checks.json", root / "results.json"
+    cases.write_text(json.dumps({name: argv(inputs) for name, argv in CHECKS.items()}))
     env = {**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [inputs["python"], "-m", "rlaunch.runtimes.skyrl_handoff", *argv],
-        capture_output=True, text=True, timeout=600, check=False, env=env, cwd=HERE,
+        [inputs["python"], str(HERE / "handoff_batch.py"), str(cases), str(result)],
+        capture_output=True, text=True, timeout=1200, check=False, env=env, cwd=HERE,
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith(MARKER)]
-    assert len(lines) == 1, f"no report line:\n{done.stdout}\n{done.stderr}"
-    return done.returncode, done.stdout, json.loads(lines[0][len(MARKER):])
+    assert done.returncode == 0, f"the handoff batch crashed:\n{done.stdout}\n{done.stderr}"
+    results: dict[str, Any] = json.loads(result.read_text())
+    return results
+
+
+def run_check(inputs: dict[str, Any], name: str) -> tuple[int, str, dict[str, Any]]:
+    done = inputs["checks"][name]
+    lines = [line for line in done["stdout"].splitlines() if line.startswith(MARKER)]
+    assert len(lines) == 1, f"no report line:\n{done['stdout']}\n{done['crash']}"
+    return done["code"], done["stdout"], json.loads(lines[0][len(MARKER):])
 
 
 def the_problem(report: dict[str, Any]) -> str:
@@ -168,7 +204,7 @@ def the_problem(report: dict[str, Any]) -> str:
 
 
 def test_good_inputs_pass_with_rows_kept_and_the_ground_truth_s_reward(inputs) -> None:
-    code, out, report = run_check(inputs, overrides(inputs))
+    code, out, report = run_check(inputs, "good")
     assert code == 0, out
     assert report["ok"] is True and report["problems"] == []
     assert report["config"] == "accepted by from_cli_overrides and validate_cfg"
@@ -188,7 +224,7 @@ def test_good_inputs_pass_with_rows_kept_and_the_ground_truth_s_reward(inputs) -
 
 
 def test_a_prompt_length_that_filters_everything_names_the_length_to_use(inputs) -> None:
-    code, _, report = run_check(inputs, overrides(inputs, max_prompt_length=8))
+    code, _, report = run_check(inputs, "short-prompts")
     assert code == 1
     message = the_problem(report)
     assert message.startswith(
@@ -203,8 +239,7 @@ def test_a_prompt_length_that_filters_everything_names_the_length_to_use(inputs)
 
 
 def test_fewer_rows_than_one_train_batch_is_refused_before_the_gpus(inputs) -> None:
-    argv = overrides(inputs, train_batch_size=16, policy_mini_batch_size=8)
-    code, _, report = run_check(inputs, argv)
+    code, _, report = run_check(inputs, "batch-16")
     assert code == 1
     assert the_problem(report) == (
         "train_data keeps 12 rows after the prompt-length filter, fewer than "
@@ -215,7 +250,7 @@ def test_fewer_rows_than_one_train_batch_is_refused_before_the_gpus(inputs) -> N
 
 
 def test_a_template_with_no_ground_truth_names_the_artifact_and_the_fix(inputs) -> None:
-    code, _, report = run_check(inputs, overrides(inputs, train=inputs["no-truth"]))
+    code, _, report = run_check(inputs, "no-truth")
     assert code == 1
     assert the_problem(report) == (
         f"train_data {inputs['no-truth']} ({inputs['no-truth']}): row 0 has no ground "
@@ -227,7 +262,7 @@ def test_a_template_with_no_ground_truth_names_the_artifact_and_the_fix(inputs) 
 
 
 def test_a_ground_truth_the_env_does_not_reward_is_refused(inputs) -> None:
-    code, _, report = run_check(inputs, overrides(inputs, train=inputs["verbatim"]))
+    code, _, report = run_check(inputs, "verbatim")
     assert code == 1
     truth = "She has 3 + 1000 = 1003 apples.\n#### 1,003"
     assert the_problem(report) == (
@@ -254,7 +289,7 @@ def failure_of(rows: str, first: str, env: str, count: str) -> str:
 def test_ground_truths_written_with_commas_are_refused_by_row_in_the_eval_file(inputs) -> None:
     """Through the real prompt_parquet builder (verbatim `1,250`) and skyrl-gym's GSM8kEnv,
     whose strict extraction drops the comma from the answer, never from the ground truth."""
-    code, _, report = run_check(inputs, overrides(inputs, val=inputs["commas"]))
+    code, _, report = run_check(inputs, "commas")
     assert code == 1
     path = inputs["commas"]
     assert the_problem(report) == (
@@ -267,14 +302,14 @@ def test_ground_truths_written_with_commas_are_refused_by_row_in_the_eval_file(i
 def test_float_answers_of_a_jsonl_split_are_refused_and_pass_as_stated_numbers(inputs) -> None:
     """A JSONL split whose answers are JSON numbers (27.0): verbatim, the builder writes
     '22.0', which no solution stating 22 matches in GSM8kEnv; extract 'number' writes '22'."""
-    code, _, report = run_check(inputs, overrides(inputs, val=inputs["floats"]))
+    code, _, report = run_check(inputs, "floats")
     assert code == 1
     path = inputs["floats"]
     assert the_problem(report) == (
         f"val_data {path} (numbers-floats-gsm8k-verbatim@2026.12.01): " + failure_of(
             "0, 1, 2, 3, 4, 5", "row 0's ground truth '22.0': the number 22 as a solution "
             "states it ('The answer is\\n#### 22') earns reward 0", "gsm8k", "6 of 6"))
-    code, out, report = run_check(inputs, overrides(inputs, val=inputs["floats-as-numbers"]))
+    code, out, report = run_check(inputs, "floats-as-numbers")
     assert code == 0, out
     assert report["ground_truths_scored"] == {"train_data": 12, "val_data": 6}
 
@@ -282,9 +317,7 @@ def test_float_answers_of_a_jsonl_split_are_refused_and_pass_as_stated_numbers(i
 def test_the_math_env_reads_the_rows_prompt_parquet_writes_for_it(inputs) -> None:
     """AIMEEnv asserts `reward_model.ground_truth`: the builder writes that column for aime,
     and the env's own grading (normalize_final_answer) takes `1,252` and `1252` alike."""
-    argv = overrides(inputs, train=inputs["aime"], val=inputs["aime-commas"],
-                     train_batch_size=4, policy_mini_batch_size=4, env_class="aime")
-    code, out, report = run_check(inputs, argv)
+    code, out, report = run_check(inputs, "aime")
     assert code == 0, out
     assert report["env_class"] == "aime"
     assert report["ground_truths_scored"] == {"train_data": 6, "val_data": 6}
@@ -294,7 +327,7 @@ def test_the_math_env_reads_the_rows_prompt_parquet_writes_for_it(inputs) -> Non
 
 
 def test_a_wrong_env_class_lists_the_registered_ones(inputs) -> None:
-    code, _, report = run_check(inputs, overrides(inputs, train=inputs["wrong-env"]))
+    code, _, report = run_check(inputs, "wrong-env")
     assert code == 1
     message = the_problem(report)
     assert message.startswith(
@@ -308,7 +341,7 @@ def test_a_wrong_env_class_lists_the_registered_ones(inputs) -> None:
 
 
 def test_a_tokenizer_without_a_chat_template_is_refused(inputs) -> None:
-    code, _, report = run_check(inputs, overrides(inputs, model=inputs["model-no-template"]))
+    code, _, report = run_check(inputs, "no-template")
     assert code == 1
     path = inputs["model-no-template"]
     assert the_problem(report) == (
@@ -321,7 +354,7 @@ def test_a_tokenizer_without_a_chat_template_is_refused(inputs) -> None:
 
 def test_a_folder_instead_of_a_prompt_file_is_refused(inputs) -> None:
     folder = str(Path(inputs["train"]).parent)
-    code, _, report = run_check(inputs, overrides(inputs, train=folder))
+    code, _, report = run_check(inputs, "folder")
     assert code == 1
     assert the_problem(report) == (
         f"train_data {folder} ({folder}): PromptDataset reads files ending .parquet, .json or "
@@ -331,7 +364,7 @@ def test_a_folder_instead_of_a_prompt_file_is_refused(inputs) -> None:
 
 
 def test_a_config_skyrl_refuses_stops_the_check(inputs) -> None:
-    code, _, report = run_check(inputs, overrides(inputs, train_batch_size=250))
+    code, _, report = run_check(inputs, "batch-250")
     assert code == 1
     assert the_problem(report) == (
         f"SkyRL {inputs['release']} refuses the job's overrides: AssertionError: train_batch_size"
