@@ -29,14 +29,16 @@ TEST_FILES = ("tests/benchmarks/test_*.py", "tests/e2e/test_*.py")
 
 
 def suite_runs() -> dict[str, list[list[str]]]:
-    """benchmark file name -> the argument lists the suite's tests pass to run_benchmark."""
+    """benchmark file name -> the argument lists the suite's tests pass to run_benchmark: the
+    literal ones (a parametrized test's `*args` adds options to the smallest size)."""
     runs: dict[str, list[list[str]]] = {}
     for pattern in TEST_FILES:
         for path in sorted(REPO.glob(pattern)):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                         and node.func.id == "run_benchmark"):
-                    name, *args = (ast.literal_eval(arg) for arg in node.args)
+                    name, *args = (ast.literal_eval(arg) for arg in node.args
+                                   if not isinstance(arg, ast.Starred))
                     runs.setdefault(name, []).append(args)
     return runs
 
