@@ -79,6 +79,11 @@ class ScratchRepo:
         )
 
     def close(self) -> None:
+        self.stop_pantsd()
+
+    def stop_pantsd(self) -> None:
+        """Stop the copy's pantsd, if one runs, and wait until it is gone: the next ./pants
+        starts a new one, which reads the files as they are then."""
         for pid_file in self.root.glob(".pids/*/pantsd/pid"):
             try:
                 pid = int(pid_file.read_text().strip())

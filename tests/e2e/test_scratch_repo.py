@@ -290,6 +290,10 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
     model = "src/rlaunch/spec/roleplan.py"
     schema = "pants-plugins/rlaunch_pants/schema.json"
     originals = {path: (scratch.root / path).read_text() for path in (model, schema)}
+    # No pantsd while the schema changes: the running one would restart on it (pants.toml's
+    # pantsd_invalidation_globs), but only once its file watcher has noticed, which a test must
+    # not race. The next ./pants starts one that reads the changed files, both commands share it.
+    scratch.stop_pantsd()
     text = originals[model]
     for anchor, added in (NEW_PLACEMENT_KEY, NEW_SECTION):
         assert text.count(anchor) == 1, anchor
@@ -309,9 +313,7 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
         )
         assert done.returncode == 0, done.stderr
 
-        # Without pantsd: the running one restarts on the schema change (pants.toml), but only
-        # once its file watcher has noticed it, which a test must not race.
-        result = scratch.pants("--no-pantsd", "help", "role_plan")
+        result = scratch.pants("help", "role_plan")
         assert result.returncode == 0, result.stderr
         assert "        colocate_critic: The critic shares the policy's GPUs\n" in result.stdout
         assert (
@@ -319,7 +321,7 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
             "across the data-parallel ranks.\n"
         ) in result.stdout
 
-        result = scratch.pants("--no-pantsd", "peek", "broken/schema-added:plan")
+        result = scratch.pants("peek", "broken/schema-added:plan")
         assert result.returncode == 0, result.stderr
         (peeked,) = json.loads(result.stdout)
         assert peeked["balance_sequences"] is True
@@ -327,6 +329,8 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
             "colocate_all": True, "colocate_critic": False, "colocate_policy_ref": True,
         }
     finally:
+        # Stopped again before the schema is restored, for the same reason.
+        scratch.stop_pantsd()
         for path, original in originals.items():
             scratch.write(path, original)
         (scratch.root / "broken/schema-added/BUILD").unlink()
