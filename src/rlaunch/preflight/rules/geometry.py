@@ -91,7 +91,7 @@ def megatron_world_divisible(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return
-    policy = plan.policy_parallelism
+    policy = check.parallelism("policy")
     if policy.data_parallel is None:
         yield error(
             "GEO003",
@@ -120,7 +120,7 @@ def megatron_expert_world_divisible(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return
-    policy = plan.policy_parallelism
+    policy = check.parallelism("policy")
     if policy.world % policy.expert_group:
         yield error(
             "GEO004",
@@ -148,7 +148,7 @@ def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if plan.strategy != "fsdp" or not check.roles_ok:
         return
-    policy = plan.policy_parallelism
+    policy = check.parallelism("policy")
     if policy.data_parallel is None:
         yield error(
             "GEO005",
@@ -160,7 +160,7 @@ def fsdp_world_divisible(check: Check) -> Iterator[Finding]:
             f"Set role_plan.policy.sequence_parallel_size to a divisor of {policy.world}"
             f" ({divisors(policy.world)}).",
         )
-    critic = plan.parallelism("critic")
+    critic = check.parallelism("critic") if plan.critic is not None else None
     if critic is not None and critic.data_parallel is None:
         yield error(
             "GEO005",
@@ -212,7 +212,7 @@ def colocated_gpus_match(check: Check) -> Iterator[Finding]:
     plan = check.spec.role_plan
     if not plan.placement.colocate_all or not check.roles_ok:
         return
-    policy, rollout = plan.policy_parallelism, plan.rollout
+    policy, rollout = check.parallelism("policy"), plan.rollout
     if policy.world != rollout.total_gpus:
         yield error(
             "GEO007",
