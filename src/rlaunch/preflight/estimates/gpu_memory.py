@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
+from typing import NamedTuple
 
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.parallelism import Parallelism
@@ -202,9 +203,9 @@ def lora_parameters(facts: ModelFacts, rank: int) -> int:
     return rank * per_layer * facts.num_hidden_layers
 
 
-@dataclass(frozen=True)
-class Activations:
-    """The tokens one GPU computes on: micro batch x sequence, split by SP or TP x CP."""
+class Activations(NamedTuple):
+    """The tokens one GPU computes on: micro batch x sequence, split by SP or TP x CP. A named
+    tuple: a memo key as it is (the memory rules make two per plan)."""
 
     micro_batch: int
     sequence: int
@@ -420,8 +421,9 @@ def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activa
     return Estimate("reference forward", tuple(terms))
 
 
-@dataclass(frozen=True)
-class EngineShape:
+class EngineShape(NamedTuple):
+    """One vLLM engine's sizes: TP, PP, DP and EP."""
+
     tensor: int
     pipeline: int
     data: int

@@ -204,18 +204,12 @@ def _layout(shape: Parallelism) -> tuple[Any, ...]:
     return (shape.strategy, shape.world)
 
 
-def _shape(activations: Activations) -> tuple[int, ...]:
-    return (activations.micro_batch, activations.sequence, activations.split,
-            activations.tensor, activations.token_cap)
-
-
 def _trainer_estimate(function: Any, facts: ModelFacts, shape: Parallelism,
                       activations: Activations, *, critic: bool = False,
                       **flags: Any) -> Estimate:
     """`function(facts, shape, activations, **flags)` (an estimate of gpu_memory), or with
     `critic` `function(critic_facts(facts), ..., role="critic")`, once per distinct inputs."""
-    key = (function, id(facts), critic, _layout(shape), _shape(activations),
-           *flags.items())
+    key = (function, id(facts), critic, _layout(shape), activations, *flags.items())
     known = _ESTIMATES.get(key)
     if known is None:
         if critic:
@@ -292,8 +286,22 @@ def _share(estimate: Estimate, memory: Memory) -> str:
             f"{memory.accelerator}, {gib(memory.gpu)})")
 
 
-def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
+def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
              memory: Memory, shape: Activations, fix: str) -> Iterator[Finding]:
+    """Error when the phase cannot fit for any input the spec allows (its fixed terms and a
+    micro batch of the shortest sequences); a warning naming the length at which it starts to
+    fail when only longer sequences overflow; a warning above 90% otherwise."""
+    shortest = (1 if shape.token_cap else shape.micro_batch) * SHORTEST_SEQUENCE / shape.split
+    gpu = memory.gpu
+    if estimate.total <= THIN * gpu and estimate.at(shortest) <= gpu and (
+            estimate.tokens or estimate.total <= gpu):
+        return ()  # fits with room, the common case: each of _judge's conditions is false
+    return _judge(code, paths, what, estimate, memory, shape, fix,
+                  bool(memory.settings.padding_removal))
+
+
+def _judge(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
+           memory: Memory, shape: Activations, fix: str, padding: bool) -> Iterator[Finding]:
     """Error when the phase cannot fit for any input the spec allows (its fixed terms and a
     micro batch of the shortest sequences); a warning naming the length at which it starts to
     fail when only longer sequences overflow; a warning above 90% otherwise."""
@@ -319,7 +327,7 @@ def _verdict(check: Check, code: str, paths: tuple[str, ...], what: str, estimat
                 if shape.token_cap else
                 f"a micro batch's {shape.micro_batch} sequences average more than {length} "
                 f"tokens ({fit} tokens on this GPU; SkyRL removes a micro batch's padding, "
-                f"{PADDING_REMOVAL})" if memory.settings.padding_removal else
+                f"{PADDING_REMOVAL})" if padding else
                 f"a micro batch's longest sequence exceeds {length} tokens (SkyRL pads a micro "
                 f"batch to its longest sequence, {PADDING_REMOVAL}: false)")
         yield warning(code, paths,
@@ -396,28 +404,32 @@ def policy_fits(check: Check) -> Iterator[Finding]:
     memory = memory_of(check)
     if memory is None:
         return
-    estimate = _policy_estimate(check, memory)
-    yield from _verdict(
-        check, "MEM002",
-        (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
-         "role_plan.policy.num_nodes", "model.facts.num_parameters"),
-        "The policy's training step", estimate, memory, memory.activations,
-        f"Offload the policy ({_set(CPU_OFFLOAD)}: true), train LoRA adapters ({_set(LORA_RANK)}),"
-        " lower role_plan.batch.micro_train_batch_size_per_gpu or the lengths, shard over more "
-        "GPUs, or take a larger accelerator.",
-    )
+    yield from _verdict("MEM002", _POLICY_PATHS, "The policy's training step",
+                        _policy_estimate(check, memory), memory, memory.activations,
+                        _POLICY_FIX)
     critic = _critic(check, memory, training=True)
     if critic is not None:
-        model = "critic_model" if check.spec.critic_model is not None else "model"
-        yield from _verdict(
-            check, "MEM002",
-            (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
-             "role_plan.critic.num_nodes", f"{model}.facts.num_parameters"),
-            "The critic's training step", critic, memory, memory.activations,
-            f"Offload the critic ({_set(CRITIC_OFFLOAD)}: true), train LoRA adapters "
-            f"({_set(CRITIC_LORA_RANK)}), lower role_plan.batch.micro_train_batch_size_per_gpu "
-            "or the lengths, give the critic more GPUs, or take a larger accelerator.",
-        )
+        paths = _CRITIC_PATHS[check.spec.critic_model is not None]
+        yield from _verdict("MEM002", paths, "The critic's training step", critic, memory,
+                            memory.activations, _CRITIC_FIX)
+
+
+_POLICY_PATHS = (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
+                 "role_plan.policy.num_nodes", "model.facts.num_parameters")
+_POLICY_FIX = (
+    f"Offload the policy ({_set(CPU_OFFLOAD)}: true), train LoRA adapters ({_set(LORA_RANK)}),"
+    " lower role_plan.batch.micro_train_batch_size_per_gpu or the lengths, shard over more "
+    "GPUs, or take a larger accelerator.")
+_CRITIC_PATHS = {
+    own: (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
+          "role_plan.critic.num_nodes",
+          f"{'critic_model' if own else 'model'}.facts.num_parameters")
+    for own in (False, True)}
+"""MEM002's paths for a critic, by whether it has its own model (`critic_model`)."""
+_CRITIC_FIX = (
+    f"Offload the critic ({_set(CRITIC_OFFLOAD)}: true), train LoRA adapters "
+    f"({_set(CRITIC_LORA_RANK)}), lower role_plan.batch.micro_train_batch_size_per_gpu "
+    "or the lengths, give the critic more GPUs, or take a larger accelerator.")
 
 
 @rule(
@@ -439,26 +451,33 @@ def forward_fits(check: Check) -> Iterator[Finding]:
     if memory is None:
         return
     spec = check.spec
-    model = "reference_model" if spec.reference_model is not None else "model"
-    passes = [(_policy_forward(check, memory), "The policy's forward pass (old log-probs)",
-               "model.facts.num_parameters",
-               f"offload the policy ({_set(CPU_OFFLOAD)}: true)"),
-              (_reference_forward(check, memory), "The reference's forward pass",
-               f"{model}.facts.num_parameters",
-               f"offload the reference ({_set(REF_OFFLOAD)}: true)"),
-              (_critic(check, memory, training=False), "The critic's forward pass (values)",
-               f"{'critic_model' if spec.critic_model is not None else 'model'}.facts."
-               "num_parameters", f"offload the critic ({_set(CRITIC_OFFLOAD)}: true)")]
-    for estimate, what, facts_path, offload in passes:
-        if estimate is None:
-            continue
-        yield from _verdict(
-            check, "MEM003",
-            (ACCELERATOR, "role_plan.batch.micro_forward_batch_size_per_gpu", facts_path),
-            what, estimate, memory, memory.forward,
-            f"Lower role_plan.batch.micro_forward_batch_size_per_gpu, {offload}, shard over "
-            f"more GPUs, or take a larger accelerator.",
-        )
+    policy = _policy_forward(check, memory)
+    reference = _reference_forward(check, memory)
+    critic = _critic(check, memory, training=False)
+    yield from _verdict("MEM003", _FORWARD_PATHS["model"], "The policy's forward pass (old "
+                        "log-probs)", policy, memory, memory.forward, _FORWARD_FIXES[CPU_OFFLOAD])
+    if reference is not None:
+        model = "reference_model" if spec.reference_model is not None else "model"
+        yield from _verdict("MEM003", _FORWARD_PATHS[model], "The reference's forward pass",
+                            reference, memory, memory.forward, _FORWARD_FIXES[REF_OFFLOAD])
+    if critic is not None:
+        model = "critic_model" if spec.critic_model is not None else "model"
+        yield from _verdict("MEM003", _FORWARD_PATHS[model],
+                            "The critic's forward pass (values)", critic, memory, memory.forward,
+                            _FORWARD_FIXES[CRITIC_OFFLOAD])
+
+
+_FORWARD_PATHS = {
+    model: (ACCELERATOR, "role_plan.batch.micro_forward_batch_size_per_gpu",
+            f"{model}.facts.num_parameters")
+    for model in ("model", "reference_model", "critic_model")}
+"""MEM003's paths, by the spec field of the model whose pass it is."""
+_FORWARD_FIXES = {
+    setting: f"Lower role_plan.batch.micro_forward_batch_size_per_gpu, offload the {role} "
+             f"({_set(setting)}: true), shard over more GPUs, or take a larger accelerator."
+    for setting, role in ((CPU_OFFLOAD, "policy"), (REF_OFFLOAD, "reference"),
+                          (CRITIC_OFFLOAD, "critic"))}
+"""MEM003's fix, by the offload setting of the model whose pass it is."""
 
 
 def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str] | None:
@@ -467,8 +486,7 @@ def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str]
         return None  # SET002
     weight_bytes = DTYPE_BYTES.get(str(memory.settings.engine_dtype), 2)
     facts, engine = memory.facts, memory.engine
-    key = (_engine_budget, id(facts), engine.tensor, engine.pipeline, engine.data, engine.expert,
-           weight_bytes)
+    key = (_engine_budget, id(facts), engine, weight_bytes)
     known = _ESTIMATES.get(key)
     if known is None:
         known = _ESTIMATES.put(key, (facts, (
@@ -580,25 +598,38 @@ def weight_sync_fits(check: Check) -> Iterator[Finding]:
         return
     memory, budget = engine
     shape = check.parallelism("policy")
-    facts = memory.facts
-    if spec.role_plan.strategy == "megatron":
+    facts, weights = memory.facts, budget[1]
+    megatron = spec.role_plan.strategy == "megatron"
+    offload = not megatron and bool(memory.settings.cpu_offload)
+    key = (weight_sync_fits, id(facts), id(weights), _layout(shape) if megatron else shape.world,
+           offload)
+    known = _ESTIMATES.get(key)
+    if known is None:
+        known = _ESTIMATES.put(key, (facts, (weights, _sync_estimate(
+            facts, shape, weights, megatron=megatron, offload=offload))))
+    yield from _verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights "
+                        "together)", known[1][1], memory, memory.activations, _SYNC_FIX)
+
+
+def _sync_estimate(facts: ModelFacts, shape: Parallelism, weights: Term, *, megatron: bool,
+                   offload: bool) -> Estimate:
+    """The weight sync's peak: the policy's weights beside the engine's."""
+    if megatron:
         dense, expert = local_parameters(facts, shape)
         policy = Term("policy weights", (dense + expert) * 2,
                       f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU) x 2 B")
-    elif memory.settings.cpu_offload:
+    elif offload:
         policy = Term("policy weights", 0, "(offloaded to CPU)")
     else:
         policy = Term("policy weights", facts.num_parameters * 4 / shape.world,
                       f"{facts.num_parameters / 1e9:.2f}e9 params x 4 B / {shape.world} shards")
-    estimate = Estimate("weight sync", (policy, budget[1]))
-    yield from _verdict(
-        check, "MEM006", (ACCELERATOR, "role_plan.placement.colocate_all",
-                   "role_plan.rollout.tensor_parallel_size"),
-        "The weight sync (policy and engine weights together)", estimate, memory,
-        memory.activations,
-        "Raise role_plan.rollout.tensor_parallel_size, offload the policy "
-        f"({_set(CPU_OFFLOAD)}: true), or take a larger accelerator.",
-    )
+    return Estimate("weight sync", (policy, weights))
+
+
+_SYNC_PATHS = (ACCELERATOR, "role_plan.placement.colocate_all",
+               "role_plan.rollout.tensor_parallel_size")
+_SYNC_FIX = ("Raise role_plan.rollout.tensor_parallel_size, offload the policy "
+             f"({_set(CPU_OFFLOAD)}: true), or take a larger accelerator.")
 
 
 def memory_estimates(check: Check) -> list[Estimate]:
