@@ -17,7 +17,9 @@ get_ray_pg_ready_with_timeout gives up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from rlaunch.memo import Memo
 from rlaunch.preflight.engine.check import Check
 from rlaunch.spec.roleplan import AuxRole, PolicyRole
 
@@ -33,15 +35,25 @@ class Group:
     why: str
 
 
+_GROUPS: Memo[tuple[Any, ...], Group] = Memo(1024)
+"""A group's inputs (role name, nodes, GPUs per node, shared; or the engines' GPUs) -> the
+group: frozen, so plans with the same sizes share it."""
+
+
 def _trainer_group(name: str, role: AuxRole | PolicyRole, shared: bool = False) -> Group:
+    key = (name, role.num_nodes, role.num_gpus_per_node, shared)
+    group = _GROUPS.get(key)
+    if group is None:
+        group = _GROUPS.put(key, _new_trainer_group(*key))
+    return group
+
+
+def _new_trainer_group(name: str, nodes: int, gpus_per_node: int, shared: bool) -> Group:
     owner = "policy and reference" if shared else name
-    if role.num_gpus_per_node > 1 or shared:
-        why = (
-            f"{owner}: {role.num_nodes} bundle(s) of {name}.num_gpus_per_node"
-            f" {role.num_gpus_per_node}"
-        )
-        return Group(name, role.num_gpus_per_node, role.num_nodes, why)
-    return Group(name, 1, role.num_nodes, f"{name}: {role.num_nodes} actor(s) of 1 GPU")
+    if gpus_per_node > 1 or shared:
+        why = f"{owner}: {nodes} bundle(s) of {name}.num_gpus_per_node {gpus_per_node}"
+        return Group(name, gpus_per_node, nodes, why)
+    return Group(name, 1, nodes, f"{name}: {nodes} actor(s) of 1 GPU")
 
 
 def placement_groups(check: Check) -> list[Group]:
@@ -52,10 +64,11 @@ def placement_groups(check: Check) -> list[Group]:
 def _placement_groups(check: Check) -> list[Group]:
     plan = check.spec.role_plan
     rollout = plan.rollout
-    engines = Group(
-        "rollout", 1, rollout.total_gpus,
-        f"rollout: {rollout.total_gpus} bundle(s) of 1 GPU",
-    )
+    total = rollout.total_gpus
+    engines = _GROUPS.get(("rollout", total))
+    if engines is None:
+        engines = _GROUPS.put(("rollout", total), Group(
+            "rollout", 1, total, f"rollout: {total} bundle(s) of 1 GPU"))
     if plan.placement.colocate_all:
         return [engines]
     groups = [engines]
@@ -88,6 +101,21 @@ def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | No
     no node, or None. A node stays the fullest that fits until it no longer fits a bundle, so a
     group fills the nodes in order of their free GPUs, fewest first, as many bundles each as
     fit."""
+    key = (tuple((group.bundle, group.count) for group in groups), nodes, width)
+    stuck = _STUCK.get(key)
+    if stuck is None:
+        stuck = _STUCK.put(key, _first_stuck(groups, nodes, width))
+    index, free = stuck
+    return None if index is None else Unplaced(groups[index], groups[:index], list(free))
+
+
+_STUCK: Memo[tuple[Any, ...], tuple[int | None, tuple[int, ...]]] = Memo(1024)
+"""The groups' bundles and counts and the nodes' shape -> `_first_stuck`'s answer."""
+
+
+def _first_stuck(groups: list[Group], nodes: int, width: int
+                 ) -> tuple[int | None, tuple[int, ...]]:
+    """The index of first_unplaced's group and the free GPUs, `(None, ())` when all fit."""
     free = [width] * nodes
     for index, group in enumerate(groups):
         bundle, left = group.bundle, group.count
@@ -98,5 +126,5 @@ def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | No
             free[node] -= placed * bundle
             left -= placed
         if left:
-            return Unplaced(group, groups[:index], sorted(free, reverse=True))
-    return None
+            return index, tuple(sorted(free, reverse=True))
+    return None, ()

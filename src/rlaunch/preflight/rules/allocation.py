@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
+from rlaunch.memo import Memo
 from rlaunch.preflight.estimates.placement import (
     bundles_fit_nodes,
     first_unplaced,
@@ -33,6 +34,11 @@ def accelerator_limit(accelerator: str) -> int | None:
 
 def role_gpus(check: Check) -> list[tuple[str, str, int]]:
     """`(name, path, GPUs)` of every role with GPUs of its own."""
+    return list(check.derived(_role_gpus))
+
+
+def _role_gpus(check: Check) -> tuple[tuple[str, str, int], ...]:
+    """role_gpus, once per check (ALLOC001 and ALLOC002 read it)."""
     plan = check.spec.role_plan
     roles = [("policy", "role_plan.policy", plan.policy.world_size)]
     for name, role in (("reference", plan.reference), ("critic", plan.critic)):
@@ -40,10 +46,10 @@ def role_gpus(check: Check) -> list[tuple[str, str, int]]:
             roles.append((name, f"role_plan.{name}", role.world_size))
     if not plan.placement.colocate_all:
         roles.append(("rollout", "role_plan.rollout", plan.rollout.total_gpus))
-    return roles
+    return tuple(roles)
 
 
-def _roles_sum(roles: list[tuple[str, str, int]]) -> str:
+def _roles_sum(roles: tuple[tuple[str, str, int], ...]) -> str:
     terms = " + ".join(str(gpus) for _, _, gpus in roles)
     named = ", ".join(f"{name} {gpus}" for name, _, gpus in roles)
     return f"{terms} = {sum(gpus for _, _, gpus in roles)} GPUs ({named})"
@@ -78,15 +84,28 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
     if not check.roles_ok:
         return
     allocation = check.spec.execution.allocation
-    roles = role_gpus(check)
+    roles = check.derived(_role_gpus)
+    key = (roles, allocation.num_nodes, allocation.gpus_per_node)
+    found = _USE.get(key)
+    if found is None:
+        found = _USE.put(key, tuple(_use_of(*key)))
+    yield from found
+
+
+_USE: Memo[tuple[Any, ...], tuple[Finding, ...]] = Memo(1024)
+"""ALLOC001's findings by all they read: the roles' GPUs and the allocation's shape."""
+
+
+def _use_of(roles: tuple[tuple[str, str, int], ...], num_nodes: int, gpus_per_node: int
+            ) -> Iterator[Finding]:
     used = sum(gpus for _, _, gpus in roles)
-    total = allocation.total_gpus
+    total = num_nodes * gpus_per_node
     if used == total:
         return
     paths = ("execution.allocation.num_nodes", "execution.allocation.gpus_per_node",
              *(path for _, path, _ in roles))
-    shape = f"{allocation.num_nodes} nodes x {allocation.gpus_per_node} = {total} GPUs"
-    nodes = -(-used // allocation.gpus_per_node)
+    shape = f"{num_nodes} nodes x {gpus_per_node} = {total} GPUs"
+    nodes = -(-used // gpus_per_node)
     if used > total:
         # Ray never makes the missing GPUs' placement groups ready: SkyRL's
         # get_ray_pg_ready_with_timeout raises after SKYRL_RAY_PG_TIMEOUT_IN_S.
@@ -99,13 +118,13 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
         )
         return
     idle = total - used
-    spare = nodes * allocation.gpus_per_node - used
+    spare = nodes * gpus_per_node - used
     yield warning(
         "ALLOC001", paths,
         f"roles use {_roles_sum(roles)} of the allocation's {shape}: {idle} GPUs stay idle"
         " and are paid for",
         f"Give the idle {idle} GPUs to a role, or allocate execution.allocation.num_nodes"
-        f" {nodes} ({nodes * allocation.gpus_per_node} GPUs"
+        f" {nodes} ({nodes * gpus_per_node} GPUs"
         + (f", {spare} still idle)." if spare else ")."),
     )
 
@@ -127,7 +146,7 @@ def bundles_pack(check: Check) -> Iterator[Finding]:
     if not check.roles_ok or not bundles_fit_nodes(check):
         return
     allocation = check.spec.execution.allocation
-    if sum(gpus for _, _, gpus in role_gpus(check)) > allocation.total_gpus:
+    if sum(gpus for _, _, gpus in check.derived(_role_gpus)) > allocation.total_gpus:
         return  # ALLOC001 reports it
     stuck = first_unplaced(placement_groups(check), allocation.num_nodes, allocation.gpus_per_node)
     if stuck is None:
