@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from contract.skyrl_env import rehearsal_python
 from executors.support import HeadWatch
 from rlaunch.executors.local_head import ensure_head
 from rlaunch.spec.execution import Allocation
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+MAKE_TINY_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
 BROKEN_FIXTURES = ('--pants-ignore=-["/tests/fixtures/broken/"]',)
 """Options that make Pants see tests/fixtures/broken/ (pants.toml ignores it, so that `::` is
 clean). The repo's pantsd serves them: Pants 2.17 takes another ignore list per run, without
@@ -146,6 +148,19 @@ def countdown_store(
     (same identity, same fingerprint, files verified) instead of building them again."""
     return Path(shutil.copytree(countdown_inputs[0], tmp_path / "store"))
 
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of tests/contract/make_tiny_model.py's model (a 2-layer Qwen2 chat model with
+    seeded random weights: the same bytes on every run), made once for the session in the
+    SkyRL rehearsal env (~10 CPU s) for the modules that serve it or evaluate it, which only
+    read it."""
+    folder = tmp_path_factory.mktemp("tiny-model") / "model"
+    done = subprocess.run([rehearsal_python(), str(MAKE_TINY_MODEL), str(folder)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return folder
 
 # experiments/countdown:local-sim-1x2's allocation, as its BUILD declares it.
 COUNTDOWN_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim",

@@ -47,8 +47,6 @@ from rlaunch.runtimes.skyrl import REHEARSE_FLAG
 from rlaunch.spec import RunExport, parse_spec
 from rlaunch.spec.execution import Allocation
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-MAKE_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
 MODEL_REPO = "rlaunch-tests/tiny-qwen2-chat"
 MODEL_COMMIT = "c0ffee0000000000000000000000000000000001"
 DATA_REPO = "rlaunch-tests/gsm8k-sample"
@@ -66,17 +64,13 @@ def python() -> str:
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str,
+def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str, tiny_model: Path,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
     root = tmp_path_factory.mktemp("rehearsal")
-    model = root / "model"
-    done = subprocess.run([python, str(MAKE_MODEL), str(model)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
     [data] = gsm8kdata.repos().values()
     repos = {
         ("models", MODEL_REPO, MODEL_COMMIT): {path.name: path.read_bytes()
-                                               for path in model.iterdir()},
+                                               for path in tiny_model.iterdir()},
         ("datasets", DATA_REPO, DATA_COMMIT): data,
     }
     (root / "repo").mkdir()

@@ -44,7 +44,6 @@ from rlaunch.store.fs import open_location
 from rlaunch.tasks.parquet import write_prompts
 from rlaunch.tasks.prompts import prompt_row
 
-MAKE_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
 EVAL_ENTRYPOINT = "skyrl.train.entrypoints.main_generate"
 SOURCES = ["openai/gsm8k", "openai/gsm8k", "local"]
 PROMPTS = [f"<|im_start|>ss{apples}ss{more}.sss?'ssss.<|im_end|><|im_start|>sss"
@@ -91,12 +90,10 @@ class Evaluated:
 
 
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evaluated]:
+def evaluated(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[Evaluated]:
     python = rehearsal_python()
     root = tmp_path_factory.mktemp("skyrl-eval")
-    done = subprocess.run([python, str(MAKE_MODEL), str(root / "model")], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
     write_prompts(root / "test.parquet", rows())
     heads = HeadWatch(root / "head")
     try:
@@ -110,7 +107,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evaluated]:
                JOB_CONFIG_ENV: json.dumps({"runtime_env": {"env_vars": {"PYTHONPATH": src}},
                                            "metadata": {}}),
                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-        overrides = {**OVERRIDES, "trainer.policy.model.path": str(root / "model"),
+        overrides = {**OVERRIDES, "trainer.policy.model.path": str(tiny_model),
                      "data.val_data": json.dumps([str(root / "test.parquet")]),
                      "trainer.export_path": str(root / "export"),
                      "trainer.log_path": str(root / "logs")}
