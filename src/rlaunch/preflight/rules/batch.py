@@ -36,7 +36,12 @@ class MiniBatch(NamedTuple):
 
 def mini_batches(check: Check) -> list[MiniBatch]:
     """The policy's and (with a critic) the critic's mini batch, their DP None when undefined:
-    rules that need no DP still see every mini batch."""
+    rules that need no DP still see every mini batch (listed once per check: BATCH002 to
+    BATCH006 read them)."""
+    return check.derived(_mini_batches)
+
+
+def _mini_batches(check: Check) -> list[MiniBatch]:
     if not check.batch_ok:
         return []
     plan = check.spec.role_plan

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rlaunch.memo import Memo
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
@@ -65,12 +66,18 @@ def fsdp_has_no_megatron_sizes(check: Check) -> Iterator[Finding]:
         for field, short in MEGATRON_ONLY:
             value = getattr(role, field)
             if value > 1:
-                yield error(
+                key = (name, field, short, value)
+                found = _MEGATRON_SIZE.get(key)
+                yield found if found is not None else _MEGATRON_SIZE.put(key, error(
                     "GEO002", (f"role_plan.{name}.{field}", "role_plan.strategy"),
                     f"strategy fsdp has no Megatron {short}, but role_plan.{name}.{field} is"
                     f" {value}",
                     f"Set role_plan.{name}.{field} to 1, or use strategy megatron for {short}.",
-                )
+                ))
+
+
+_MEGATRON_SIZE: Memo[tuple[str, str, str, int], Finding] = Memo(256)
+"""GEO002's finding by all it reads (role, field, size name, value): frozen, shared."""
 
 
 @rule(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rlaunch.memo import Memo
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error
 from rlaunch.preflight.engine.registry import Example, rule
@@ -110,19 +111,28 @@ def expert_parallel_needs_experts(check: Check) -> Iterator[Finding]:
     if experts is None:
         sizes.append(("policy ETP", "role_plan.policy.expert_tensor_parallel_size", etp))
     for name, path, size in sizes:
-        if size <= 1:
+        if size <= 1 or (experts is not None and not experts % size):
             continue
-        if experts is None:
-            yield error(
-                "GEO018", (path, "model.facts.num_experts"),
-                f"{name} {size} needs an MoE model, but model.facts.num_experts is null"
-                " (a dense model)",
-                f"Set {path} to 1 for a dense model.",
-            )
-        elif experts % size:
-            yield error(
-                "GEO018", (path, "model.facts.num_experts"),
-                f"{name} {size} does not divide model.facts.num_experts {experts}"
-                f" ({experts} % {size} = {experts % size})",
-                f"Set {path} to a divisor of {experts}.",
-            )
+        key = (name, path, size, experts)
+        found = _EXPERTS.get(key)
+        yield found if found is not None else _EXPERTS.put(key, _experts_finding(*key))
+
+
+_EXPERTS: Memo[tuple[str, str, int, int | None], Finding] = Memo(256)
+"""GEO018's finding by all it reads (size name, path, size, the model's experts)."""
+
+
+def _experts_finding(name: str, path: str, size: int, experts: int | None) -> Finding:
+    if experts is None:
+        return error(
+            "GEO018", (path, "model.facts.num_experts"),
+            f"{name} {size} needs an MoE model, but model.facts.num_experts is null"
+            " (a dense model)",
+            f"Set {path} to 1 for a dense model.",
+        )
+    return error(
+        "GEO018", (path, "model.facts.num_experts"),
+        f"{name} {size} does not divide model.facts.num_experts {experts}"
+        f" ({experts} % {size} = {experts % size})",
+        f"Set {path} to a divisor of {experts}.",
+    )
