@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
+from itertools import islice
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -20,6 +21,9 @@ class Memo(Generic[K, V]):
     """At most `size` entries; `put` evicts the oldest beyond it (first in, first out: a hit
     costs one dict read in C, where keeping the least recently used would cost a Python call per
     hit, and preflight makes tens of hits per plan; a hot entry evicted is computed once again).
+    It evicts the oldest eighth at once: a dict keeps a deleted entry's slot until it resizes,
+    and finding the oldest live entry walks those slots, so one at a time a full memo paid a
+    walk of hundreds of slots on every put.
     Safe to share between threads (a sweep launches its points from several): `put` and `clear`
     take a lock; `get` is the dict's own, one step under the GIL."""
 
@@ -27,6 +31,8 @@ class Memo(Generic[K, V]):
         if size < 1:
             raise ValueError(f"a memo holds at least 1 entry, got size {size}")
         self.size = size
+        self._evicted = max(1, size // 8)
+        """How many of the oldest entries `put` evicts at once beyond `size`."""
         self._entries: dict[K, V] = {}
         self._lock = threading.Lock()
         self.get: Callable[[K], V | None] = self._entries.get
@@ -38,7 +44,8 @@ class Memo(Generic[K, V]):
             entries = self._entries
             entries[key] = value
             if len(entries) > self.size:
-                del entries[next(iter(entries))]
+                for oldest in list(islice(entries, self._evicted)):
+                    del entries[oldest]
             return value
 
     def clear(self) -> None:

@@ -236,6 +236,17 @@ def test_a_memo_forgets_its_oldest_entry() -> None:
         Memo(0)
 
 
+def test_a_full_memo_forgets_its_oldest_eighth_at_once() -> None:
+    memo: Memo[int, int] = Memo(16)
+    for number in range(17):
+        memo.put(number, number)
+    assert (len(memo), memo.get(0), memo.get(1), memo.get(2), memo.get(16)) == (
+        15, None, None, 2, 16)
+    for number in range(17, 19):
+        memo.put(number, number)
+    assert (len(memo), memo.get(2), memo.get(3), memo.get(4)) == (15, None, None, 4)
+
+
 
 def test_a_spec_equals_its_reparse_whatever_the_memos_and_lookups_did() -> None:
     """A spec that asked for its settings catalog (as preflight does) and was copied from the
