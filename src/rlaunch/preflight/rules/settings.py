@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from rlaunch.memo import Memo
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
 from rlaunch.preflight.engine.registry import Example, rule
@@ -471,8 +472,25 @@ def engine_settings(check: Check) -> Iterator[Finding]:
     disaggregation's `num_prefill`, the executor backend, rollout router replay, an mp engine
     within one node under colocate_all) and `validate_megatron_cfg` (routing replay needs the
     engines to return routed experts)."""
-    for paths, what, fix in _engine_problems(check.spec):
-        yield error("SET012", paths, what, fix)
+    spec = check.spec
+    plan = spec.role_plan
+    rollout = plan.rollout
+    settings, runtime = spec.settings, spec.runtime
+    key = (id(settings), id(runtime), rollout.num_engines, plan.strategy,
+           plan.policy.num_gpus_per_node,
+           rollout.tensor_parallel_size * rollout.pipeline_parallel_size,
+           plan.placement.colocate_all)
+    known = _ENGINE_FINDINGS.get(key)
+    if known is None:
+        known = _ENGINE_FINDINGS.put(key, (settings, runtime, tuple(
+            error("SET012", paths, what, fix) for paths, what, fix in _engine_problems(spec))))
+    yield from known[2]
+
+
+_ENGINE_FINDINGS: Memo[tuple[Any, ...], tuple[Any, Any, tuple[Finding, ...]]] = Memo(1024)
+"""SET012's findings by all _engine_problems reads: the spec's `settings` and `runtime` (their
+identities, the objects held so that no other takes them while the entry lives) and the plan's
+engines, strategy, policy GPUs per node, engine TP x PP and colocate_all."""
 
 
 # Values SkyRL 0.3.0's config dataclasses and validate_cfg refuse on their own:
