@@ -16,6 +16,10 @@ from rlaunch.store.probe import StoreProbe, probe_store
 
 # Short, so the tests that wait it out stay short; the default (10 s) is the same code path.
 BOUND = 3.0
+SCHEDULING = 10.0
+"""Seconds past the bound a probe may report on a loaded machine: the wait ends at the bound,
+then the calling thread waits for the interpreter lock, which the probe's thread holds while
+its client retries (5.4 s in all was seen at a load average of 10 on 2 cores)."""
 # For a store that answers: the bound only cuts a store that does not, so give a loaded
 # machine all the time it needs to get an answer.
 PATIENT = 60.0
@@ -69,8 +73,9 @@ def test_a_stopped_server_is_unreachable_within_the_bound(scheme, tmp_path: Path
     # Nothing listens on its port now: the clients retry (botocore, gcsfs' backoff) for longer
     # than the bound, which cuts them short.
     found = probe(server, prefix)
-    assert found.state == "unreachable"
-    assert found.seconds < BOUND + 2
+    # The answer says the wait was cut at the bound (the clients had not given up yet).
+    assert (found.state, found.answer) == ("unreachable", f"no answer within {BOUND:g} s")
+    assert BOUND <= found.seconds < BOUND + SCHEDULING
     assert f"store {prefix} did not answer: " in found.problem()
 
 
@@ -81,7 +86,7 @@ def test_a_host_that_never_answers_is_cut_at_the_bound(scheme, request) -> None:
     with silent_endpoint() as endpoint:
         found = probe(server.pointed_at(endpoint), prefix)
     assert (found.state, found.answer) == ("unreachable", f"no answer within {BOUND:g} s")
-    assert BOUND <= found.seconds < BOUND + 2
+    assert BOUND <= found.seconds < BOUND + SCHEDULING
     assert found.problem() == (
         f"store {prefix} did not answer: no answer within 3 s (probed once by listing it and "
         f"reading its bucket's metadata: {found.seconds:.1f} s, of at most 3 s)")
