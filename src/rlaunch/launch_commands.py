@@ -198,7 +198,9 @@ def _find(target: str, store: str | None) -> tuple[Ledger, str, str, Submission]
         ledger = Ledger(prefix)
         record = ledger.read(name, version)
     except LedgerError as err:
-        raise click.ClickException(str(err)) from None
+        # Name the spec the identity came from: the ledger's path is built from its fields.
+        raise click.ClickException(f"{target}: {err}" if target != f"{name}@{version}"
+                                   else str(err)) from None
     attempt = last_attempt(record)
     if not attempt or not attempt.get("submission"):
         given = f" (from {target})" if target != f"{name}@{version}" else ""

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from rlaunch.cli import main
 from rlaunch.ledger import Ledger
 from rlaunch.ledger.records import set_wandb_url
+from rlaunch.spec.examples import worked_example
 from view.store_fixture import add_run, step_record
 
 
@@ -133,3 +135,20 @@ def test_show_refuses_what_is_not_an_identity(store: Path) -> None:
     assert outcome.output == (
         "Error: 'countdown-lr1e-3' is not a run identity; write it as name@version "
         "(`rlaunch ls` lists the identities in the store)\n")
+
+
+def test_status_of_a_spec_whose_ledger_path_is_too_long_names_the_spec(tmp_path: Path) -> None:
+    # Found by tests/fuzz: a 1,500-character name parses, then its ledger record's file name is
+    # longer than the file system allows.
+    document = worked_example("colocated-1x8")
+    document["name"] = "x" * 1500
+    document["execution"]["store_prefix"] = str(tmp_path / "store")
+    (tmp_path / "store" / "_ledger").mkdir(parents=True)  # a store with launches in it
+    spec = tmp_path / "run.yaml"
+    spec.write_text(yaml.safe_dump(document))
+    result = CliRunner().invoke(main, ["status", str(spec)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {spec}: cannot read the ledger record ")
+    assert result.output.rstrip().endswith("File name too long: '"
+                                           f"{tmp_path}/store/_ledger/{'x' * 1500}/"
+                                           f"{document['version']}.json'")
