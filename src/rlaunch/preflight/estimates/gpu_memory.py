@@ -6,14 +6,14 @@ at once (docs/memory.md cites the source): trainers that share GPUs take turns (
 offloads the others of a colocation group), and under `colocate_all` the vLLM engines sleep while
 a trainer works and the trainers are offloaded while the engines generate.
 
-The estimates are pure functions of frozen values (facts, shapes, flags), and a search asks for
-the same few again and again: each phase's estimate is kept (LRU) for its exact arguments.
+The estimates are pure functions of frozen values (facts, shapes, flags); the memory rules keep
+each phase's estimate per distinct inputs (rlaunch.preflight.rules.memory). A term's formula is
+written when it is shown (`Term.formula`): most estimates fit, and no message reads theirs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
@@ -82,48 +82,57 @@ def accelerator_memory(accelerator: str) -> float | None:
     return ACCELERATOR_MEMORY_GIB.get(accelerator.strip().upper())
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
+    """One term of an estimate: its bytes, and its formula in numbers (`formula`)."""
+
     name: str
     bytes: float
-    formula: str
+    written: str | Callable[[], str]
+    """The formula, or a function writing it when it is shown (most estimates fit, and then no
+    message reads their formulas: writing them would cost more than the sums)."""
     tokens: int = 0
     """The micro batch's tokens on this GPU when the term grows with them (activations and
     logits: bytes = tokens x a constant), 0 for a fixed term (weights, gradients, optimizer)."""
+
+    @property
+    def formula(self) -> str:
+        written = self.written
+        return written if type(written) is str else written()
 
     def text(self) -> str:
         return f"{self.name} {self.formula} = {gib(self.bytes)}"
 
 
-@dataclass(frozen=True)
 class Estimate:
     """The peak of one phase on one GPU: its terms and their sum (the sums are taken once, when
-    it is made: a verdict reads them several times)."""
+    it is made: a verdict reads them several times). Read-only by convention (a plain class:
+    made for a third of the phases of fresh plans, where a frozen dataclass costs a setattr per
+    field)."""
 
-    phase: str
-    terms: tuple[Term, ...]
-    total: float = field(init=False, repr=False, compare=False)
-    """Every term's bytes."""
-    fixed: float = field(init=False, repr=False, compare=False)
-    """What the phase holds whatever its micro batch: weights, gradients, optimizer state."""
-    tokens: int = field(init=False, repr=False, compare=False)
-    """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
-    growing: float = field(init=False, repr=False, compare=False)
-    """The bytes of the terms that grow with the micro batch's tokens."""
+    __slots__ = ("phase", "terms", "total", "fixed", "tokens", "growing")
 
-    def __post_init__(self) -> None:
+    def __init__(self, phase: str, terms: tuple[Term, ...]) -> None:
+        self.phase = phase
+        self.terms = terms
         total = fixed = growing = tokens = 0
-        for term in self.terms:  # each sum in the terms' order
+        for term in terms:  # each sum in the terms' order
             total += term.bytes
             if term.tokens:
                 growing += term.bytes
                 tokens = max(tokens, term.tokens)
             else:
                 fixed += term.bytes
-        object.__setattr__(self, "total", total)
-        object.__setattr__(self, "fixed", fixed)
-        object.__setattr__(self, "tokens", tokens)
-        object.__setattr__(self, "growing", growing)
+        self.total: float = total
+        """Every term's bytes."""
+        self.fixed: float = fixed
+        """What the phase holds whatever its micro batch: weights, gradients, optimizer state."""
+        self.tokens: int = tokens
+        """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
+        self.growing: float = growing
+        """The bytes of the terms that grow with the micro batch's tokens."""
+
+    def __repr__(self) -> str:
+        return f"Estimate({self.phase!r}, {self.terms!r})"
 
     def sum_text(self) -> str:
         return " + ".join(term.text() for term in self.terms) + f" = {gib(self.total)}"
@@ -243,32 +252,34 @@ def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
     gives one number per token)."""
     tokens = shape.tokens
     hidden, layers = facts.hidden_size, facts.num_hidden_layers
-    where = shape.text()
-    per_tp = f" / TP {shape.tensor}" if shape.tensor > 1 else ""
     layer = LAYER_ACTIVATION * tokens * hidden / shape.tensor
-    terms = []
+
+    def per_tp() -> str:
+        return f" / TP {shape.tensor}" if shape.tensor > 1 else ""
+
     if not backward:
-        terms.append(Term("activations (forward, one layer)",
-                          layer, f"{LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
-                          tokens))
+        activations = Term(
+            "activations (forward, one layer)", layer,
+            lambda: f"{LAYER_ACTIVATION} B x {shape.text()} x hidden {hidden}{per_tp()}", tokens)
     elif checkpointing:
         kept = CHECKPOINT_INPUT * layers * tokens * hidden / shape.tensor
-        terms.append(Term(
+        activations = Term(
             "activations (gradient checkpointing)", kept + layer,
-            f"({layers} layers x {CHECKPOINT_INPUT} B + one layer {LAYER_ACTIVATION} B) x "
-            f"{where} x hidden {hidden}{per_tp}", tokens))
+            lambda: f"({layers} layers x {CHECKPOINT_INPUT} B + one layer {LAYER_ACTIVATION} B)"
+                    f" x {shape.text()} x hidden {hidden}{per_tp()}", tokens)
     else:
-        terms.append(Term(
+        activations = Term(
             "activations (no checkpointing)", layers * layer,
-            f"{layers} layers x {LAYER_ACTIVATION} B x {where} x hidden {hidden}{per_tp}",
-            tokens))
+            lambda: f"{layers} layers x {LAYER_ACTIVATION} B x {shape.text()} x hidden {hidden}"
+                    f"{per_tp()}", tokens)
     if not logits:
-        return tuple(terms)
+        return (activations,)
     size = LOGITS_TRAINING if backward else LOGITS_FORWARD
-    name = "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)"
-    terms.append(Term(name, size * tokens * facts.vocab_size / shape.tensor,
-                      f"{size} B x {where} x vocab {facts.vocab_size}{per_tp}", tokens))
-    return tuple(terms)
+    vocab = facts.vocab_size
+    return (activations, Term(
+        "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)",
+        size * tokens * vocab / shape.tensor,
+        lambda: f"{size} B x {shape.text()} x vocab {vocab}{per_tp()}", tokens))
 
 
 @lru_cache(maxsize=256, typed=True)
@@ -280,7 +291,7 @@ def fsdp_unsharded_terms(facts: ModelFacts, bytes_per_param: int) -> tuple[Term,
     layer = layer_parameters(facts)
     return (Term("unsharded root + one layer",
                   (root + layer) * bytes_per_param,
-                  f"({billions(root)} + {billions(layer)} params) x {bytes_per_param} B"),)
+                  lambda: f"({billions(root)} + {billions(layer)} params) x {bytes_per_param} B"),)
 
 
 def local_parameters(facts: ModelFacts, layout: Parallelism) -> tuple[float, float]:
@@ -309,7 +320,6 @@ def critic_facts(facts: ModelFacts) -> ModelFacts:
         "num_parameters": facts.num_parameters - facts.vocab_size * facts.hidden_size})
 
 
-@lru_cache(maxsize=1024, typed=True)
 def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                     checkpointing: bool, offload: bool, lora_rank: int,
                     role: str = "policy") -> Estimate:
@@ -321,48 +331,47 @@ def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activati
     if shape.strategy == "megatron" and lora_rank > 0:
         dense, expert = local_parameters(facts, shape)
         terms.append(Term("frozen weights", (dense + expert) * MEGATRON_FROZEN,
-                          f"({billions(dense)} + {billions(expert)} params on this GPU) x "
-                          f"{MEGATRON_FROZEN} B"))
+                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
+                                  f" x {MEGATRON_FROZEN} B"))
         adapters = lora_parameters(facts, lora_rank)
         ranks = shape.tensor * shape.pipeline
         terms.append(Term(
             f"LoRA rank {lora_rank} weights + grads + Adam",
             adapters * (MEGATRON_LOCAL / ranks + MEGATRON_OPTIMIZER / shape.world),
-            f"{billions(adapters)} params x ({MEGATRON_LOCAL} B / TP x PP {ranks} + "
-            f"{MEGATRON_OPTIMIZER} B / {shape.world})"))
+            lambda: f"{billions(adapters)} params x ({MEGATRON_LOCAL} B / TP x PP {ranks} + "
+                    f"{MEGATRON_OPTIMIZER} B / {shape.world})"))
     elif shape.strategy == "megatron":
         dense, expert = local_parameters(facts, shape)
         dp_dense, dp_expert = optimizer_shards(shape)
         terms.append(Term("weights + grads", (dense + expert) * MEGATRON_LOCAL,
-                          f"({billions(dense)} + {billions(expert)} params on this GPU) x "
-                          f"{MEGATRON_LOCAL} B"))
+                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
+                                  f" x {MEGATRON_LOCAL} B"))
         terms.append(Term("Adam state", (dense / dp_dense + expert / dp_expert)
                           * MEGATRON_OPTIMIZER,
-                          f"({billions(dense)} / DP {dp_dense} + {billions(expert)} / expert DP "
-                          f"{dp_expert}) x {MEGATRON_OPTIMIZER} B"))
+                          lambda: f"({billions(dense)} / DP {dp_dense} + {billions(expert)} /"
+                                  f" expert DP {dp_expert}) x {MEGATRON_OPTIMIZER} B"))
     elif lora_rank > 0:
         adapters = lora_parameters(facts, lora_rank)
         if not offload:
             terms.append(Term("frozen weights", params * FSDP_FROZEN_PARAM / shape.world,
-                              f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
-                              f"{shape.world} shards"))
+                              lambda: f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
+                                      f"{shape.world} shards"))
         terms.append(Term(f"LoRA rank {lora_rank} weights + grads + Adam",
                           adapters * FSDP_TRAIN_STATE / shape.world,
-                          f"{billions(adapters)} params x {FSDP_TRAIN_STATE} B / "
-                          f"{shape.world} shards"))
+                          lambda: f"{billions(adapters)} params x {FSDP_TRAIN_STATE} B / "
+                                  f"{shape.world} shards"))
         terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
     else:
         if not offload:
             terms.append(Term("weights + grads + Adam", params * FSDP_TRAIN_STATE / shape.world,
-                              f"{billions(params)} params x {FSDP_TRAIN_STATE} B / "
-                              f"{shape.world} shards"))
+                              lambda: f"{billions(params)} params x {FSDP_TRAIN_STATE} B / "
+                                      f"{shape.world} shards"))
         terms += fsdp_unsharded_terms(facts, UNSHARDED_TRAIN)
     terms += activation_terms(facts, activations, checkpointing, backward=True,
                               logits=role == "policy")
     return Estimate(f"{role} training", tuple(terms))
 
 
-@lru_cache(maxsize=1024, typed=True)
 def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                    offload: bool, optimizer_resident: bool, lora_rank: int,
                    role: str = "policy") -> Estimate:
@@ -378,22 +387,22 @@ def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activatio
         per = MEGATRON_FROZEN if lora_rank > 0 else MEGATRON_LOCAL
         terms.append(Term("weights" if lora_rank > 0 else "weights + grad buffers",
                           (dense + expert) * per,
-                          f"({billions(dense)} + {billions(expert)} params on this GPU) x "
-                          f"{per} B"))
+                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
+                                  f" x {per} B"))
         if optimizer_resident and lora_rank == 0:
             dp_dense, dp_expert = optimizer_shards(shape)
             terms.append(Term("Adam state", (dense / dp_dense + expert / dp_expert)
                               * MEGATRON_OPTIMIZER,
-                              f"({billions(dense)} / DP {dp_dense} + {billions(expert)} / "
-                              f"expert DP {dp_expert}) x {MEGATRON_OPTIMIZER} B"))
+                              lambda: f"({billions(dense)} / DP {dp_dense} + {billions(expert)}"
+                                      f" / expert DP {dp_expert}) x {MEGATRON_OPTIMIZER} B"))
     elif not offload:
         terms.append(Term("weights", params * FSDP_FROZEN_PARAM / shape.world,
-                          f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
-                          f"{shape.world} shards"))
+                          lambda: f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
+                                  f"{shape.world} shards"))
         if optimizer_resident and lora_rank == 0:
             terms.append(Term("Adam state", params * FSDP_ADAM / shape.world,
-                              f"{billions(params)} params x {FSDP_ADAM} B / "
-                              f"{shape.world} shards"))
+                              lambda: f"{billions(params)} params x {FSDP_ADAM} B / "
+                                      f"{shape.world} shards"))
     if shape.strategy != "megatron":
         terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
     terms += activation_terms(facts, activations, checkpointing=True, backward=False,
@@ -401,7 +410,6 @@ def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activatio
     return Estimate(f"{role} forward", tuple(terms))
 
 
-@lru_cache(maxsize=1024, typed=True)
 def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                       weight_bytes: int, offload: bool) -> Estimate:
     """The reference's forward of one micro batch (log-probs of the sampled tokens)."""
@@ -409,13 +417,14 @@ def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activa
     if shape.strategy == "megatron":
         dense, expert = local_parameters(facts, shape)
         terms.append(Term("weights", (dense + expert) * weight_bytes,
-                          f"({billions(dense)} + {billions(expert)} params on this GPU) x "
-                          f"{weight_bytes} B"))
+                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
+                                  f" x {weight_bytes} B"))
     else:
+        params = facts.num_parameters
         if not offload:
-            terms.append(Term("weights", facts.num_parameters * weight_bytes / shape.world,
-                              f"{billions(facts.num_parameters)} params x {weight_bytes} B / "
-                              f"{shape.world} shards"))
+            terms.append(Term("weights", params * weight_bytes / shape.world,
+                              lambda: f"{billions(params)} params x {weight_bytes} B /"
+                                      f" {shape.world} shards"))
         terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
     terms += activation_terms(facts, activations, checkpointing=True, backward=False)
     return Estimate("reference forward", tuple(terms))

@@ -617,12 +617,14 @@ def _sync_estimate(facts: ModelFacts, shape: Parallelism, weights: Term, *, mega
     if megatron:
         dense, expert = local_parameters(facts, shape)
         policy = Term("policy weights", (dense + expert) * 2,
-                      f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU) x 2 B")
+                      lambda: f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU)"
+                              " x 2 B")
     elif offload:
         policy = Term("policy weights", 0, "(offloaded to CPU)")
     else:
-        policy = Term("policy weights", facts.num_parameters * 4 / shape.world,
-                      f"{facts.num_parameters / 1e9:.2f}e9 params x 4 B / {shape.world} shards")
+        params, world = facts.num_parameters, shape.world
+        policy = Term("policy weights", params * 4 / world,
+                      lambda: f"{params / 1e9:.2f}e9 params x 4 B / {world} shards")
     return Estimate("weight sync", (policy, weights))
 
 
