@@ -142,3 +142,5 @@ def test_a_real_head_not_ready_in_time_is_stopped_and_its_logs_kept(
     assert read_record(watch.state_dir) is None
     assert Path(temp_dir).name.startswith("rlh-") and not Path(temp_dir).exists()
     assert said[0].startswith("rlaunch: starting a local Ray head on 127.0.0.1 (1 simulated GPUs")
+    # Only `ray start`'s own timeout is retried (test_head_retry.py): a deadline is not.
+    assert [m for m in said if m.startswith("rlaunch: starting")] == said[:1]

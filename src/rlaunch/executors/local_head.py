@@ -52,6 +52,13 @@ STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
 STATE_FILE = "head.json"
 FAILED_START_LOGS = "failed-start-logs"
 """Under the state dir: the logs of the last head that did not become ready (its temp dir goes)."""
+FIRST_ATTEMPT_LOGS = "first-attempt"
+"""Under FAILED_START_LOGS, when the head's second start failed too: the first start's logs."""
+RAY_START_TIMED_OUT = "The current node timed out during startup"
+"""What `ray start` prints before it exits 1 when the head's raylet has not registered with the
+GCS within a fixed 30 s (Ray 2.60.0, ray/_private/node.py, Node.__init__:
+`raylet_start_wait_time_s = 30`; no setting changes it). A loaded machine hits it now and
+then, so `start_head` starts the head once more on it, and only on it."""
 _STOP_GRACE_S = 1.5
 # A loaded machine answers slowly; a live head taken for dead would be replaced under its jobs.
 _LIVENESS_TIMEOUT_S = 10.0
@@ -351,8 +358,66 @@ def start_head(
 ) -> HeadRecord:
     """Start a head and wait until it is ready. `cancelled`: the caller waits in the background
     (LocalExecutor.prepare) and may stop waiting: no spinner then (the foreground shows its
-    own), and once `cancelled()` is true the head is stopped and HeadStartCancelled raised."""
+    own), and once `cancelled()` is true the head is stopped and HeadStartCancelled raised.
+
+    A head that does not become ready is stopped, its logs kept in `FAILED_START_LOGS`. When
+    `ray start` itself gave up with RAY_START_TIMED_OUT, and only then, the head is started once
+    more (fresh ports, temp dir, record, supervisor and deadline); if that fails too, the
+    first attempt's logs are moved to `FAILED_START_LOGS/first-attempt`."""
     timeout_s = start_timeout_s()
+    kept = state_dir / FAILED_START_LOGS
+    try:
+        return _start_once(allocation, state_dir, say, timeout_s, cancelled, python)
+    except _StartFailed as failed:
+        if not failed.ray_start_timed_out:
+            raise _start_error(failed, kept, "") from None
+    say(f'rlaunch: `ray start` gave up: "{RAY_START_TIMED_OUT}" (Ray waits a fixed 30 s for the '
+        f"head's raylet to register with the GCS); starting the head once more on fresh ports "
+        f"(the first attempt's logs are kept in {kept})")
+    try:
+        return _start_once(allocation, state_dir, say, timeout_s, cancelled, python,
+                           earlier_logs=kept)
+    except _StartFailed as failed:
+        raise _start_error(
+            failed, kept, f' on its second attempt (the first ended with `ray start`\'s '
+            f'"{RAY_START_TIMED_OUT}"; its logs are in {kept / FIRST_ATTEMPT_LOGS})'
+        ) from None
+
+
+class _StartFailed(Exception):
+    """One start of the head failed; the head is stopped and its logs are kept."""
+
+    def __init__(self, error: HeadNotReady, output: str) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.output = output
+        self.ray_start_timed_out = (
+            error.exit_code not in (None, 0) and RAY_START_TIMED_OUT in output
+        )
+
+
+def _start_error(failed: _StartFailed, kept: Path, attempt: str) -> ExecutorError:
+    return ExecutorError(
+        f"{failed.error}{attempt}. The head's logs (`ray start`'s output ray-start.log, and the "
+        f"session's gcs_server, raylet, dashboard and dashboard_agent logs) are kept in {kept}; "
+        f"the head was stopped. On a slow or loaded machine, raise {START_TIMEOUT_ENV} "
+        f"(seconds). `ray start`'s output ends with:\n{failed.output[-2000:]}"
+    )
+
+
+def _start_once(
+    allocation: Allocation,
+    state_dir: Path,
+    say: Callable[[str], None],
+    timeout_s: float,
+    cancelled: Callable[[], bool] | None,
+    python: str,
+    *,
+    earlier_logs: Path | None = None,
+) -> HeadRecord:
+    """One `ray start`, waited for. If the head does not become ready it is stopped, its logs
+    kept in `FAILED_START_LOGS` (with those found in `earlier_logs` moved under them, to
+    `first-attempt`), and _StartFailed raised."""
     temp_dir = _short_temp_dir()
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
     command = head_command(allocation, ports, temp_dir, python)
@@ -388,18 +453,19 @@ def start_head(
                                 head_alive=lambda: bool(owned_pids(record)),
                                 cancelled=cancelled or (lambda: False))
     except (HeadNotReady, KeyboardInterrupt) as err:
-        tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+        output = log_path.read_text(errors="replace") if log_path.exists() else ""
         if isinstance(err, (KeyboardInterrupt, HeadStartCancelled)):
             stop_head(record, state_dir, say)
             raise
         kept = state_dir / FAILED_START_LOGS
+        earlier = kept.with_name(f"{FAILED_START_LOGS}.{FIRST_ATTEMPT_LOGS}")
+        if earlier_logs is not None:
+            shutil.rmtree(earlier, ignore_errors=True)
+            earlier_logs.rename(earlier)
         stop_head(record, state_dir, say, keep_logs_in=kept)
-        raise ExecutorError(
-            f"{err}. The head's logs (`ray start`'s output ray-start.log, and the session's "
-            f"gcs_server, raylet, dashboard and dashboard_agent logs) are kept in {kept}; "
-            f"the head was stopped. On a slow or loaded machine, raise {START_TIMEOUT_ENV} "
-            f"(seconds). `ray start`'s output ends with:\n{tail}"
-        ) from None
+        if earlier_logs is not None:
+            earlier.rename(kept / FIRST_ATTEMPT_LOGS)
+        raise _StartFailed(err, output) from None
     record = HeadRecord(**{**asdict(record), "session_name": str(answer.get("session_name"))})
     _write_record(state_dir, record)
     return record
