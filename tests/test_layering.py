@@ -24,6 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for names in (
         # shared helpers, no rlaunch imports above
         "__init__ atomic clock fingerprints memo paths plugins locks progress status",
+        "head_record head_supervisor",  # a local Ray head's record and processes; its watcher
         "spec",  # the RunSpec schema, version syntax, the runtime catalog
         "tasks",
         "store",

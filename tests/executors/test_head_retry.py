@@ -57,7 +57,7 @@ def _supervisors(state_dir: Path) -> set[int]:
             words = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if "rlaunch.executors.head_supervisor" in words and str(state_dir) in words:
+        if "rlaunch.head_supervisor" in words and str(state_dir) in words:
             found.add(int(words[-2]))
     return found
 

@@ -24,7 +24,7 @@ from executors.support import (
 from rlaunch.executors import ExecutorError, ExecutorOptions
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.local import LocalExecutor
-from rlaunch.executors.local_head import STATE_FILE, read_record
+from rlaunch.head_record import STATE_FILE, read_record
 from rlaunch.status import AttemptStatus
 
 

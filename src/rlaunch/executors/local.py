@@ -36,15 +36,9 @@ from rlaunch.executors.base import (
 )
 from rlaunch.executors.credentials import wrapped_argv, write_credentials
 from rlaunch.executors.job import job_env_vars, job_pythonpath, job_settings
-from rlaunch.executors.local_head import (
-    HeadRecord,
-    default_state_dir,
-    ensure_head,
-    head_cpus,
-    release_head,
-    stop_head,
-)
+from rlaunch.executors.local_head import default_state_dir, ensure_head, head_cpus
 from rlaunch.executors.runtime_python import head_python, job_python
+from rlaunch.head_record import HeadRecord, release_head, stop_head
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.progress import progress
 from rlaunch.render.launchdoc import LaunchDocument

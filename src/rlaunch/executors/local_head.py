@@ -19,20 +19,17 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from rlaunch.atomic import write_json_atomically
 from rlaunch.clock import utc_now
 from rlaunch.executors.base import ExecutorError
 from rlaunch.executors.head_ready import (
@@ -44,12 +41,22 @@ from rlaunch.executors.head_ready import (
     wait_ready,
 )
 from rlaunch.executors.jobs_api import probe
+from rlaunch.head_record import (
+    HeadRecord,
+    head_gone,
+    is_released,
+    owned_pids,
+    owner_alive,
+    process_start,
+    read_record,
+    stop_head,
+    write_record,
+)
 from rlaunch.locks import exclusive
 from rlaunch.progress import progress
 from rlaunch.spec.execution import Allocation
 
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
-STATE_FILE = "head.json"
 FAILED_START_LOGS = "failed-start-logs"
 """Under the state dir: the logs of the last head that did not become ready (its temp dir goes)."""
 FIRST_ATTEMPT_LOGS = "first-attempt"
@@ -59,7 +66,6 @@ RAY_START_TIMED_OUT = "The current node timed out during startup"
 GCS within a fixed 30 s (Ray 2.60.0, ray/_private/node.py, Node.__init__:
 `raylet_start_wait_time_s = 30`; no setting changes it). A loaded machine hits it now and
 then, so `start_head` starts the head once more on it, and only on it."""
-_STOP_GRACE_S = 1.5
 # A loaded machine answers slowly; a live head taken for dead would be replaced under its jobs.
 _LIVENESS_TIMEOUT_S = 10.0
 # What the head's processes inherit from the launcher. Jobs inherit the head's environment, so
@@ -77,47 +83,22 @@ _PORT_FLAGS = (
     "object-manager-port",
 )
 _OBJECT_STORE_BYTES = 512 * 1024 * 1024
-RELEASED_FILE = "released"
-"""In the head's temp dir: the launcher kept the head on purpose; its supervisor stands down."""
 # The supervisors this process started (kept so that they are not reaped while they run).
 _SUPERVISORS: list[subprocess.Popen] = []
 
 
-@dataclass(frozen=True)
-class HeadRecord:
-    """What `head.json` says about the head rlaunch started."""
-
-    pid: int
-    """`ray start`'s pid: the leader of the head's session and process group."""
-    pgid: int
-    session_id: int
-    gcs_address: str
-    dashboard_url: str
-    temp_dir: str
-    session_name: str
-    num_nodes: int
-    gpus_per_node: int
-    num_cpus: int
-    started_at: str
-    started_by_pid: int
-    started_by_start: int = 0
-    """The launcher's start time (clock ticks after boot, /proc/PID/stat): with its pid, who
-    owns the head (a pid alone may be reused). 0 in records written before it was kept."""
-    python: str = ""
-    """The interpreter whose Ray runs the head ("" in records written before it was kept: the
-    launcher's)."""
-
-    def fits(self, allocation: Allocation, python: str = sys.executable) -> bool:
-        return (
-            self.num_nodes == allocation.num_nodes
-            and self.gpus_per_node == allocation.gpus_per_node
-            and self.num_cpus == head_cpus(allocation)
-            and (self.python or sys.executable) == python
-        )
-
-
 def head_cpus(allocation: Allocation) -> int:
     return allocation.total_cpus
+
+
+def fits(record: HeadRecord, allocation: Allocation, python: str = sys.executable) -> bool:
+    """Whether the head was started for `allocation` by `python` (whose Ray the job joins)."""
+    return (
+        record.num_nodes == allocation.num_nodes
+        and record.gpus_per_node == allocation.gpus_per_node
+        and record.num_cpus == head_cpus(allocation)
+        and (record.python or sys.executable) == python
+    )
 
 
 def default_state_dir() -> Path:
@@ -128,90 +109,13 @@ def default_state_dir() -> Path:
     return Path(cache).expanduser().resolve() / "rlaunch" / "local-head"
 
 
-def read_record(state_dir: Path) -> HeadRecord | None:
-    try:
-        data = json.loads((state_dir / STATE_FILE).read_text())
-        return HeadRecord(**data)
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def _write_record(state_dir: Path, record: HeadRecord) -> None:
-    write_json_atomically(state_dir / STATE_FILE, asdict(record))
-
-
-def _remove_record(state_dir: Path, record: HeadRecord) -> None:
-    current = read_record(state_dir)
-    if current is not None and current.session_id == record.session_id:
-        (state_dir / STATE_FILE).unlink(missing_ok=True)
-
-
-def session_pids(session_id: int) -> list[int]:
-    """Live (non-zombie) processes of a session, from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state ppid pgrp session ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == session_id:
-            found.append(int(entry.name))
-    return found
-
-
-def owned_pids(record: HeadRecord) -> list[int]:
-    """The session's processes that are really this head's: a pid can be reused after a reboot
-    or a crash, so each must mention the head's temp dir or be a Ray process of it."""
-    owned = []
-    for pid in session_pids(record.session_id):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if record.temp_dir in cmdline or "ray" in cmdline:
-            owned.append(pid)
-    return owned
-
-
-def process_start(pid: int) -> int | None:
-    """The start time of a live process (clock ticks after boot), None when there is none."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
-
-
-def owner_alive(record: HeadRecord) -> bool:
-    """Whether the launcher that started the head still runs."""
-    start = process_start(record.started_by_pid)
-    return start is not None and record.started_by_start in (0, start)
-
-
-def is_released(record: HeadRecord) -> bool:
-    """Whether the launcher kept the head on purpose (`--keep-head`, `--detach`)."""
-    return (Path(record.temp_dir) / RELEASED_FILE).exists()
-
-
-def release_head(record: HeadRecord) -> None:
-    """Let the head outlive its launcher: its supervisor stands down."""
-    (Path(record.temp_dir) / RELEASED_FILE).write_text(f"released by pid {os.getpid()}\n")
-
-
 def _start_supervisor(state_dir: Path, record: HeadRecord) -> None:
-    """The head's watcher (rlaunch.executors.head_supervisor), in a session of its own so that
+    """The head's watcher (rlaunch.head_supervisor), in a session of its own so that
     whatever kills the launcher leaves it running to stop the head."""
     env = {**_head_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with open(Path(record.temp_dir) / "supervisor.log", "w") as log:
         _SUPERVISORS.append(subprocess.Popen(
-            [sys.executable, "-m", "rlaunch.executors.head_supervisor", str(state_dir),
+            [sys.executable, "-m", "rlaunch.head_supervisor", str(state_dir),
              str(record.session_id)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True, cwd=record.temp_dir,
@@ -241,58 +145,6 @@ def running_jobs(record: HeadRecord) -> list[str] | None:
         for job in jobs
         if job.get("status") in ("PENDING", "RUNNING")
     ]
-
-
-def stop_head(
-    record: HeadRecord,
-    state_dir: Path,
-    say: Callable[[str], None],
-    *,
-    keep_logs_in: Path | None = None,
-) -> None:
-    """Stop exactly the head's session, remove its temp dir and its state file (first moving
-    its logs to `keep_logs_in`, when given)."""
-    pids = owned_pids(record)
-    if pids:
-        say(f"rlaunch: stopping the local Ray head (session {record.session_id}, {len(pids)} "
-            f"processes)")
-    try:
-        os.killpg(record.pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + _STOP_GRACE_S
-    while owned_pids(record) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in owned_pids(record):
-        _signal(pid, signal.SIGKILL)
-    deadline = time.monotonic() + _STOP_GRACE_S
-    while owned_pids(record) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if keep_logs_in is not None:
-        _keep_logs(Path(record.temp_dir), keep_logs_in)
-    shutil.rmtree(record.temp_dir, ignore_errors=True)
-    _remove_record(state_dir, record)
-
-
-def _keep_logs(temp_dir: Path, target: Path) -> None:
-    """`ray start`'s output and the session's logs/ (GCS, raylet, dashboard, agents)."""
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True, exist_ok=True)
-    start_log = temp_dir / "ray-start.log"
-    if start_log.exists():
-        shutil.copyfile(start_log, target / start_log.name)
-    for logs in sorted(temp_dir.glob("session_2*/logs")):
-        shutil.copytree(logs, target / logs.parent.name, ignore_dangling_symlinks=True,
-                        dirs_exist_ok=True)
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _free_ports(count: int) -> list[int]:
@@ -440,7 +292,7 @@ def _start_once(
         started_by_start=process_start(os.getpid()) or 0, python=python,
     )
     # Written before waiting: if this launcher dies now, its supervisor stops the head.
-    _write_record(state_dir, record)
+    write_record(state_dir, record)
     _start_supervisor(state_dir, record)
     endpoints = HeadEndpoints(
         agent_url=f"http://127.0.0.1:{ports['dashboard-agent-listen-port']}",
@@ -450,7 +302,7 @@ def _start_once(
         with (progress("waiting for the local Ray head") if cancelled is None
               else nullcontext()):
             answer = wait_ready(process, endpoints, timeout_s=timeout_s, say=say,
-                                head_alive=lambda: bool(owned_pids(record)),
+                                head_alive=lambda: not head_gone(record),
                                 cancelled=cancelled or (lambda: False))
     except (HeadNotReady, KeyboardInterrupt) as err:
         output = log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -467,7 +319,7 @@ def _start_once(
             earlier.rename(kept / FIRST_ATTEMPT_LOGS)
         raise _StartFailed(err, output) from None
     record = HeadRecord(**{**asdict(record), "session_name": str(answer.get("session_name"))})
-    _write_record(state_dir, record)
+    write_record(state_dir, record)
     return record
 
 
@@ -493,7 +345,7 @@ def ensure_head(
             record = None
         if record is not None:
             if is_alive(record):
-                if record.fits(allocation, python):
+                if fits(record, allocation, python):
                     say(f"rlaunch: reusing the local Ray head at {record.dashboard_url}")
                     return record, False
                 busy = running_jobs(record)

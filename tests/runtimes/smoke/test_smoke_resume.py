@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import rlaunch
-from rlaunch.executors.local_head import session_pids
+from rlaunch.head_record import session_pids
 
 from .smoke_helpers import write_launch
 

@@ -3,7 +3,7 @@
 `start_head` starts one per head, in a session of its own (so that killing the launcher's
 process group, or the launcher alone with SIGKILL, does not kill the watcher too):
 
-    python -m rlaunch.executors.head_supervisor STATE_DIR SESSION_ID
+    python -m rlaunch.head_supervisor STATE_DIR SESSION_ID
 
 Every half second it looks at three things and exits after the first that holds:
 - the head was released (`{temp_dir}/released`, written by a launcher that keeps its head:
@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from rlaunch.executors.local_head import (
+from rlaunch.head_record import (
     HeadRecord,
+    head_gone,
     is_released,
-    owned_pids,
     owner_alive,
     read_record,
     stop_head,
@@ -40,7 +40,7 @@ def watch(state_dir: Path, record: HeadRecord) -> str:
     while True:
         if is_released(record):
             return "released"
-        if not owned_pids(record):
+        if head_gone(record):
             return "head gone"
         if not owner_alive(record):
             _log(f"launcher pid {record.started_by_pid} is gone; stopping its head "
