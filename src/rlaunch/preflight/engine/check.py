@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from rlaunch.memo import Memo
@@ -37,11 +36,19 @@ BATCH_COUNTS = (
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=256)
+_USABLE: Memo[int, tuple[ModelFacts, bool]] = Memo(256)
+"""The identity of a model's facts -> the facts, held (no other object takes their identity while
+the entry lives), and whether they are usable: parse_spec hands every plan of a search the very
+same facts, and hashing the pydantic facts for an LRU costs more than the answer."""
+
+
 def usable_facts(facts: ModelFacts) -> bool:
     """Whether every count among a model's facts is at least 1 (kept per facts: every plan of a
     search asks about the same model's)."""
-    return all(value > 0 for _, value in facts.counts())
+    known = _USABLE.get(id(facts))
+    if known is None:
+        known = _USABLE.put(id(facts), (facts, all(value > 0 for _, value in facts.counts())))
+    return known[1]
 
 
 Counts = list[tuple[str, int]]

@@ -21,7 +21,6 @@ accelerator memory, so these rules do not apply to them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from rlaunch.preflight.engine.check import Check, usable_facts
@@ -113,9 +112,9 @@ def memory_settings(check: Check) -> Settings:
     return known[2]
 
 
-@dataclass(frozen=True)
-class Memory:
-    """What every memory rule reads: the GPU's memory and the shapes of the run."""
+class Memory(NamedTuple):
+    """What every memory rule reads: the GPU's memory and the shapes of the run (a named tuple:
+    made for every plan, where a frozen dataclass costs a setattr per field)."""
 
     gpu: float
     """Bytes of one GPU."""
