@@ -5,7 +5,9 @@ module of `rlaunch.preflight.rules`. `RULE_MODULES` declares which family each o
 belongs to: a module's name decides nothing, and a module declared nowhere cannot register. Its
 `example` is a recipe that breaks it (a worked example with edits, and for world rules a world);
 `rlaunch rules --format markdown` runs each example to show a real message in docs/rules.md, and
-the tests prove every example triggers its rule.
+the tests prove every example triggers its rule. A rule that reads the role plan returns a list:
+it runs for every plan of a search, and a generator's protocol costs more than most such rules'
+bodies.
 """
 
 from __future__ import annotations

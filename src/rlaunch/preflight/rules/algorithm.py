@@ -73,15 +73,16 @@ MEGATRON_WEIGHT_SYNC = {"0.3.0": "nccl", "0.4.0": "nccl, delta or sharded_rdt"}
         base="megatron-moe-5x8", edits={"role_plan.rollout.weight_sync_backend": "gloo"}
     ),
 )
-def megatron_constraints(check: Check) -> Iterator[Finding]:
+def megatron_constraints(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_megatron_cfg`: vLLM, nccl weight sync,
     no critic, and SP 1 for `trainer.policy` and `trainer.ref`. SkyRL 0.4.0 also takes delta and
     sharded_rdt weight sync there, which the role plan does not offer (`weight_sync_backend` is
     nccl or gloo), so the rule is the same for both releases; the message names the run's."""
+    findings: list[Finding] = []
     spec = check.spec
     plan = spec.role_plan
     if plan.strategy != "megatron":
-        return
+        return findings
     rollout = plan.rollout
     problems: list[tuple[str, str, str]] = []
     if rollout.backend != "vllm":
@@ -102,12 +103,13 @@ def megatron_constraints(check: Check) -> Iterator[Finding]:
                              f"Set {path} to 1 (use CP instead)."))
     syncs = MEGATRON_WEIGHT_SYNC.get(spec.skyrl_release, "nccl")
     for path, what, fix in problems:
-        yield error(
+        findings.append(error(
             "ALGO003", (path, "role_plan.strategy"),
             f"strategy megatron does not support {what} (SkyRL {spec.skyrl_release} supports"
             f" vllm, {syncs} weight sync, no critic and SP 1 with Megatron)",
             fix,
-        )
+        ))
+    return findings
 
 
 @rule(

@@ -72,7 +72,7 @@ def unpackable_plan(data: dict[str, Any]) -> None:
     " reported with their count (warning).",
     example=Example(edits={"execution.allocation.num_nodes": 2}),
 )
-def roles_use_allocation(check: Check) -> Iterator[Finding]:
+def roles_use_allocation(check: Check) -> list[Finding]:
     """Error when the roles need more GPUs than allocated: Ray never makes the remaining placement
     groups ready and SkyRL's `get_ray_pg_ready_with_timeout` raises at start-up. Warning when GPUs
     stay idle: SkyRL places what the roles ask for and leaves the rest alone, so idle GPUs cost
@@ -81,15 +81,17 @@ def roles_use_allocation(check: Check) -> Iterator[Finding]:
     would need a second edit) and, since a role plan has no silent defaults, every execution would
     have to write it even when 0; the warning carries the same equation and the cheapest allocation
     that fits, and nothing can run with idle GPUs unseen because every check prints it."""
+    findings: list[Finding] = []
     if not check.roles_ok:
-        return
+        return findings
     allocation = check.spec.execution.allocation
     roles = check.derived(_role_gpus)
     key = (roles, allocation.num_nodes, allocation.gpus_per_node)
     found = _USE.get(key)
     if found is None:
         found = _USE.put(key, tuple(_use_of(*key)))
-    yield from found
+    findings.extend(found)
+    return findings
 
 
 _USE: Memo[tuple[Any, ...], tuple[Finding, ...]] = Memo(1024)
@@ -134,7 +136,7 @@ def _use_of(roles: tuple[tuple[str, str, int], ...], num_nodes: int, gpus_per_no
     "The roles' placement-group bundles pack onto the nodes the way Ray places them.",
     example=Example(base="disaggregated-8x8-tp1", edits=unpackable_plan),
 )
-def bundles_pack(check: Check) -> Iterator[Finding]:
+def bundles_pack(check: Check) -> list[Finding]:
     """Error. Models the packing Ray does (rlaunch/preflight/estimates/placement.py): SkyRL's
     placement groups in the order it creates them (engines' 1-GPU bundles; then the policy,
     reference and critic, each num_nodes bundles of num_gpus_per_node GPUs from
@@ -143,18 +145,19 @@ def bundles_pack(check: Check) -> Iterator[Finding]:
     bundle on the fullest node it fits (PACK). A bundle that fits no node leaves its group
     pending until `get_ray_pg_ready_with_timeout` raises. Roles need not use whole nodes: a
     total that is whole nodes is placed when the bundles pack."""
+    findings: list[Finding] = []
     if not check.roles_ok or not bundles_fit_nodes(check):
-        return
+        return findings
     allocation = check.spec.execution.allocation
     if sum(gpus for _, _, gpus in check.derived(_role_gpus)) > allocation.total_gpus:
-        return  # ALLOC001 reports it
+        return findings  # ALLOC001 reports it
     stuck = first_unplaced(placement_groups(check), allocation.num_nodes, allocation.gpus_per_node)
     if stuck is None:
-        return
+        return findings
     role = stuck.group.role
     before = "; ".join(group.why for group in stuck.before)
     free = " + ".join(str(gpus) for gpus in stuck.free)
-    yield error(
+    findings.append(error(
         "ALLOC002",
         (f"role_plan.{role}.num_gpus_per_node", "execution.allocation.gpus_per_node",
          "execution.allocation.num_nodes"),
@@ -165,7 +168,8 @@ def bundles_pack(check: Check) -> Iterator[Finding]:
         f"Make role_plan.{role}.num_gpus_per_node and the other roles' GPUs per node divisors of"
         f" execution.allocation.gpus_per_node {allocation.gpus_per_node}, or allocate another"
         " node.",
-    )
+    ))
+    return findings
 
 
 @rule(
@@ -180,16 +184,17 @@ def bundles_pack(check: Check) -> Iterator[Finding]:
         }
     ),
 )
-def bundles_fit_node(check: Check) -> Iterator[Finding]:
+def bundles_fit_node(check: Check) -> list[Finding]:
     """Error. A bundle lives on one node: a role that asks Ray for bundles of more GPUs than a node
     has can never be placed (`get_ray_pg_ready_with_timeout` raises at start-up). Under
     colocate_all every bundle is 1 GPU, so any per-node width is placed."""
+    findings: list[Finding] = []
     if not check.roles_ok:
-        return
+        return findings
     width = check.spec.execution.allocation.gpus_per_node
     for group in placement_groups(check):
         if group.bundle > width:
-            yield error(
+            findings.append(error(
                 "ALLOC003",
                 (f"role_plan.{group.role}.num_gpus_per_node", "execution.allocation.gpus_per_node"),
                 f"{group.role} asks for bundles of {group.bundle} GPUs on one node"
@@ -197,7 +202,8 @@ def bundles_fit_node(check: Check) -> Iterator[Finding]:
                 " its placement group can never be ready",
                 f"Set role_plan.{group.role}.num_gpus_per_node to at most {width} and use more"
                 " nodes.",
-            )
+            ))
+    return findings
 
 
 @rule(

@@ -4,7 +4,6 @@ The train batch against the DP sizes and the dataset is in batch_tail.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import NamedTuple
 
 from rlaunch.preflight.engine.check import Check
@@ -65,15 +64,17 @@ def sharded(check: Check) -> list[MiniBatch]:
     "Every batch size and the samples per prompt are at least 1.",
     example=Example(edits={"role_plan.batch.train_batch_size": 0}),
 )
-def positive_batch_sizes(check: Check) -> Iterator[Finding]:
+def positive_batch_sizes(check: Check) -> list[Finding]:
     """Error. Mirrors the `> 0` asserts of skyrl/train/utils/utils.py `validate_batch_sizes` and
     extends them to every batch size."""
+    findings: list[Finding] = []
     for path, value in check.nonpositive_batch_counts:
-        yield error(
+        findings.append(error(
             "BATCH001", (path,),
             f"{path} is {value}; batch sizes and samples per prompt must be at least 1",
             f"Set {path} to a positive integer.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -81,18 +82,20 @@ def positive_batch_sizes(check: Check) -> Iterator[Finding]:
     "The train batch is at least the policy (and critic) mini batch.",
     example=Example(edits={"role_plan.batch.train_batch_size": 32}),
 )
-def train_at_least_mini(check: Check) -> Iterator[Finding]:
+def train_at_least_mini(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes` (`train_batch_size >=
     policy_mini_batch_size`, and the critic's). Needs no DP, so it is reported even when a DP size
     is undefined."""
+    findings: list[Finding] = []
     train = check.spec.role_plan.batch.train_batch_size
     for mini in mini_batches(check):
         if train < mini.size:
-            yield error(
+            findings.append(error(
                 "BATCH002", (f"{BATCH}.train_batch_size", f"{BATCH}.{mini.field}"),
                 f"train_batch_size {train} is smaller than {mini.field} {mini.size}",
                 f"Make {mini.field} at most train_batch_size {train}.",
-            )
+            ))
+    return findings
 
 
 @rule(
@@ -100,19 +103,21 @@ def train_at_least_mini(check: Check) -> Iterator[Finding]:
     "The train batch is a multiple of the policy (and critic) mini batch.",
     example=Example(edits={"role_plan.batch.policy_mini_batch_size": 96}),
 )
-def train_multiple_of_mini(check: Check) -> Iterator[Finding]:
+def train_multiple_of_mini(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes` (`train_batch_size %
     policy_mini_batch_size == 0`, and the critic's). Needs no DP, so it is reported even when a DP
     size is undefined."""
+    findings: list[Finding] = []
     train = check.spec.role_plan.batch.train_batch_size
     for mini in mini_batches(check):
         if train % mini.size:
-            yield error(
+            findings.append(error(
                 "BATCH003", (f"{BATCH}.train_batch_size", f"{BATCH}.{mini.field}"),
                 f"train_batch_size {train} is not divisible by {mini.field} {mini.size}"
                 f" ({train} % {mini.size} = {train % mini.size})",
                 f"Make {mini.field} a divisor of train_batch_size {train}.",
-            )
+            ))
+    return findings
 
 
 @rule(
@@ -126,12 +131,13 @@ def train_multiple_of_mini(check: Check) -> Iterator[Finding]:
         }
     ),
 )
-def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
+def mini_splits_over_dp(check: Check) -> list[Finding]:
     """Error below 1 sequence per GPU: mirrors skyrl/train/utils/utils.py `validate_batch_sizes`
     (`policy_mini_batch_size_per_gpu > 0`, floored). Warning when mini x n does not split evenly
     over DP: SkyRL accepts it and skyrl/backends/skyrl_train/distributed/dispatch.py
     `MeshDispatch.stage_chunks` pads each mini batch with loss-masked dummy sequences, computed and
     thrown away."""
+    findings: list[Finding] = []
     samples = check.spec.role_plan.batch.n_samples_per_prompt
     for mini in mini_batches(check):
         if mini.dp is None:
@@ -144,15 +150,15 @@ def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
         how = mini.parallelism.dp_equation()
         paths = (f"{BATCH}.{mini.field}", f"{BATCH}.n_samples_per_prompt", f"role_plan.{mini.role}")
         if sequences < mini.dp:
-            yield error(
+            findings.append(error(
                 "BATCH004", paths,
                 f"{head} is fewer than {mini.role} DP {mini.dp} ({how}): SkyRL's"
                 " validate_batch_sizes needs at least 1 sequence per GPU",
                 f"Make {mini.field} x n_samples_per_prompt at least {mini.role} DP {mini.dp}.",
-            )
+            ))
         elif sequences % mini.dp:
             pad = -sequences % mini.dp
-            yield warning(
+            findings.append(warning(
                 "BATCH004", paths,
                 f"{head} does not split evenly over {mini.role} DP {mini.dp} ({sequences} %"
                 f" {mini.dp} = {sequences % mini.dp}; {how}): SkyRL pads every mini batch with"
@@ -160,7 +166,8 @@ def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
                 " away",
                 f"Make {mini.field} x n_samples_per_prompt a multiple of {mini.role} DP"
                 f" {mini.dp}.",
-            )
+            ))
+    return findings
 
 
 @rule(
@@ -168,15 +175,16 @@ def mini_splits_over_dp(check: Check) -> Iterator[Finding]:
     "The per-GPU mini batch is divisible by the micro train batch per GPU.",
     example=Example(edits={"role_plan.batch.micro_train_batch_size_per_gpu": 6}),
 )
-def mini_multiple_of_micro(check: Check) -> Iterator[Finding]:
+def mini_multiple_of_micro(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: the floored per-GPU mini
     batch (mini x n // DP) is a multiple of `micro_train_batch_size_per_gpu`."""
+    findings: list[Finding] = []
     batch = check.spec.role_plan.batch
     micro = batch.micro_train_batch_size_per_gpu
     for mini in sharded(check):
         per_gpu = mini.per_gpu(batch.n_samples_per_prompt)
         if per_gpu % micro:
-            yield error(
+            findings.append(error(
                 "BATCH005",
                 (f"{BATCH}.{mini.field}", f"{BATCH}.micro_train_batch_size_per_gpu"),
                 f"{mini.role} mini batch per GPU {per_gpu} = {mini.field} {mini.size} x"
@@ -184,7 +192,8 @@ def mini_multiple_of_micro(check: Check) -> Iterator[Finding]:
                 f" {mini.dp} is not divisible by micro_train_batch_size_per_gpu {micro}"
                 f" ({per_gpu} % {micro} = {per_gpu % micro})",
                 f"Set micro_train_batch_size_per_gpu to a divisor of {per_gpu}.",
-            )
+            ))
+    return findings
 
 
 @rule(
@@ -192,9 +201,10 @@ def mini_multiple_of_micro(check: Check) -> Iterator[Finding]:
     "The per-GPU train batch is divisible by the per-GPU mini batch.",
     example=Example(edits={"role_plan.batch.train_batch_size": 96}),
 )
-def train_per_gpu_multiple_of_mini(check: Check) -> Iterator[Finding]:
+def train_per_gpu_multiple_of_mini(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: the floored per-GPU train
     batch is a multiple of the floored per-GPU mini batch."""
+    findings: list[Finding] = []
     batch = check.spec.role_plan.batch
     samples = batch.n_samples_per_prompt
     for mini in sharded(check):
@@ -202,13 +212,14 @@ def train_per_gpu_multiple_of_mini(check: Check) -> Iterator[Finding]:
         # SkyRL floors both divisions; the remainder is what it asserts.
         per_gpu_train = batch.train_batch_size * samples // mini.dp
         if per_gpu_train % per_gpu_mini:
-            yield error(
+            findings.append(error(
                 "BATCH006", (f"{BATCH}.train_batch_size", f"{BATCH}.{mini.field}"),
                 f"{mini.role} train batch per GPU {per_gpu_train} = train_batch_size"
                 f" {batch.train_batch_size} x n_samples_per_prompt {samples} // {mini.role} DP"
                 f" {mini.dp} is not divisible by the per-GPU mini batch {per_gpu_mini}",
                 f"Make train_batch_size a multiple of {mini.field} {mini.size}.",
-            )
+            ))
+    return findings
 
 
 @rule(
@@ -216,21 +227,23 @@ def train_per_gpu_multiple_of_mini(check: Check) -> Iterator[Finding]:
     "critic_mini_batch_size is set exactly when there is a critic role.",
     example=Example(edits={"role_plan.batch.critic_mini_batch_size": 64}),
 )
-def critic_mini_iff_critic(check: Check) -> Iterator[Finding]:
+def critic_mini_iff_critic(check: Check) -> list[Finding]:
     """Error. rlaunch renders `critic_mini_batch_size` only for a critic; a size without a critic,
     or a critic without one, says two things. Goes beyond SkyRL."""
+    findings: list[Finding] = []
     plan = check.spec.role_plan
     size = plan.batch.critic_mini_batch_size
     paths = (f"{BATCH}.critic_mini_batch_size", "role_plan.critic")
     if plan.critic is not None and size is None:
-        yield error(
+        findings.append(error(
             "BATCH007", paths,
             "role_plan.critic is set but role_plan.batch.critic_mini_batch_size is null",
             "Set role_plan.batch.critic_mini_batch_size (prompts per critic optimizer step).",
-        )
+        ))
     elif plan.critic is None and size is not None:
-        yield error(
+        findings.append(error(
             "BATCH007", paths,
             f"role_plan.batch.critic_mini_batch_size is {size} but there is no critic role",
             "Set role_plan.batch.critic_mini_batch_size to null.",
-        )
+        ))
+    return findings

@@ -6,7 +6,6 @@ trainer_utils.build_dataloader (whole train batches per epoch)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -43,25 +42,27 @@ def prompt_stride(lcm: int, samples: int) -> int:
         }
     ),
 )
-def train_at_least_lcm(check: Check) -> Iterator[Finding]:
+def train_at_least_lcm(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: `train_batch_size *
     n_samples_per_prompt >= lcm(policy DP, reference DP)`, counted in sequences; the critic is not
     in its lcm."""
+    findings: list[Finding] = []
     terms = dp_terms(check, with_critic=False)
     if terms is None:
-        return
+        return findings
     lcm = math.lcm(*(dp for _, dp in terms))
     batch = check.spec.role_plan.batch
     sequences = batch.train_batch_size * batch.n_samples_per_prompt
     if sequences < lcm:
         roles = tuple(f"role_plan.{name.split()[0]}" for name, _ in terms)
-        yield error(
+        findings.append(error(
             "BATCH008", (f"{BATCH}.train_batch_size", f"{BATCH}.n_samples_per_prompt", *roles),
             f"train_batch_size {batch.train_batch_size} x n_samples_per_prompt"
             f" {batch.n_samples_per_prompt} = {sequences} sequences, fewer than"
             f" {check.lcm_equation(terms)}",
             f"Make train_batch_size x n_samples_per_prompt at least {lcm}.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -76,16 +77,17 @@ def train_at_least_lcm(check: Check) -> Iterator[Finding]:
         }
     ),
 )
-def no_prompts_dropped_per_step(check: Check) -> Iterator[Finding]:
+def no_prompts_dropped_per_step(check: Check) -> list[Finding]:
     """Error. skyrl/train/trainer.py `RayPPOTrainer._remove_tail_data` keeps the largest multiple
     of lcm / gcd(lcm, n_samples_per_prompt) of a step's prompts (lcm over the policy's, critic's
     and reference's DP, skyrl/backends/skyrl_train/workers/worker_dispatch.py `get_lcm_dp_size`);
     skyrl/train/dataset/preprocess.py `compute_prompt_mini_batch_boundaries` then asserts the
     prompt count equals `train_batch_size`. So a trimmed step is not a silent loss but an
     AssertionError in the first training step. Beyond `validate_cfg`."""
+    findings: list[Finding] = []
     terms = dp_terms(check, with_critic=True)
     if terms is None:
-        return
+        return findings
     batch = check.spec.role_plan.batch
     lcm = math.lcm(*(dp for _, dp in terms))
     samples = batch.n_samples_per_prompt
@@ -93,14 +95,15 @@ def no_prompts_dropped_per_step(check: Check) -> Iterator[Finding]:
     train = batch.train_batch_size
     if train % stride:
         kept = train // stride * stride
-        yield error(
+        findings.append(error(
             "BATCH009", (f"{BATCH}.train_batch_size", f"{BATCH}.n_samples_per_prompt"),
             f"train_batch_size {train} is not a multiple of {stride} prompts ="
             f" {check.lcm_equation(terms)} / gcd({lcm}, n_samples_per_prompt {samples}):"
             f" SkyRL's _remove_tail_data trims each step to {kept} prompts, and the step then"
             f" fails its assert that the prompt count equals train_batch_size {train}",
             f"Make train_batch_size a multiple of {stride}.",
-        )
+        ))
+    return findings
 
 
 @lru_cache(maxsize=1024)
@@ -191,33 +194,35 @@ def _usable_train_sizes(rows: int, limit: int, train: int, samples: int, lcm: in
     " reported (warning).",
     example=Example(edits={"train_data.rows": 100}),
 )
-def dataset_covers_batches(check: Check) -> Iterator[Finding]:
+def dataset_covers_batches(check: Check) -> list[Finding]:
     """Error when the data holds no whole train batch (skyrl/train/utils/trainer_utils.py
     `build_dataloader` drops the last partial batch, leaving no step). Warning for the rows each
     epoch leaves out: the loader shuffles every epoch, so no row is lost for good; the fix offers
     train and mini batch sizes that leave out fewer and keep every batch rule."""
+    findings: list[Finding] = []
     data = check.spec.train_data
     rows = getattr(data, "rows", None)  # a model in the data slot (ART003) has no rows
     train = check.spec.role_plan.batch.train_batch_size
     if rows is None or train < 1:
-        return
+        return findings
     if rows < train:
-        yield error(
+        findings.append(error(
             "BATCH010", _COVER_PATHS,
             f"train_data {data.name}@{data.version} has {rows} rows, fewer than train_batch_size"
             f" {train}: not one training step",
             f"Use a larger split, or make train_batch_size at most {rows}.",
-        )
-        return
+        ))
+        return findings
     if rows % train == 0:
-        return
+        return findings
     # trainer_utils.build_dataloader: shuffle=True, drop_last=True for the train split.
     choices = _train_size_choices(check, rows) if check.batch_ok else ()
     key = (data.name, data.version, rows, train, choices)
     found = _LEFT_OUT.get(key)
     if found is None:
         found = _LEFT_OUT.put(key, _left_out(*key))
-    yield found
+    findings.append(found)
+    return findings
 
 
 _COVER_PATHS = ("train_data.rows", f"{BATCH}.train_batch_size")
@@ -252,21 +257,23 @@ def _left_out(name: str, version: str, rows: int, train: int,
     "The eval batch is no larger than the eval data (warning).",
     example=Example(edits={"role_plan.batch.eval_batch_size": 2048}),
 )
-def eval_batch_fits(check: Check) -> Iterator[Finding]:
+def eval_batch_fits(check: Check) -> list[Finding]:
     """Warning. An eval batch larger than the eval data runs as one partial batch (the eval loader
     keeps it, `drop_last=False`)."""
+    findings: list[Finding] = []
     data = check.spec.eval_data
     size = check.spec.role_plan.batch.eval_batch_size
     rows = getattr(data, "rows", None)
     if rows is None or size < 1:
-        return
+        return findings
     if size > rows:
-        yield warning(
+        findings.append(warning(
             "BATCH011", ("role_plan.batch.eval_batch_size", "eval_data.rows"),
             f"eval_batch_size {size} exceeds the {rows} rows of eval_data"
             f" {data.name}@{data.version}: evaluation runs one partial batch",
             f"Set role_plan.batch.eval_batch_size to at most {rows}.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -274,12 +281,13 @@ def eval_batch_fits(check: Check) -> Iterator[Finding]:
     "Fully asynchronous training needs train batch == policy mini batch.",
     example=Example(edits={"algorithm.fully_async": True}),
 )
-def fully_async_one_mini_batch(check: Check) -> Iterator[Finding]:
+def fully_async_one_mini_batch(check: Check) -> list[Finding]:
     """Error. skyrl/train/fully_async_trainer.py `FullyAsyncRayPPOTrainer.__init__` asserts
     `train_batch_size == policy_mini_batch_size` at start-up."""
+    findings: list[Finding] = []
     batch = check.spec.role_plan.batch
     if check.spec.algorithm.fully_async and batch.train_batch_size != batch.policy_mini_batch_size:
-        yield error(
+        findings.append(error(
             "BATCH012",
             ("algorithm.fully_async", f"{BATCH}.train_batch_size",
              f"{BATCH}.policy_mini_batch_size"),
@@ -287,4 +295,5 @@ def fully_async_one_mini_batch(check: Check) -> Iterator[Finding]:
             f" train_batch_size {batch.train_batch_size} != policy_mini_batch_size"
             f" {batch.policy_mini_batch_size}",
             "Set policy_mini_batch_size equal to train_batch_size, or turn fully_async off.",
-        )
+        ))
+    return findings

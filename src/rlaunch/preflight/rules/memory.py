@@ -390,7 +390,7 @@ def qwen14b_on_l4(data: dict) -> None:
     "and the critic's when there is one.",
     example=Example(edits=qwen14b_on_l4),
 )
-def policy_fits(check: Check) -> Iterator[Finding]:
+def policy_fits(check: Check) -> list[Finding]:
     """Error when the step cannot fit even at the shortest micro batch the spec allows (certain:
     the weights, gradients and optimizer state alone overflow); a warning naming the length at
     which it starts to fail when only long sequences overflow (SkyRL removes a micro batch's
@@ -400,17 +400,19 @@ def policy_fits(check: Check) -> Iterator[Finding]:
     (distributed optimizer). Offload (`trainer.policy.fsdp_config.cpu_offload`) and LoRA
     (`trainer.policy.model.lora.rank`, FSDP and Megatron) as set. Beyond SkyRL: an
     out-of-memory error mid-step otherwise."""
+    findings: list[Finding] = []
     memory = memory_of(check)
     if memory is None:
-        return
-    yield from _verdict("MEM002", _POLICY_PATHS, "The policy's training step",
-                        _policy_estimate(check, memory), memory, memory.activations,
-                        _POLICY_FIX)
+        return findings
+    findings.extend(_verdict("MEM002", _POLICY_PATHS, "The policy's training step",
+                             _policy_estimate(check, memory), memory, memory.activations,
+                             _POLICY_FIX))
     critic = _critic(check, memory, training=True)
     if critic is not None:
         paths = _CRITIC_PATHS[check.spec.critic_model is not None]
-        yield from _verdict("MEM002", paths, "The critic's training step", critic, memory,
-                            memory.activations, _CRITIC_FIX)
+        findings.extend(_verdict("MEM002", paths, "The critic's training step", critic, memory,
+                                 memory.activations, _CRITIC_FIX))
+    return findings
 
 
 _POLICY_PATHS = (ACCELERATOR, "role_plan.batch.micro_train_batch_size_per_gpu",
@@ -438,7 +440,7 @@ _CRITIC_FIX = (
     example=Example(edits={ACCELERATOR: "L4", "role_plan.batch.micro_forward_batch_size_per_gpu":
                            64}),
 )
-def forward_fits(check: Check) -> Iterator[Finding]:
+def forward_fits(check: Check) -> list[Finding]:
     """Error when a forward micro batch cannot fit even at its shortest, warning (with the
     length at which it fails) when only its worst case does not, warning above 90%. Each
     forward-only pass is its own peak (`WorkerDispatch.forward` puts one model on the GPU,
@@ -446,24 +448,27 @@ def forward_fits(check: Check) -> Iterator[Finding]:
     nothing offloads it) and the reference's (bf16 weights, `trainer.bf16`), each with one
     layer's activations and the bf16 logits of `micro_forward_batch_size_per_gpu`. The
     training micro batch fitting says nothing about it."""
+    findings: list[Finding] = []
     memory = memory_of(check)
     if memory is None:
-        return
+        return findings
     spec = check.spec
     policy = _policy_forward(check, memory)
     reference = _reference_forward(check, memory)
     critic = _critic(check, memory, training=False)
-    yield from _verdict("MEM003", _FORWARD_PATHS["model"], "The policy's forward pass (old "
-                        "log-probs)", policy, memory, memory.forward, _FORWARD_FIXES[CPU_OFFLOAD])
+    findings.extend(_verdict("MEM003", _FORWARD_PATHS["model"],
+                             "The policy's forward pass (old log-probs)", policy, memory,
+                             memory.forward, _FORWARD_FIXES[CPU_OFFLOAD]))
     if reference is not None:
         model = "reference_model" if spec.reference_model is not None else "model"
-        yield from _verdict("MEM003", _FORWARD_PATHS[model], "The reference's forward pass",
-                            reference, memory, memory.forward, _FORWARD_FIXES[REF_OFFLOAD])
+        findings.extend(_verdict("MEM003", _FORWARD_PATHS[model], "The reference's forward pass",
+                                 reference, memory, memory.forward, _FORWARD_FIXES[REF_OFFLOAD]))
     if critic is not None:
         model = "critic_model" if spec.critic_model is not None else "model"
-        yield from _verdict("MEM003", _FORWARD_PATHS[model],
-                            "The critic's forward pass (values)", critic, memory, memory.forward,
-                            _FORWARD_FIXES[CRITIC_OFFLOAD])
+        findings.extend(_verdict("MEM003", _FORWARD_PATHS[model],
+                                 "The critic's forward pass (values)", critic, memory,
+                                 memory.forward, _FORWARD_FIXES[CRITIC_OFFLOAD]))
+    return findings
 
 
 _FORWARD_PATHS = {
@@ -515,19 +520,20 @@ def _engine_of(check: Check) -> tuple[Memory, tuple[float, Term, int, str]] | No
     "gpu_memory_utilization of its GPU.",
     example=Example(edits={ACCELERATOR: "L4", "settings": {GPU_MEMORY: 0.1}}),
 )
-def engine_fits(check: Check) -> Iterator[Finding]:
+def engine_fits(check: Check) -> list[Finding]:
     """Error. vLLM takes `gpu_memory_utilization` x the GPU's memory; what its weights leave is
     the KV cache, and vLLM refuses to start when that cannot hold one sequence of
     `max_model_len` tokens (prompt + generation)."""
+    findings: list[Finding] = []
     engine = _engine(check)
     if engine is None:
-        return
+        return findings
     memory, (limit, weights, per_token, formula) = engine
     needed = per_token * memory.sequence
     if weights.bytes + needed <= limit:
-        return
+        return findings
     fraction = memory.settings.gpu_memory
-    yield error(
+    findings.append(error(
         "MEM004",
         (ACCELERATOR, _set(GPU_MEMORY), "role_plan.rollout.tensor_parallel_size",
          "lengths.max_generate_length"),
@@ -537,7 +543,8 @@ def engine_fits(check: Check) -> Iterator[Finding]:
         f"Raise {_set(GPU_MEMORY)} (up to 1 when no trainer shares the GPU), raise "
         "role_plan.rollout.tensor_parallel_size, shorten the lengths, or take a larger "
         "accelerator.",
-    )
+    ))
+    return findings
 
 
 def _thin_kv(data: dict) -> None:
@@ -553,22 +560,23 @@ def _thin_kv(data: dict) -> None:
     "Warning: the KV cache holds fewer longest sequences than one prompt's samples.",
     example=Example(edits=_thin_kv),
 )
-def kv_cache_margin(check: Check) -> Iterator[Finding]:
+def kv_cache_margin(check: Check) -> list[Finding]:
     """Warning. What the weights leave of `gpu_memory_utilization` is the KV cache; when it holds
     fewer full-length sequences than `n_samples_per_prompt`, vLLM cannot run even one prompt's
     group at full length at once and preempts (recomputes) sequences: generation slows down
     badly as answers grow. (Fewer than one is MEM004's error.)"""
+    findings: list[Finding] = []
     engine = _engine(check)
     if engine is None:
-        return
+        return findings
     memory, (limit, weights, per_token, formula) = engine
     cache = limit - weights.bytes
     sequences = cache / (per_token * memory.sequence)
     group = check.spec.role_plan.batch.n_samples_per_prompt
     if not 1 <= sequences < group:
-        return
+        return findings
     fraction = memory.settings.gpu_memory
-    yield warning(
+    findings.append(warning(
         "MEM005",
         (ACCELERATOR, _set(GPU_MEMORY), "role_plan.rollout.tensor_parallel_size",
          "role_plan.batch.n_samples_per_prompt"),
@@ -579,7 +587,8 @@ def kv_cache_margin(check: Check) -> Iterator[Finding]:
         f"Raise role_plan.rollout.tensor_parallel_size (more ranks share the weights and the KV "
         f"heads), raise {_set(GPU_MEMORY)}, shorten lengths.max_generate_length, or take a "
         f"larger accelerator.",
-    )
+    ))
+    return findings
 
 
 @rule(
@@ -587,14 +596,15 @@ def kv_cache_margin(check: Check) -> Iterator[Finding]:
     "colocate_all: the policy's weights and the engine's weights fit together for the sync.",
     example=Example(edits={ACCELERATOR: "L4", "model": QWEN25_14B, "tokenizer": QWEN25_14B}),
 )
-def weight_sync_fits(check: Check) -> Iterator[Finding]:
+def weight_sync_fits(check: Check) -> list[Finding]:
     """Error over the GPU's memory, warning above 90%. Under `colocate_all` SkyRL wakes the
     engines' weights while the policy's weights are on the GPU (its optimizer offloaded) to
     broadcast them (`WorkerDispatch.save_weights_for_sampler`)."""
+    findings: list[Finding] = []
     engine = _engine(check)
     spec = check.spec
     if engine is None or not spec.role_plan.placement.colocate_all:
-        return
+        return findings
     memory, budget = engine
     shape = check.parallelism("policy")
     facts, weights = memory.facts, budget[1]
@@ -606,8 +616,9 @@ def weight_sync_fits(check: Check) -> Iterator[Finding]:
     if known is None:
         known = _ESTIMATES.put(key, (facts, (weights, _sync_estimate(
             facts, shape, weights, megatron=megatron, offload=offload))))
-    yield from _verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights "
-                        "together)", known[1][1], memory, memory.activations, _SYNC_FIX)
+    findings.extend(_verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights "
+                             "together)", known[1][1], memory, memory.activations, _SYNC_FIX))
+    return findings
 
 
 def _sync_estimate(facts: ModelFacts, shape: Parallelism, weights: Term, *, megatron: bool,

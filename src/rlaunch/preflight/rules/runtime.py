@@ -153,10 +153,11 @@ def entrypoint_exists(check: Check) -> Iterator[Finding]:
                "role_plan.rollout.backend": "sglang"}
     ),
 )
-def runtime_supports_plan(check: Check) -> Iterator[Finding]:
+def runtime_supports_plan(check: Check) -> list[Finding]:
+    findings: list[Finding] = []
     known = profile(check.spec.runtime.profile)
     if known is None:
-        return
+        return findings
     plan = check.spec.role_plan
     wanted = [
         ("role_plan.strategy", "strategy", plan.strategy, known.strategies),
@@ -172,12 +173,13 @@ def runtime_supports_plan(check: Check) -> Iterator[Finding]:
     for path, what, value, supported in wanted:
         # None: the catalog does not list them (the runtime's own check refuses one it lacks).
         if supported is not None and value not in supported:
-            yield error(
+            findings.append(error(
                 "RT004", (path, "runtime.profile"),
                 f"{path} {value!r}: runtime profile {known.name} has no {what} {value}"
                 f" (it has {', '.join(sorted(supported))})",
                 f"Use a {what} of profile {known.name}, or a runtime that has {value}.",
-            )
+            ))
+    return findings
 
 
 @rule(

@@ -72,21 +72,23 @@ def _uses_lora_weight_sync(spec: RunSpec) -> bool:
     "LoRA on the policy needs the vllm rollout backend.",
     example=Example(edits=_lora_example),
 )
-def lora_needs_vllm(check: Check) -> Iterator[Finding]:
+def lora_needs_vllm(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg`: with
     `trainer.policy.model.lora.rank > 0`, `generator.inference_engine.backend` must be `vllm`
     ("LoRA enabled requires vLLM backend")."""
+    findings: list[Finding] = []
     spec = check.spec
     rank = spec.skyrl_setting(LORA_RANK)
     backend = spec.role_plan.rollout.backend
     if rank > 0 and backend != "vllm":
-        yield error(
+        findings.append(error(
             "SET001", (_set(LORA_RANK), "role_plan.rollout.backend"),
             f"LoRA rank {rank} with rollout backend {backend}: {_skyrl(check)} loads LoRA adapters "
             f"into vLLM engines only",
             "Set role_plan.rollout.backend to vllm, or drop the LoRA setting (rank 0: full "
             "fine-tuning).",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -115,24 +117,26 @@ def gpu_memory_fraction(check: Check) -> Iterator[Finding]:
     "Profiling FSDP under colocation needs FSDP's own CPU offload.",
     example=Example(edits={"settings": {PROFILER: True}}),
 )
-def profiler_needs_native_offload(check: Check) -> Iterator[Finding]:
+def profiler_needs_native_offload(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/config/config.py `TorchProfilerConfig.validate` (called by
     `validate_cfg`): with `strategy=fsdp`, colocation (`colocate_all` or `colocate_policy_ref`)
     and `policy.fsdp_config.cpu_offload=false`, the trainer offloads models with
     `torch.utils.swap_tensors`, which conflicts with the profiler's references."""
+    findings: list[Finding] = []
     spec = check.spec
     placement = spec.role_plan.placement
     colocated = placement.colocate_all or placement.colocate_policy_ref
     if (spec.skyrl_setting(PROFILER) and spec.role_plan.strategy == "fsdp" and colocated
             and not spec.skyrl_setting(CPU_OFFLOAD)):
-        yield error(
+        findings.append(error(
             "SET003",
             (_set(PROFILER), _set(CPU_OFFLOAD), "role_plan.placement.colocate_all",
              "role_plan.placement.colocate_policy_ref"),
             "the torch profiler is enabled on a colocated FSDP policy whose models SkyRL "
             "offloads by swapping tensors (fsdp_config.cpu_offload false)",
             f"Set {CPU_OFFLOAD} to true (FSDP2's own offload), or disable the profiler.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -140,19 +144,21 @@ def profiler_needs_native_offload(check: Check) -> Iterator[Finding]:
     "enforce_eager is not set with LoRA weight sync (SkyRL turns it off).",
     example=Example(edits={"settings": {LORA_RANK: 16, ENFORCE_EAGER: True}}),
 )
-def lora_enforce_eager(check: Check) -> Iterator[Finding]:
+def lora_enforce_eager(check: Check) -> list[Finding]:
     """Warning. skyrl/train/config/config.py `SkyRLTrainConfig.__post_init__`: when LoRA
     adapters are synced to vLLM and `enforce_eager` is true, SkyRL sets it to false (eager vLLM
     with LoRA is 2-3x slower), so the setting does not do what it says."""
+    findings: list[Finding] = []
     spec = check.spec
     if (spec.settings.get(ENFORCE_EAGER) is True and _uses_lora_weight_sync(spec)
             and spec.role_plan.rollout.backend == "vllm"):
-        yield warning(
+        findings.append(warning(
             "SET004", (_set(ENFORCE_EAGER), _set(LORA_RANK)),
             f"{ENFORCE_EAGER} is true with LoRA weight sync (rank "
             f"{spec.skyrl_setting(LORA_RANK)}): {_skyrl(check)} sets it back to false",
             f"Remove {ENFORCE_EAGER}.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -160,32 +166,34 @@ def lora_enforce_eager(check: Check) -> Iterator[Finding]:
     "A setting takes effect: offload_after_step needs colocate_all; a strategy's own section.",
     example=Example(edits={"settings": {CPU_OFFLOAD: True}}, base="megatron-moe-5x8"),
 )
-def setting_without_effect(check: Check) -> Iterator[Finding]:
+def setting_without_effect(check: Check) -> list[Finding]:
     """Warning. `OptimizerConfig.offload_after_step` (skyrl/train/config/config.py) is "only
     applicable when colocate_all=True"; `fsdp_config` is read by the FSDP strategy only and
     `megatron_config` by the Megatron strategy only (skyrl/backends/skyrl_train/distributed/
     fsdp_strategy.py, megatron/megatron_strategy.py). A setting SkyRL ignores is written for
     nothing and misleads whoever reads the recipe."""
+    findings: list[Finding] = []
     spec = check.spec
     plan = spec.role_plan
     if not plan.placement.colocate_all:
         for name in OFFLOAD_AFTER_STEP:
             if name in spec.settings:
-                yield warning(
+                findings.append(warning(
                     "SET005", (_set(name), "role_plan.placement.colocate_all"),
                     f"{name} has no effect: SkyRL offloads the optimizer after a step only "
                     f"under colocate_all, which the plan does not use",
                     f"Remove {name}.",
-                )
+                ))
     ignored = [name for name in spec.settings
                if name.startswith(_OTHER_STRATEGY_SECTIONS[plan.strategy])]
     if ignored:
-        yield warning(
+        findings.append(warning(
             "SET005", (*(_set(name) for name in ignored), "role_plan.strategy"),
             f"{', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect: the "
             f"{plan.strategy} strategy does not read that section",
             "Remove them, or set the matching option of the plan's strategy.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -193,13 +201,14 @@ def setting_without_effect(check: Check) -> Iterator[Finding]:
     "fake INT4 QAT needs LoRA, Megatron and merge_lora false.",
     example=Example(edits={"settings": {QAT: True}}),
 )
-def fake_int4_qat(check: Check) -> Iterator[Finding]:
+def fake_int4_qat(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/config/config.py `ModelConfig.__post_init__` (QAT needs
     `lora.rank > 0`) and `TrainerConfig.__post_init__` (QAT needs `strategy=megatron` and
     `megatron_config.lora_config.merge_lora=false`)."""
+    findings: list[Finding] = []
     spec = check.spec
     if not spec.skyrl_setting(QAT):
-        return
+        return findings
     missing = []
     if spec.skyrl_setting(LORA_RANK) <= 0:
         missing.append(f"{LORA_RANK} > 0")
@@ -208,11 +217,12 @@ def fake_int4_qat(check: Check) -> Iterator[Finding]:
     if spec.skyrl_setting(MERGE_LORA):
         missing.append(f"{MERGE_LORA} false")
     if missing:
-        yield error(
+        findings.append(error(
             "SET006", (_set(QAT), _set(LORA_RANK), _set(MERGE_LORA), "role_plan.strategy"),
             f"{QAT} is true but {_skyrl(check)} also needs {', '.join(missing)}",
             f"Set {', '.join(missing)}, or drop {QAT}.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -220,10 +230,11 @@ def fake_int4_qat(check: Check) -> Iterator[Finding]:
     "Megatron-only trainer settings are not set with FSDP.",
     example=Example(edits={"settings": {"trainer.fused_lm_head_logprob": True}}),
 )
-def megatron_only_settings(check: Check) -> Iterator[Finding]:
+def megatron_only_settings(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/config/config.py `TrainerConfig.__post_init__`:
     `logprobs_chunk_size=None` and `fused_lm_head_logprob=true` are Megatron-only, and
     `logprobs_chunk_size` must be a positive integer."""
+    findings: list[Finding] = []
     spec = check.spec
     chunk = spec.skyrl_setting("trainer.logprobs_chunk_size")
     problems = []
@@ -239,11 +250,12 @@ def megatron_only_settings(check: Check) -> Iterator[Finding]:
             problems.append(("trainer.fused_lm_head_logprob",
                              "fused_lm_head_logprob is Megatron-only", "false"))
     for name, what, fix in problems:
-        yield error(
+        findings.append(error(
             "SET007", (_set(name), "role_plan.strategy"),
             f"{what} (strategy {spec.role_plan.strategy}); {_skyrl(check)} refuses it at start-up",
             f"Set {name} to {fix}.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -467,11 +479,12 @@ def _engine_problems(spec: RunSpec) -> list[tuple[tuple[str, ...], str, str]]:
     "Inference-engine settings: PD split, executor backend, router replay, mp engines in a node.",
     example=Example(edits={"settings": {f"{_ENGINE}.enable_pd": True}}),
 )
-def engine_settings(check: Check) -> Iterator[Finding]:
+def engine_settings(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_inference_engine_cfg` (PD
     disaggregation's `num_prefill`, the executor backend, rollout router replay, an mp engine
     within one node under colocate_all) and `validate_megatron_cfg` (routing replay needs the
     engines to return routed experts)."""
+    findings: list[Finding] = []
     spec = check.spec
     plan = spec.role_plan
     rollout = plan.rollout
@@ -484,7 +497,8 @@ def engine_settings(check: Check) -> Iterator[Finding]:
     if known is None:
         known = _ENGINE_FINDINGS.put(key, (settings, runtime, tuple(
             error("SET012", paths, what, fix) for paths, what, fix in _engine_problems(spec))))
-    yield from known[2]
+    findings.extend(known[2])
+    return findings
 
 
 _ENGINE_FINDINGS: Memo[tuple[Any, ...], tuple[Any, Any, tuple[Finding, ...]]] = Memo(1024)

@@ -9,7 +9,6 @@ tests/contract/test_settings_vs_skyrl.py draws these settings for 0.4.0 runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from rlaunch.preflight.engine.check import Check
@@ -44,32 +43,34 @@ def _on_0_4_0(settings: dict[str, Any]) -> Any:
     example=Example(edits=_on_0_4_0({OFFLOAD_KV: True})),
     releases=SKYRL_0_4_0,
 )
-def offload_kv_needs_disaggregated_full_weights(check: Check) -> Iterator[Finding]:
+def offload_kv_needs_disaggregated_full_weights(check: Check) -> list[Finding]:
     """Error. Mirrors SkyRL 0.4.0's skyrl/train/utils/utils.py `validate_inference_engine_cfg`:
     with `generator.inference_engine.offload_kv_for_weight_sync`, it asserts `not
     trainer.placement.colocate_all` ("colocated mode already sleeps the engines and wakes
     weights/KV cache around sync"), `trainer.policy.model.lora.rank == 0` (the LoRA adapter swap
     does not go through the sleep/wake broadcast) and a weight sync backend other than delta."""
+    findings: list[Finding] = []
     spec = check.spec
     if not spec.skyrl_setting(OFFLOAD_KV):
-        return
+        return findings
     if spec.role_plan.placement.colocate_all:
-        yield error(
+        findings.append(error(
             "SET015", (_set(OFFLOAD_KV), "role_plan.placement.colocate_all"),
             f"{OFFLOAD_KV} with role_plan.placement.colocate_all: SkyRL 0.4.0 offloads the KV "
             f"cache during weight sync for disaggregated engines only (colocated engines "
             f"already sleep around the sync) and refuses the pair in validate_cfg",
             f"Drop the {OFFLOAD_KV} setting, or place the engines apart "
             f"(role_plan.placement.colocate_all: false).",
-        )
+        ))
     rank = spec.skyrl_setting(LORA_RANK)
     if rank > 0:
-        yield error(
+        findings.append(error(
             "SET015", (_set(OFFLOAD_KV), _set(LORA_RANK)),
             f"{OFFLOAD_KV} with LoRA rank {rank}: SkyRL 0.4.0's LoRA adapter swap does not go "
             f"through the sleep/wake broadcast, and validate_cfg refuses the pair",
             f"Drop the {OFFLOAD_KV} setting, or train without LoRA ({LORA_RANK}: 0).",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -78,23 +79,24 @@ def offload_kv_needs_disaggregated_full_weights(check: Check) -> Iterator[Findin
     example=Example(edits=_on_0_4_0({SYNC_MODE: "memory"})),
     releases=SKYRL_0_4_0,
 )
-def lora_sync_mode(check: Check) -> Iterator[Finding]:
+def lora_sync_mode(check: Check) -> list[Finding]:
     """Error. Mirrors SkyRL 0.4.0's skyrl/train/utils/utils.py `validate_inference_engine_cfg`:
     `trainer.policy.model.lora.sync_mode` must be `disk` or `memory`; `memory` requires
     `trainer.strategy` megatron, `lora.rank > 0` with `megatron_config.lora_config.merge_lora`
     false, and `generator.inference_engine.weight_sync_backend` nccl (it ships the adapter
     tensors over the base model's transport)."""
+    findings: list[Finding] = []
     spec = check.spec
     mode = spec.skyrl_setting(SYNC_MODE)
     if mode not in SYNC_MODES:
-        yield error(
+        findings.append(error(
             "SET016", (_set(SYNC_MODE),),
             f"{SYNC_MODE} is {mode!r}: SkyRL 0.4.0 takes 'disk' or 'memory'",
             f"Set {SYNC_MODE} to 'disk' (SkyRL's default) or 'memory'.",
-        )
-        return
+        ))
+        return findings
     if mode != "memory":
-        return
+        return findings
     strategy, rank = spec.role_plan.strategy, spec.skyrl_setting(LORA_RANK)
     merge = spec.skyrl_setting(MERGE_LORA)
     backend = spec.role_plan.rollout.weight_sync_backend
@@ -109,10 +111,11 @@ def lora_sync_mode(check: Check) -> Iterator[Finding]:
         unmet.append(("role_plan.rollout.weight_sync_backend",
                       f"weight sync {backend} (needs nccl)"))
     if unmet:
-        yield error(
+        findings.append(error(
             "SET016", (_set(SYNC_MODE), *(path for path, _ in unmet)),
             f"{SYNC_MODE} 'memory' ships Megatron LoRA adapters over the NCCL weight sync in "
             f"SkyRL 0.4.0, and this run has " + ", ".join(what for _, what in unmet),
             f"Set {SYNC_MODE} to 'disk', or run Megatron with a LoRA rank > 0, {MERGE_LORA} "
             f"false and role_plan.rollout.weight_sync_backend nccl.",
-        )
+        ))
+    return findings

@@ -77,17 +77,19 @@ def _shown(value: Any) -> str:
     "A smoke run has its full run's strategy.",
     example=Example(edits=smoke_of("role_plan.strategy", "megatron")),
 )
-def same_strategy(check: Check) -> Iterator[Finding]:
+def same_strategy(check: Check) -> list[Finding]:
+    findings: list[Finding] = []
     smoke = check.spec.smoke_of
     if smoke is None:
-        return
+        return findings
     mine, theirs = check.spec.role_plan.strategy, smoke.role_plan.strategy
     if mine != theirs:
-        yield error(
+        findings.append(error(
             "SMOKE001", ("role_plan.strategy", "smoke_of.role_plan.strategy"),
             f"smoke role_plan.strategy {mine} differs from {_full(check)}'s {theirs}",
             f"Use strategy {theirs} in the smoke run.",
-        )
+        ))
+    return findings
 
 
 @rule(
@@ -95,22 +97,24 @@ def same_strategy(check: Check) -> Iterator[Finding]:
     "A smoke run has its full run's role geometry (every role, size and placement).",
     example=Example(edits=smoke_of("role_plan.rollout.num_engines", 4)),
 )
-def same_geometry(check: Check) -> Iterator[Finding]:
+def same_geometry(check: Check) -> list[Finding]:
+    findings: list[Finding] = []
     smoke = check.spec.smoke_of
     if smoke is None:
-        return
+        return findings
     mine = leaves(check.spec.role_plan.geometry(), "role_plan")
     theirs = leaves(smoke.role_plan.geometry(), "role_plan")
     for path in sorted(set(mine) | set(theirs)):
         if path == "role_plan.strategy" or mine.get(path) == theirs.get(path):
             continue
-        yield error(
+        findings.append(error(
             "SMOKE002", (path, f"smoke_of.{path}"),
             f"smoke {path} {_shown(mine.get(path))} differs from {_full(check)}'s"
             f" {_shown(theirs.get(path))}",
             f"Set {path} to {_shown(theirs.get(path))}: a smoke proves only the geometry it"
             " shares (shrink batch sizes, steps and data instead).",
-        )
+        ))
+    return findings
 
 
 @rule(
