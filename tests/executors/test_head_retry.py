@@ -6,6 +6,7 @@ is retried, and a second timeout fails the launch with both attempts' logs kept.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -15,7 +16,9 @@ import pytest
 from executors.helpers import allocation
 from executors.support import HeadWatch, process_tree, ray_processes
 from rlaunch.executors import ExecutorError
+from rlaunch.executors.head_ready import START_TIMEOUT_ENV
 from rlaunch.executors.local_head import (
+    DASHBOARD_STARTUP_ENV,
     FAILED_START_LOGS,
     FIRST_ATTEMPT_LOGS,
     RAY_START_TIMED_OUT,
@@ -122,7 +125,9 @@ def _start_on_fake_ray(tmp_path: Path, output: str) -> tuple[str, list[str], Pat
     state dir and the arguments of each `ray start`."""
     calls = tmp_path / "calls"
     python = tmp_path / "python"
-    python.write_text(f"#!/bin/sh\necho \"$@\" >> '{calls}'\nprintf '%s\\n' '{output}'\nexit 1\n")
+    python.write_text(f"#!/bin/sh\necho \"$@\" >> '{calls}'\n"
+                      f"echo \"$RAY_DASHBOARD_STARTUP_TIMEOUT_S\" >> '{tmp_path / 'waits'}'\n"
+                      f"printf '%s\\n' '{output}'\nexit 1\n")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     watch = HeadWatch(tmp_path / "heads")
     said: list[str] = []
@@ -186,3 +191,23 @@ def test_any_other_failure_of_ray_start_is_not_retried(tmp_path: Path, output: s
     assert len(ran) == 1
     assert os.listdir(kept) == ["ray-start.log"]
     assert os.listdir(state_dir) == [FAILED_START_LOGS]
+
+
+def test_ray_waits_for_its_dashboard_as_long_as_rlaunch_waits_for_the_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ray start` exits 1 ("Failed to start the dashboard") when its dashboard is not up
+    within RAY_DASHBOARD_STARTUP_TIMEOUT_S (default 60 s; seen here at load 15 on 2 cores):
+    the head gets rlaunch's own deadline instead, unless that variable is set. Read by the
+    replaced `ray start` above, from the environment start_head gives it."""
+    output = "Exception: Failed to start the dashboard"
+    waits = tmp_path / "waits"
+    monkeypatch.delenv(DASHBOARD_STARTUP_ENV, raising=False)
+    for deadline, own, expected in (("", None, "120"), ("300.5", None, "301"), ("", "90", "90")):
+        monkeypatch.setenv(START_TIMEOUT_ENV, deadline)
+        if own is not None:
+            monkeypatch.setenv(DASHBOARD_STARTUP_ENV, own)
+        waits.unlink(missing_ok=True)
+        shutil.rmtree(tmp_path / "heads", ignore_errors=True)
+        _start_on_fake_ray(tmp_path, output)
+        assert waits.read_text() == f"{expected}\n"

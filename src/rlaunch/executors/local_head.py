@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import shutil
 import socket
@@ -59,6 +60,7 @@ from rlaunch.spec.execution import Allocation
 STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
 FAILED_START_LOGS = "failed-start-logs"
 """Under the state dir: the logs of the last head that did not become ready (its temp dir goes)."""
+DASHBOARD_STARTUP_ENV = "RAY_DASHBOARD_STARTUP_TIMEOUT_S"
 FIRST_ATTEMPT_LOGS = "first-attempt"
 """Under FAILED_START_LOGS, when the head's second start failed too: the first start's logs."""
 RAY_START_TIMED_OUT = "The current node timed out during startup"
@@ -277,9 +279,13 @@ def _start_once(
     say(f"rlaunch: starting a local Ray head on 127.0.0.1 ({gpus} simulated GPUs, "
         f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
     log_path = Path(temp_dir) / "ray-start.log"
+    env = _head_env()
+    # `ray start` gives up when its dashboard has not come up within this (default 60 s, Ray
+    # 2.60.0 ray/_private/ray_constants.py), a loaded machine's usual wait: give it ours.
+    env.setdefault(DASHBOARD_STARTUP_ENV, str(math.ceil(timeout_s)))
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=_head_env(),
+            command, stdout=log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True, cwd=temp_dir,
         )
     record = HeadRecord(
