@@ -76,6 +76,9 @@ def test_a_ray_start_that_timed_out_is_started_once_more_on_a_fresh_head(
     watch = HeadWatch(tmp_path / "heads")
     kept = watch.state_dir / FAILED_START_LOGS
     monkeypatch.setenv(DELAY_ENV, DELAY_REGISTER_NODE)
+    # On a loaded machine `ray start` takes a minute or more before its 30 s wait even begins:
+    # rlaunch's own deadline (120 s by default) must not end the first attempt before Ray does.
+    monkeypatch.setenv(START_TIMEOUT_ENV, "600")
     said: list[str] = []
 
     def say(message: str) -> None:
