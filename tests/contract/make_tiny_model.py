@@ -6,16 +6,17 @@ A model repo for the local Hub (tests/hubserver.py) that experiments/tiny-gsm8k 
 `rlaunch-tests/tiny-qwen2-chat`: make_tokenizer.py's word-level tokenizer with its ChatML
 template, and a Qwen2 causal LM of TINY_CONFIG with random weights (seed 0) saved by
 transformers (config.json, generation_config.json, model.safetensors). The same files every
-time, so the BUILD file's facts hold.
+time, so the BUILD file's facts hold. The tokenizer is made in this process (make_tokenizer's
+`main`, imported from beside this file): a process of its own imported transformers again.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
+from make_tokenizer import main as make_tokenizer
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
 
 TINY_CONFIG = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
@@ -24,8 +25,7 @@ TINY_CONFIG = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4,
 
 
 def main(out: Path) -> None:
-    subprocess.run([sys.executable, str(Path(__file__).with_name("make_tokenizer.py")),
-                    str(out)], check=True)
+    make_tokenizer(str(out))
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     config = Qwen2Config(**TINY_CONFIG, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
