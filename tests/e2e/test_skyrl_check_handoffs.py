@@ -178,11 +178,15 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
     python = contract_python()
     root = tmp_path_factory.mktemp("skyrl-handoffs")
     repos = gsm8kdata.repos()
-    for repo_id, flags in ((MODEL_REPO, []), (BASE_REPO, ["--no-chat-template"])):
+    variants = ((MODEL_REPO, []), (BASE_REPO, ["--no-chat-template"]))
+    # Both tokenizers in one run of make_tokenizer.py (one transformers import).
+    done = subprocess.run([python, str(CONTRACT / "make_tokenizer.py"),
+                           *(arg for repo_id, flags in variants
+                             for arg in (str(root / repo_id), *flags))],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    for repo_id, _ in variants:
         tokenizer = root / repo_id
-        done = subprocess.run([python, str(CONTRACT / "make_tokenizer.py"), str(tokenizer),
-                               *flags], capture_output=True, text=True, timeout=300, check=False)
-        assert done.returncode == 0, done.stderr
         model = {path.name: path.read_bytes() for path in tokenizer.iterdir()}
         model["config.json"] = json.dumps(CONFIG, indent=2).encode()
         model["model.safetensors"] = safetensors(EMBEDDING)
