@@ -274,6 +274,27 @@ def test_a_malformed_field_fails_when_the_build_file_is_parsed(
         (scratch.root / "broken" / case / "BUILD").unlink()
 
 
+def test_package_of_a_broken_field_names_its_build_line_target_and_key(
+    scratch: ScratchRepo,
+) -> None:
+    build = "experiments/qwen2.5-1.5b-gsm8k/BUILD"
+    original = (scratch.root / build).read_text()
+    broken = original.replace("weight_sync_backend=\"nccl\"", "weight_sync_backend=\"nccl2\"", 1)
+    assert broken != original
+    scratch.write(build, broken)
+    try:
+        result = scratch.pants("package", "experiments/qwen2.5-1.5b-gsm8k:grpo")
+        assert result.returncode != 0
+        plan = next(n for n, text in enumerate(broken.splitlines(), 1) if "role_plan(" in text)
+        assert (
+            f"{build}:{plan}: The 'rollout' field in target "
+            "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8 must set 'weight_sync_backend' to one "
+            "of 'nccl', 'gloo', but was 'nccl2'."
+        ) in result.stderr, result.stderr
+    finally:
+        scratch.write(build, original)
+
+
 # A key and a section added to the library's role plan model, as a later issue would add them.
 NEW_PLACEMENT_KEY = (
     '    """The reference model shares the policy\'s GPUs."""\n',
@@ -287,6 +308,8 @@ NEW_SECTION = (
 
 
 def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: ScratchRepo) -> None:
+    """Last in the module: it stops the copy's pantsd twice, and a test after it would boot a
+    third one (a cold Pants: tens of CPU seconds on a small machine)."""
     model = "src/rlaunch/spec/roleplan.py"
     schema = "pants-plugins/rlaunch_pants/schema.json"
     originals = {path: (scratch.root / path).read_text() for path in (model, schema)}
@@ -334,24 +357,3 @@ def test_a_field_added_to_the_library_schema_needs_no_plugin_edit(scratch: Scrat
         for path, original in originals.items():
             scratch.write(path, original)
         (scratch.root / "broken/schema-added/BUILD").unlink()
-
-
-def test_package_of_a_broken_field_names_its_build_line_target_and_key(
-    scratch: ScratchRepo,
-) -> None:
-    build = "experiments/qwen2.5-1.5b-gsm8k/BUILD"
-    original = (scratch.root / build).read_text()
-    broken = original.replace("weight_sync_backend=\"nccl\"", "weight_sync_backend=\"nccl2\"", 1)
-    assert broken != original
-    scratch.write(build, broken)
-    try:
-        result = scratch.pants("package", "experiments/qwen2.5-1.5b-gsm8k:grpo")
-        assert result.returncode != 0
-        plan = next(n for n, text in enumerate(broken.splitlines(), 1) if "role_plan(" in text)
-        assert (
-            f"{build}:{plan}: The 'rollout' field in target "
-            "experiments/qwen2.5-1.5b-gsm8k:colocated-1x8 must set 'weight_sync_backend' to one "
-            "of 'nccl', 'gloo', but was 'nccl2'."
-        ) in result.stderr, result.stderr
-    finally:
-        scratch.write(build, original)
