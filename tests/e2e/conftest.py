@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -165,21 +166,25 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # experiments/countdown:local-sim-1x2's allocation, as its BUILD declares it.
 COUNTDOWN_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim",
                                   cpus_per_node=2, memory_gb_per_node=8, disk_gb_per_node=10)
-
+# experiments/tiny-gsm8k:local-1x2's allocation, as its BUILD declares it (and the BUILD
+# test_skyrl_check_handoffs.py writes): 6 CPUs, for SkyRL's entrypoint task, each GPU's
+# colocation bundle and its checkpoint cleanup task.
+SKYRL_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=6,
+                              memory_gb_per_node=8, disk_gb_per_node=10)
 
 COUNTDOWN_HEAD = "countdown_head"
-_COUNTDOWN_HEAD_STOP = pytest.StashKey[Callable[[], None]]()
+SKYRL_HEAD = "skyrl_head"
+_SESSION_HEAD_STOPS = pytest.StashKey[dict[str, Callable[[], None]]]()
 
 
-@pytest.fixture(scope="session")
-def countdown_head(request: pytest.FixtureRequest,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The state dir (`RLAUNCH_LOCAL_HEAD_DIR`) of one local Ray head for the countdown launches
-    of the session, started as a launch starts it and owned by this process: each launch reuses
-    it instead of starting and stopping one of its own (a launch that starts its own head is
-    test_sweep's). It is stopped once the last test of the session that uses it has ended (see
-    pytest_runtest_teardown), or at the end; none of its processes may be left."""
-    heads = HeadWatch(tmp_path_factory.mktemp("countdown-head"))
+def _session_head(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  name: str, allocation: Allocation, python: str) -> Iterator[Path]:
+    """The state dir (`RLAUNCH_LOCAL_HEAD_DIR`) of one local Ray head for the session, started
+    as a launch starts it (by `python`'s Ray) and owned by this process: each launch reuses it
+    instead of starting and stopping one of its own. It is stopped once the last test of the
+    session that uses fixture `name` has ended (see pytest_runtest_teardown), or at the end;
+    none of its processes may be left."""
+    heads = HeadWatch(tmp_path_factory.mktemp(name.replace("_", "-")))
     stopped: list[bool] = []
 
     def stop() -> None:
@@ -187,24 +192,44 @@ def countdown_head(request: pytest.FixtureRequest,
             stopped.append(True)
             heads.finish()
 
-    request.session.stash[_COUNTDOWN_HEAD_STOP] = stop
+    request.session.stash.setdefault(_SESSION_HEAD_STOPS, {})[name] = stop
     try:
-        ensure_head(COUNTDOWN_ALLOCATION, heads.state_dir, lambda message: None)
+        ensure_head(allocation, heads.state_dir, lambda message: None, python=python)
         heads.snapshot()
         yield heads.state_dir
     finally:
         stop()
 
 
+@pytest.fixture(scope="session")
+def countdown_head(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The countdown launches' head (a launch that starts its own head is test_sweep's)."""
+    yield from _session_head(request, tmp_path_factory, COUNTDOWN_HEAD, COUNTDOWN_ALLOCATION,
+                             sys.executable)
+
+
+@pytest.fixture(scope="session")
+def skyrl_head(request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The head of the modules that run SkyRL 0.3.0's own code on it (test_rehearsal,
+    test_skyrl_check_handoffs, test_skyrl_eval_only), started by the SkyRL rehearsal env's Ray
+    (the interpreter their jobs run on) for SKYRL_ALLOCATION: one head start for the three."""
+    yield from _session_head(request, tmp_path_factory, SKYRL_HEAD, SKYRL_ALLOCATION,
+                             rehearsal_python())
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop the countdown head after the last test that uses it: an idle head keeps about 7% of
-    a core busy (its GCS, raylet, dashboard and agents), some 35 CPU seconds over the modules
-    that run after test_pipeline.py's, while the suite is CPU-bound."""
-    stop = item.session.stash.get(_COUNTDOWN_HEAD_STOP, None)
-    if stop is None or COUNTDOWN_HEAD not in getattr(item, "fixturenames", ()):
+    """Stop a session head after the last test that uses it: an idle head keeps about 7% of a
+    core busy (its GCS, raylet, dashboard and agents), tens of CPU seconds over the modules
+    that run after its last user, while the suite is CPU-bound."""
+    stops = item.session.stash.get(_SESSION_HEAD_STOPS, {})
+    used = [name for name in stops if name in getattr(item, "fixturenames", ())]
+    if not used:
         return
     items = item.session.items
-    if not any(COUNTDOWN_HEAD in getattr(later, "fixturenames", ())
-               for later in items[items.index(item) + 1:]):
-        stop()
+    later = items[items.index(item) + 1:]
+    for name in used:
+        if not any(name in getattr(other, "fixturenames", ()) for other in later):
+            stops[name]()

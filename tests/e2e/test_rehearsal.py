@@ -35,27 +35,20 @@ from pants_scratch import ScratchRepo
 
 import gsm8kdata
 from contract.skyrl_env import rehearsal_python
-from executors.support import HeadWatch
 from hubserver import hub_environment, serve_hub
 from objectstores import ObjectStoreServer
 from rlaunch.builders import BuildError, materialize_artifacts
-from rlaunch.executors.local_head import ensure_head
 from rlaunch.paths import ATTEMPT_ENV, run_paths
 from rlaunch.preflight import World, run_preflight
 from rlaunch.preflight.commands import with_ledger
 from rlaunch.runtimes.skyrl import REHEARSE_FLAG
 from rlaunch.spec import RunExport, parse_spec
-from rlaunch.spec.execution import Allocation
 
 MODEL_REPO = "rlaunch-tests/tiny-qwen2-chat"
 MODEL_COMMIT = "c0ffee0000000000000000000000000000000001"
 DATA_REPO = "rlaunch-tests/gsm8k-sample"
 DATA_COMMIT = "c0ffee0000000000000000000000000000000002"
 VERSION = "2026.12.01"
-# experiments/tiny-gsm8k:local-1x2's allocation, as its BUILD declares it: every run of the
-# module uses the one head.
-ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=6,
-                        memory_gb_per_node=8, disk_gb_per_node=10)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +58,7 @@ def python() -> str:
 
 @pytest.fixture(scope="module")
 def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str, tiny_model: Path,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+            skyrl_head: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
     root = tmp_path_factory.mktemp("rehearsal")
     [data] = gsm8kdata.repos().values()
     repos = {
@@ -76,12 +69,7 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str, tiny_mod
     (root / "repo").mkdir()
     repo = ScratchRepo(repo_root, root / "repo")
     repo.commit_all("the repository as it is")
-    # One local Ray head for the module, started as a rehearsal starts it (by the rehearsal
-    # environment's Ray, for :local-1x2's allocation) and owned by this process.
-    heads = HeadWatch(root / "head")
     try:
-        ensure_head(ALLOCATION, heads.state_dir, lambda message: None, python=python)
-        heads.snapshot()
         with serve_hub(repos) as (url, _):
             repo.env.update(hub_environment(url))
             repo.env.update(s3_server.env())
@@ -89,12 +77,13 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str, tiny_mod
                 "RLAUNCH_STORE": s3_server.prefix("rehearsal-store"),
                 "RLAUNCH_REHEARSAL_PYTHON": python,
                 "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
-                "RLAUNCH_LOCAL_HEAD_DIR": str(heads.state_dir),
+                # The session's head for :local-1x2's allocation, started as a rehearsal
+                # starts it (by the rehearsal environment's Ray): every run reuses it.
+                "RLAUNCH_LOCAL_HEAD_DIR": str(skyrl_head),
             })
             yield repo
     finally:
         repo.close()
-        heads.finish()
 
 
 def files_under(s3_server: ObjectStoreServer, uri: str) -> dict[str, int]:

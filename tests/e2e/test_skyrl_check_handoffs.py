@@ -28,11 +28,8 @@ from pants_scratch import ScratchRepo
 
 import gsm8kdata
 from contract.skyrl_env import contract_python
-from executors.support import HeadWatch
 from hubserver import hub_environment, serve_hub
 from objectstores import ObjectStoreServer
-from rlaunch.executors.local_head import ensure_head
-from rlaunch.spec.execution import Allocation
 
 CONTRACT = Path(__file__).resolve().parents[1] / "contract"
 MODEL_REPO = "rlaunch-tests/tiny-chat"
@@ -121,7 +118,8 @@ role_plan(
 rl_execution(
     name="local-1x2",
     executor="local",
-    allocation=dict(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=2,
+    # tests/e2e/conftest.py's SKYRL_ALLOCATION: the launches reuse the session's skyrl_head.
+    allocation=dict(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=6,
                     memory_gb_per_node=8, disk_gb_per_node=10),
     timeout_minutes=30,
     # The store is on an S3-compatible server: the job needs its address and keys.
@@ -160,11 +158,6 @@ rl_run(name="too-short", run_name="tiny-gsm8k-too-short", train_data=":train-pro
 '''
 
 
-# :local-1x2's allocation, as BUILD declares it.
-ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", cpus_per_node=2,
-                        memory_gb_per_node=8, disk_gb_per_node=10)
-
-
 def safetensors(tensors: dict[str, dict[str, object]]) -> bytes:
     """The safetensors layout: 8-byte little-endian header length, JSON header, zeroed data."""
     header = json.dumps(tensors).encode()
@@ -173,7 +166,7 @@ def safetensors(tensors: dict[str, dict[str, object]]) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, s3_server: ObjectStoreServer,
+def scratch(repo_root: Path, s3_server: ObjectStoreServer, skyrl_head: Path,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
     python = contract_python()
     root = tmp_path_factory.mktemp("skyrl-handoffs")
@@ -195,14 +188,7 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
     repo = ScratchRepo(repo_root, root / "repo")
     repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
     repo.commit_all("a GSM8K-shaped SkyRL experiment")
-    # One local Ray head for the module, started as a launch starts it (for :local-1x2's
-    # allocation, by the Ray of the job's interpreter: rlaunch.executors.runtime_python.
-    # head_python) and owned by this process: every check reuses it instead of starting and
-    # stopping one of its own; at the end it is stopped and none of its processes may be left.
-    heads = HeadWatch(root / "head")
     try:
-        ensure_head(ALLOCATION, heads.state_dir, lambda message: None, python=python)
-        heads.snapshot()
         with serve_hub(repos) as (url, _):
             repo.env.update(hub_environment(url))
             repo.env.update(s3_server.env())
@@ -210,12 +196,14 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer,
                 "RLAUNCH_STORE": s3_server.prefix(),
                 "RLAUNCH_SKYRL_PYTHON": python,
                 "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
-                "RLAUNCH_LOCAL_HEAD_DIR": str(heads.state_dir),
+                # The session's head for :local-1x2's allocation, started by the Ray of the
+                # job's interpreter (rlaunch.executors.runtime_python.head_python) as a launch
+                # starts it: every check reuses it.
+                "RLAUNCH_LOCAL_HEAD_DIR": str(skyrl_head),
             })
             yield repo
     finally:
         repo.close()
-        heads.finish()
 
 
 def check(scratch: ScratchRepo, target: str) -> subprocess.CompletedProcess[str]:

@@ -1,8 +1,9 @@
 """An eval stage on SkyRL, through SkyRL 0.3.0's own eval-only entrypoint on this CPU: the files
 SkyRL writes, and the report the adapter makes of them (rlaunch.runtimes.skyrl_eval).
 
-In the SkyRL rehearsal env (scripts/skyrl-rehearsal-env), on a local Ray head with one simulated
-GPU (rlaunch.executors.local_head, as a rehearsal starts it), `python -m
+In the SkyRL rehearsal env (scripts/skyrl-rehearsal-env), on the session's local Ray head
+(tests/e2e/conftest.py, skyrl_head: rlaunch.executors.local_head, as a rehearsal starts it; the
+eval's colocation group takes one of its two simulated GPUs), `python -m
 rlaunch.runtimes.skyrl_cpu skyrl.train.entrypoints.main_generate <overrides>` runs what
 `main_generate.main` runs: `SkyRLTrainConfig.from_cli_overrides`, `validate_generator_cfg`,
 `initialize_ray`, then in a Ray task SkyRL's `EvalOnlyEntrypoint` (tokenizer, PromptDataset,
@@ -20,7 +21,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +31,13 @@ import gsm8kdata
 from contract.skyrl_env import REPO_ROOT, rehearsal_python
 # Read out of each release's source by the contract test.
 from contract.test_skyrl_eval_contract import DUMP_KEYS
-from executors.support import HeadWatch
-from rlaunch.executors.local_head import ensure_head
+from rlaunch.executors.local_head import read_record
 from rlaunch.render import LaunchDocument, render_launch
 from rlaunch.runtimes.skyrl_eval import dump_folder, eval_manifest
 from rlaunch.runtimes.skyrl_outputs import OutputError
 from rlaunch.runtimes.worker_env import JOB_CONFIG_ENV
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
-from rlaunch.spec.execution import Allocation
 from rlaunch.store.fs import open_location
 from rlaunch.tasks.parquet import write_prompts
 from rlaunch.tasks.prompts import prompt_row
@@ -51,8 +49,6 @@ PROMPTS = [f"<|im_start|>ss{apples}ss{more}.sss?'ssss.<|im_end|><|im_start|>sss"
 """The prompts of `rows()` as SkyRL's dump has them: `tokenizer.decode` of the prompt's ids
 (dump_per_dataset_eval_results), under make_tokenizer.py's word-level tokenizer and its ChatML
 template."""
-ALLOCATION = Allocation(num_nodes=1, gpus_per_node=1, accelerator="sim", cpus_per_node=4,
-                        memory_gb_per_node=8, disk_gb_per_node=10)
 # What an eval stage's launch hands SkyRL (experiments/tiny-gsm8k's geometry: one simulated
 # GPU, the policy and one engine colocated), at a rehearsal's sizes.
 OVERRIDES = {
@@ -90,36 +86,30 @@ class Evaluated:
 
 
 @pytest.fixture(scope="module")
-def evaluated(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[Evaluated]:
+def evaluated(tiny_model: Path, skyrl_head: Path, tmp_path_factory: pytest.TempPathFactory
+              ) -> Evaluated:
     python = rehearsal_python()
     root = tmp_path_factory.mktemp("skyrl-eval")
     write_prompts(root / "test.parquet", rows())
-    heads = HeadWatch(root / "head")
-    try:
-        record, _ = ensure_head(ALLOCATION, heads.state_dir, lambda message: None,
-                                python=python)
-        heads.snapshot()
-        # A driver of the head as a job's is (tests/runtimes/test_worker_env.py, on_head): the
-        # head listens on 127.0.0.1 only, and Ray's workers import rlaunch from the job's path.
-        src = str(REPO_ROOT / "src")
-        env = {**os.environ, "RAY_ADDRESS": record.gcs_address, "PYTHONPATH": src,
-               JOB_CONFIG_ENV: json.dumps({"runtime_env": {"env_vars": {"PYTHONPATH": src}},
-                                           "metadata": {}}),
-               "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-        overrides = {**OVERRIDES, "trainer.policy.model.path": str(tiny_model),
-                     "data.val_data": json.dumps([str(root / "test.parquet")]),
-                     "trainer.export_path": str(root / "export"),
-                     "trainer.log_path": str(root / "logs")}
-        done = subprocess.run(
-            [python, "-m", "rlaunch.runtimes.skyrl_cpu", EVAL_ENTRYPOINT,
-             *(f"{key}={value}" for key, value in overrides.items())],
-            cwd=root, env=env, capture_output=True, text=True, timeout=900, check=False)
-        heads.snapshot()
-        assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
-        yield Evaluated(root, done.stdout + done.stderr)
-    finally:
-        heads.finish()
+    record = read_record(skyrl_head)
+    assert record is not None, skyrl_head
+    # A driver of the head as a job's is (tests/runtimes/test_worker_env.py, on_head): the
+    # head listens on 127.0.0.1 only, and Ray's workers import rlaunch from the job's path.
+    src = str(REPO_ROOT / "src")
+    env = {**os.environ, "RAY_ADDRESS": record.gcs_address, "PYTHONPATH": src,
+           JOB_CONFIG_ENV: json.dumps({"runtime_env": {"env_vars": {"PYTHONPATH": src}},
+                                       "metadata": {}}),
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    overrides = {**OVERRIDES, "trainer.policy.model.path": str(tiny_model),
+                 "data.val_data": json.dumps([str(root / "test.parquet")]),
+                 "trainer.export_path": str(root / "export"),
+                 "trainer.log_path": str(root / "logs")}
+    done = subprocess.run(
+        [python, "-m", "rlaunch.runtimes.skyrl_cpu", EVAL_ENTRYPOINT,
+         *(f"{key}={value}" for key, value in overrides.items())],
+        cwd=root, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
+    return Evaluated(root, done.stdout + done.stderr)
 
 
 def eval_launch(store: str) -> LaunchDocument:
