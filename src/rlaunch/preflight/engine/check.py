@@ -99,6 +99,9 @@ class Check:
 
     def __init__(self, spec: RunSpec, world: World | None = None) -> None:
         self.spec = spec
+        self.plan = spec.role_plan
+        """`spec.role_plan`, read once: a pydantic model's attribute read costs several times a
+        plain one's (BaseModel defines `__getattr__`), and most rules start from the plan."""
         self.world = world
         self._derived: dict[Any, Any] = {}
         self._layouts: dict[str, Parallelism | None] = {}
@@ -126,7 +129,7 @@ class Check:
     @cached_property
     def nonpositive_role_counts(self) -> list[tuple[str, int]]:
         """`(path, value)` of every role-plan and allocation count below 1."""
-        plan = self.spec.role_plan
+        plan = self.plan
         found: list[tuple[str, int]] = []
         groups: list[tuple[str, object, tuple[str, ...]]] = [
             ("role_plan.policy", plan.policy, POLICY_COUNTS),
@@ -147,7 +150,7 @@ class Check:
 
     @cached_property
     def nonpositive_batch_counts(self) -> list[tuple[str, int]]:
-        batch = self.spec.role_plan.batch
+        batch = self.plan.batch
         found = list(_nonpositive("role_plan.batch", batch, BATCH_COUNTS))
         if batch.critic_mini_batch_size is not None and batch.critic_mini_batch_size < 1:
             found.append(("role_plan.batch.critic_mini_batch_size", batch.critic_mini_batch_size))
@@ -181,14 +184,14 @@ class Check:
         known = self._layouts.get(role)
         if known is not None:
             return known
-        found = self._layouts[role] = self.spec.role_plan.parallelism(role)
+        found = self._layouts[role] = self.plan.parallelism(role)
         if found is None:
             raise ValueError(f"the {role}'s parallelism is asked for, but role_plan.{role} is "
                              "null (rules ask only for roles the plan has)")
         return found
 
     def _dp_of(self, role: str) -> int | None:
-        if not self.roles_ok or getattr(self.spec.role_plan, role) is None:
+        if not self.roles_ok or getattr(self.plan, role) is None:
             return None
         return self.parallelism(role).data_parallel
 
@@ -211,9 +214,9 @@ class Check:
         """`(name, DP)` of the enabled trainer roles, for SkyRL's lcm of DP sizes; a DP is None
         when it is undefined."""
         terms = [("policy DP", self.policy_dp)]
-        if self.spec.role_plan.critic is not None and with_critic:
+        if self.plan.critic is not None and with_critic:
             terms.append(("critic DP", self.critic_dp))
-        if self.use_kl and self.spec.role_plan.reference is not None:
+        if self.use_kl and self.plan.reference is not None:
             terms.append(("reference DP", self.reference_dp))
         return terms
 

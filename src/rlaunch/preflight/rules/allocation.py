@@ -39,7 +39,7 @@ def role_gpus(check: Check) -> list[tuple[str, str, int]]:
 
 def _role_gpus(check: Check) -> tuple[tuple[str, str, int], ...]:
     """role_gpus, once per check (ALLOC001 and ALLOC002 read it)."""
-    plan = check.spec.role_plan
+    plan = check.plan
     roles = [("policy", "role_plan.policy", plan.policy.world_size)]
     for name, role in (("reference", plan.reference), ("critic", plan.critic)):
         if role is not None and not role.colocated_with_policy:

@@ -43,7 +43,7 @@ def mini_batches(check: Check) -> list[MiniBatch]:
 def _mini_batches(check: Check) -> list[MiniBatch]:
     if not check.batch_ok:
         return []
-    plan = check.spec.role_plan
+    plan = check.plan
     found = [MiniBatch("policy", "policy_mini_batch_size", plan.batch.policy_mini_batch_size,
                        check.policy_dp, check.parallelism("policy"))]
     critic_size = plan.batch.critic_mini_batch_size
@@ -55,7 +55,7 @@ def _mini_batches(check: Check) -> list[MiniBatch]:
 
 def sharded(check: Check) -> list[MiniBatch]:
     """The mini batches whose DP is defined, with at least one sequence per GPU."""
-    samples = check.spec.role_plan.batch.n_samples_per_prompt
+    samples = check.plan.batch.n_samples_per_prompt
     return [m for m in mini_batches(check) if m.dp is not None and m.per_gpu(samples) > 0]
 
 
@@ -87,7 +87,7 @@ def train_at_least_mini(check: Check) -> list[Finding]:
     policy_mini_batch_size`, and the critic's). Needs no DP, so it is reported even when a DP size
     is undefined."""
     findings: list[Finding] = []
-    train = check.spec.role_plan.batch.train_batch_size
+    train = check.plan.batch.train_batch_size
     for mini in mini_batches(check):
         if train < mini.size:
             findings.append(error(
@@ -108,7 +108,7 @@ def train_multiple_of_mini(check: Check) -> list[Finding]:
     policy_mini_batch_size == 0`, and the critic's). Needs no DP, so it is reported even when a DP
     size is undefined."""
     findings: list[Finding] = []
-    train = check.spec.role_plan.batch.train_batch_size
+    train = check.plan.batch.train_batch_size
     for mini in mini_batches(check):
         if train % mini.size:
             findings.append(error(
@@ -138,7 +138,7 @@ def mini_splits_over_dp(check: Check) -> list[Finding]:
     `MeshDispatch.stage_chunks` pads each mini batch with loss-masked dummy sequences, computed and
     thrown away."""
     findings: list[Finding] = []
-    samples = check.spec.role_plan.batch.n_samples_per_prompt
+    samples = check.plan.batch.n_samples_per_prompt
     for mini in mini_batches(check):
         if mini.dp is None:
             continue
@@ -179,7 +179,7 @@ def mini_multiple_of_micro(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: the floored per-GPU mini
     batch (mini x n // DP) is a multiple of `micro_train_batch_size_per_gpu`."""
     findings: list[Finding] = []
-    batch = check.spec.role_plan.batch
+    batch = check.plan.batch
     micro = batch.micro_train_batch_size_per_gpu
     for mini in sharded(check):
         per_gpu = mini.per_gpu(batch.n_samples_per_prompt)
@@ -205,7 +205,7 @@ def train_per_gpu_multiple_of_mini(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: the floored per-GPU train
     batch is a multiple of the floored per-GPU mini batch."""
     findings: list[Finding] = []
-    batch = check.spec.role_plan.batch
+    batch = check.plan.batch
     samples = batch.n_samples_per_prompt
     for mini in sharded(check):
         per_gpu_mini = mini.per_gpu(samples)
@@ -231,7 +231,7 @@ def critic_mini_iff_critic(check: Check) -> list[Finding]:
     """Error. rlaunch renders `critic_mini_batch_size` only for a critic; a size without a critic,
     or a critic without one, says two things. Goes beyond SkyRL."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     size = plan.batch.critic_mini_batch_size
     paths = (f"{BATCH}.critic_mini_batch_size", "role_plan.critic")
     if plan.critic is not None and size is None:

@@ -51,7 +51,7 @@ def train_at_least_lcm(check: Check) -> list[Finding]:
     if terms is None:
         return findings
     lcm = math.lcm(*(dp for _, dp in terms))
-    batch = check.spec.role_plan.batch
+    batch = check.plan.batch
     sequences = batch.train_batch_size * batch.n_samples_per_prompt
     if sequences < lcm:
         roles = tuple(f"role_plan.{name.split()[0]}" for name, _ in terms)
@@ -88,7 +88,7 @@ def no_prompts_dropped_per_step(check: Check) -> list[Finding]:
     terms = dp_terms(check, with_critic=True)
     if terms is None:
         return findings
-    batch = check.spec.role_plan.batch
+    batch = check.plan.batch
     lcm = math.lcm(*(dp for _, dp in terms))
     samples = batch.n_samples_per_prompt
     stride = prompt_stride(lcm, samples)
@@ -162,10 +162,10 @@ def usable_train_sizes(check: Check, rows: int, limit: int = 3) -> list[tuple[in
 
 def _train_size_choices(check: Check, rows: int, limit: int = 3
                         ) -> tuple[tuple[int, int, int], ...]:
-    batch = check.spec.role_plan.batch
+    batch = check.plan.batch
     terms = dp_terms(check, with_critic=True)
     lcm = math.lcm(*(dp for _, dp in terms)) if terms is not None else 1
-    critic = batch.critic_mini_batch_size if check.spec.role_plan.critic is not None else None
+    critic = batch.critic_mini_batch_size if check.plan.critic is not None else None
     return _usable_train_sizes(
         rows, limit, batch.train_batch_size, batch.n_samples_per_prompt, lcm, critic,
         batch.policy_mini_batch_size, check.policy_dp, batch.micro_train_batch_size_per_gpu,
@@ -202,7 +202,7 @@ def dataset_covers_batches(check: Check) -> list[Finding]:
     findings: list[Finding] = []
     data = check.spec.train_data
     rows = getattr(data, "rows", None)  # a model in the data slot (ART003) has no rows
-    train = check.spec.role_plan.batch.train_batch_size
+    train = check.plan.batch.train_batch_size
     if rows is None or train < 1:
         return findings
     if rows < train:
@@ -262,7 +262,7 @@ def eval_batch_fits(check: Check) -> list[Finding]:
     keeps it, `drop_last=False`)."""
     findings: list[Finding] = []
     data = check.spec.eval_data
-    size = check.spec.role_plan.batch.eval_batch_size
+    size = check.plan.batch.eval_batch_size
     rows = getattr(data, "rows", None)
     if rows is None or size < 1:
         return findings
@@ -285,7 +285,7 @@ def fully_async_one_mini_batch(check: Check) -> list[Finding]:
     """Error. skyrl/train/fully_async_trainer.py `FullyAsyncRayPPOTrainer.__init__` asserts
     `train_batch_size == policy_mini_batch_size` at start-up."""
     findings: list[Finding] = []
-    batch = check.spec.role_plan.batch
+    batch = check.plan.batch
     if check.spec.algorithm.fully_async and batch.train_batch_size != batch.policy_mini_batch_size:
         findings.append(error(
             "BATCH012",

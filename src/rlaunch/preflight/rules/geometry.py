@@ -58,7 +58,7 @@ def fsdp_has_no_megatron_sizes(check: Check) -> list[Finding]:
     TP/PP/CP/EP/ETP above 1 would be silently ignored: the plan would not run as written. Goes
     beyond SkyRL."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.strategy != "fsdp":
         return findings
     for name, role in (("policy", plan.policy), ("reference", plan.reference)):
@@ -98,7 +98,7 @@ def megatron_world_divisible(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_batch_sizes`: `policy_world_size % (pp *
     cp * tp) == 0`."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return findings
     policy = check.parallelism("policy")
@@ -129,7 +129,7 @@ def megatron_expert_world_divisible(check: Check) -> list[Finding]:
     """Error. Megatron-Core builds expert groups of ETP x EP x PP ranks when the policy workers
     start; a world it does not divide fails there. Goes beyond SkyRL's `validate_cfg`."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.strategy != "megatron" or not check.roles_ok:
         return findings
     policy = check.parallelism("policy")
@@ -159,7 +159,7 @@ def fsdp_world_divisible(check: Check) -> list[Finding]:
     world; skyrl/train/utils/utils.py `validate_batch_sizes` divides by world // SP (a
     ZeroDivisionError when SP exceeds it). The critic runs the policy's SP."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.strategy != "fsdp" or not check.roles_ok:
         return findings
     policy = check.parallelism("policy")
@@ -199,7 +199,7 @@ def inference_expert_parallel(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_inference_engine_cfg`: with EP > 1, DP x
     TP == EP."""
     findings: list[Finding] = []
-    rollout = check.spec.role_plan.rollout
+    rollout = check.plan.rollout
     if not check.roles_ok or rollout.expert_parallel_size <= 1:
         return findings
     dp_tp = rollout.data_parallel_size * rollout.tensor_parallel_size
@@ -227,7 +227,7 @@ def colocated_gpus_match(check: Check) -> list[Finding]:
     """Error. Mirrors skyrl/train/utils/utils.py `validate_cfg` (placement): under colocate_all,
     policy GPUs == rollout GPUs."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if not plan.placement.colocate_all or not check.roles_ok:
         return findings
     policy, rollout = check.parallelism("policy"), plan.rollout
@@ -268,7 +268,7 @@ def engine_tp_within_node(check: Check) -> list[Finding]:
     findings: list[Finding] = []
     if not check.roles_ok:
         return findings
-    rollout, width = check.spec.role_plan.rollout, check.spec.execution.allocation.gpus_per_node
+    rollout, width = check.plan.rollout, check.spec.execution.allocation.gpus_per_node
     tp = rollout.tensor_parallel_size
     if tp <= width and width % tp == 0:
         return findings

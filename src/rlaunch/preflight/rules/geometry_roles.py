@@ -62,7 +62,7 @@ def reference_placement(check: Check) -> list[Finding]:
     """Error. rlaunch renders the reference's placement from `placement`; a `colocated_with_policy`
     that disagrees means the plan says two things. Goes beyond SkyRL (consistency of the plan)."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.reference is None:
         return findings
     placement = plan.placement
@@ -139,7 +139,7 @@ def critic_placement(check: Check) -> list[Finding]:
     """Error. skyrl/train/trainer.py `build_models` shares the policy's GPUs with the critic
     exactly under colocate_all and gives it its own otherwise; the plan must say the same."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.critic is None:
         return findings
     if plan.critic.colocated_with_policy != plan.placement.colocate_all:
@@ -169,7 +169,7 @@ def colocated_footprint(check: Check) -> list[Finding]:
     Under colocate_policy_ref skyrl/train/utils/utils.py `validate_cfg` asserts equal nodes and
     GPUs per node (the pair shares whole-node bundles)."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if not check.roles_ok:
         return findings
     policy = check.parallelism("policy")
@@ -229,7 +229,7 @@ def reference_world_divisible(check: Check) -> list[Finding]:
     `Worker.init_worker_process_group` fails to build the (world // SP, SP) mesh at start-up:
     beyond `validate_cfg`."""
     findings: list[Finding] = []
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.reference is None or not check.use_kl or not check.roles_ok:
         return findings
     reference = check.parallelism("reference")

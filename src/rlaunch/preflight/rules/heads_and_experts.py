@@ -21,7 +21,7 @@ def trainer_tp_divides_heads(check: Check) -> list[Finding]:
     that does not divide them fails there. Beyond SkyRL's `validate_cfg`."""
     findings: list[Finding] = []
     facts = check.facts
-    plan = check.spec.role_plan
+    plan = check.plan
     if facts is None or plan.strategy != "megatron" or not check.roles_ok:
         return findings
     tp, heads = plan.policy.tensor_parallel_size, facts.num_attention_heads
@@ -48,7 +48,7 @@ def inference_tp_divides_heads(check: Check) -> list[Finding]:
     facts = check.facts
     if facts is None or not check.roles_ok:
         return findings
-    tp, heads = check.spec.role_plan.rollout.tensor_parallel_size, facts.num_attention_heads
+    tp, heads = check.plan.rollout.tensor_parallel_size, facts.num_attention_heads
     if heads % tp:
         findings.append(error(
             "GEO016",
@@ -75,7 +75,7 @@ def inference_tp_and_kv_heads(check: Check) -> list[Finding]:
     facts = check.facts
     if facts is None or not check.roles_ok:
         return findings
-    tp, kv = check.spec.role_plan.rollout.tensor_parallel_size, facts.num_key_value_heads
+    tp, kv = check.plan.rollout.tensor_parallel_size, facts.num_key_value_heads
     if tp <= kv and kv % tp:
         how = f"{kv} KV heads do not split over TP {tp} ({kv} % {tp} = {kv % tp})"
     elif tp > kv and tp % kv:
@@ -106,7 +106,7 @@ def expert_parallel_needs_experts(check: Check) -> list[Finding]:
     facts = check.facts
     if facts is None or not check.roles_ok:
         return findings
-    plan = check.spec.role_plan
+    plan = check.plan
     sizes = [
         ("policy EP", "role_plan.policy.expert_parallel_size", plan.policy.expert_parallel_size),
         ("rollout EP", "role_plan.rollout.expert_parallel_size", plan.rollout.expert_parallel_size),

@@ -230,7 +230,7 @@ def _policy_estimate(check: Check, memory: Memory) -> Estimate:
 
 
 def _offload(check: Check, settings: Settings) -> bool:
-    return check.spec.role_plan.strategy == "fsdp" and bool(settings.cpu_offload)
+    return check.plan.strategy == "fsdp" and bool(settings.cpu_offload)
 
 
 def _policy_forward(check: Check, memory: Memory) -> Estimate:
@@ -239,7 +239,7 @@ def _policy_forward(check: Check, memory: Memory) -> Estimate:
     return _trainer_estimate(
         policy_forward, memory.facts, check.parallelism("policy"), memory.forward,
         offload=offload,
-        optimizer_resident=not offload and not check.spec.role_plan.placement.colocate_all,
+        optimizer_resident=not offload and not check.plan.placement.colocate_all,
         lora_rank=int(settings.lora_rank),
     )
 
@@ -270,7 +270,7 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
 
 
 def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
-    plan = check.spec.role_plan
+    plan = check.plan
     if plan.reference is None or not check.use_kl:
         return None
     settings = memory.settings
@@ -572,7 +572,7 @@ def kv_cache_margin(check: Check) -> list[Finding]:
     memory, (limit, weights, per_token, formula) = engine
     cache = limit - weights.bytes
     sequences = cache / (per_token * memory.sequence)
-    group = check.spec.role_plan.batch.n_samples_per_prompt
+    group = check.plan.batch.n_samples_per_prompt
     if not 1 <= sequences < group:
         return findings
     fraction = memory.settings.gpu_memory

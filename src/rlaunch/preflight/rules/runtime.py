@@ -158,7 +158,7 @@ def runtime_supports_plan(check: Check) -> list[Finding]:
     known = profile(check.spec.runtime.profile)
     if known is None:
         return findings
-    plan = check.spec.role_plan
+    plan = check.plan
     wanted = [
         ("role_plan.strategy", "strategy", plan.strategy, known.strategies),
         ("role_plan.rollout.backend", "rollout backend", plan.rollout.backend,

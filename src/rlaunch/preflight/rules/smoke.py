@@ -82,7 +82,7 @@ def same_strategy(check: Check) -> list[Finding]:
     smoke = check.spec.smoke_of
     if smoke is None:
         return findings
-    mine, theirs = check.spec.role_plan.strategy, smoke.role_plan.strategy
+    mine, theirs = check.plan.strategy, smoke.role_plan.strategy
     if mine != theirs:
         findings.append(error(
             "SMOKE001", ("role_plan.strategy", "smoke_of.role_plan.strategy"),
@@ -102,7 +102,7 @@ def same_geometry(check: Check) -> list[Finding]:
     smoke = check.spec.smoke_of
     if smoke is None:
         return findings
-    mine = leaves(check.spec.role_plan.geometry(), "role_plan")
+    mine = leaves(check.plan.geometry(), "role_plan")
     theirs = leaves(smoke.role_plan.geometry(), "role_plan")
     for path in sorted(set(mine) | set(theirs)):
         if path == "role_plan.strategy" or mine.get(path) == theirs.get(path):
