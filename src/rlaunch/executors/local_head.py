@@ -199,6 +199,12 @@ def _head_env() -> dict[str, str]:
     # Ray turns token auth on by itself when ~/.ray/auth_token exists; the head only listens on
     # 127.0.0.1, and rlaunch's clients (and the job's own ray.init) must not depend on that file.
     env["RAY_AUTH_MODE"] = "disabled"
+    # When the first driver connects, the raylet starts as many Python workers as the head has
+    # CPUs for that driver's job (Ray's prestart_worker_first_driver). On a head rlaunch starts
+    # that is the first launch's adapter, which runs one staging task per node, and a worker
+    # serves one job only: the rest sat idle until the head stopped, each having imported Ray
+    # (~3 CPU-s) and polling. Workers start when a task or actor needs one instead.
+    env.setdefault("RAY_prestart_worker_first_driver", "0")
     return env
 
 
