@@ -18,6 +18,7 @@ from executors.support import HeadWatch, process_tree, ray_processes
 from rlaunch.executors import ExecutorError
 from rlaunch.executors.head_ready import START_TIMEOUT_ENV
 from rlaunch.executors.local_head import (
+    DASHBOARD_MODULE_ENV,
     DASHBOARD_STARTUP_ENV,
     FAILED_START_LOGS,
     FIRST_ATTEMPT_LOGS,
@@ -129,7 +130,9 @@ def _start_on_fake_ray(tmp_path: Path, output: str) -> tuple[str, list[str], Pat
     calls = tmp_path / "calls"
     python = tmp_path / "python"
     python.write_text(f"#!/bin/sh\necho \"$@\" >> '{calls}'\n"
-                      f"echo \"$RAY_DASHBOARD_STARTUP_TIMEOUT_S\" >> '{tmp_path / 'waits'}'\n"
+                      f"echo \"$RAY_DASHBOARD_STARTUP_TIMEOUT_S\""
+                      f" \"$RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT\""
+                      f" >> '{tmp_path / 'waits'}'\n"
                       f"printf '%s\\n' '{output}'\nexit 1\n")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     watch = HeadWatch(tmp_path / "heads")
@@ -199,17 +202,22 @@ def test_any_other_failure_of_ray_start_is_not_retried(tmp_path: Path, output: s
 def test_ray_waits_for_its_dashboard_as_long_as_rlaunch_waits_for_the_head(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`ray start` exits 1 ("Failed to start the dashboard") when its dashboard is not up
-    within RAY_DASHBOARD_STARTUP_TIMEOUT_S (default 60 s; seen here at load 15 on 2 cores):
-    the head gets rlaunch's own deadline instead, unless that variable is set. Read by the
-    replaced `ray start` above, from the environment start_head gives it."""
+    """`ray start` exits 1 when its dashboard is not up within RAY_DASHBOARD_STARTUP_TIMEOUT_S
+    (default 60 s; "Failed to start the dashboard", seen here at load 15 on 2 cores) or a
+    dashboard module within RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT (default 30 s;
+    "Module MetricsHead failed to start", seen at load 15-30): the head gets rlaunch's own
+    deadline for both instead, unless a variable is set. Read by the replaced `ray start`
+    above, from the environment start_head gives it."""
     output = "Exception: Failed to start the dashboard"
     waits = tmp_path / "waits"
-    monkeypatch.delenv(DASHBOARD_STARTUP_ENV, raising=False)
-    for deadline, own, expected in (("", None, "120"), ("300.5", None, "301"), ("", "90", "90")):
+    for name in (DASHBOARD_STARTUP_ENV, DASHBOARD_MODULE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for deadline, own, expected in (("", {}, "120 120"), ("300.5", {}, "301 301"),
+                                    ("", {DASHBOARD_STARTUP_ENV: "90"}, "90 120"),
+                                    ("", {DASHBOARD_MODULE_ENV: "45"}, "90 45")):
         monkeypatch.setenv(START_TIMEOUT_ENV, deadline)
-        if own is not None:
-            monkeypatch.setenv(DASHBOARD_STARTUP_ENV, own)
+        for name, value in own.items():
+            monkeypatch.setenv(name, value)
         waits.unlink(missing_ok=True)
         shutil.rmtree(tmp_path / "heads", ignore_errors=True)
         _start_on_fake_ray(tmp_path, output)

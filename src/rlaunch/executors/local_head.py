@@ -61,6 +61,12 @@ STATE_DIR_ENV = "RLAUNCH_LOCAL_HEAD_DIR"
 FAILED_START_LOGS = "failed-start-logs"
 """Under the state dir: the logs of the last head that did not become ready (its temp dir goes)."""
 DASHBOARD_STARTUP_ENV = "RAY_DASHBOARD_STARTUP_TIMEOUT_S"
+"""How long `ray start` waits for its dashboard before it exits 1, "Failed to start the
+dashboard" (Ray 2.60.0 ray/_private/ray_constants.py: 60 s by default)."""
+DASHBOARD_MODULE_ENV = "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"
+"""How long the dashboard waits for each of its module processes before it gives up, "Module
+MetricsHead failed to start" (Ray 2.56.0 and 2.60.0 ray/dashboard/consts.py: 30 s by default;
+2.56 spawns each module, a few CPU-seconds of imports apiece)."""
 FIRST_ATTEMPT_LOGS = "first-attempt"
 """Under FAILED_START_LOGS, when the head's second start failed too: the first start's logs."""
 RAY_START_TIMED_OUT = "The current node timed out during startup"
@@ -286,9 +292,10 @@ def _start_once(
         f"{head_cpus(allocation)} CPUs, temp dir {temp_dir})")
     log_path = Path(temp_dir) / "ray-start.log"
     env = _head_env()
-    # `ray start` gives up when its dashboard has not come up within this (default 60 s, Ray
-    # 2.60.0 ray/_private/ray_constants.py), a loaded machine's usual wait: give it ours.
-    env.setdefault(DASHBOARD_STARTUP_ENV, str(math.ceil(timeout_s)))
+    # Ray's own waits inside `ray start` (60 s and 30 s by default) run out first on a loaded
+    # machine, while the head's deadline still runs: give them ours, unless they are set.
+    for wait in (DASHBOARD_STARTUP_ENV, DASHBOARD_MODULE_ENV):
+        env.setdefault(wait, str(math.ceil(timeout_s)))
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=env,
