@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+A = TypeVar("A")
 
 
 class Memo(Generic[K, V]):
@@ -54,3 +55,23 @@ class Memo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def per_object(function: Callable[[A], V], size: int = 256) -> Callable[[A], V]:
+    """`function(value)` kept per `value` object, by its identity, the object held (no other
+    takes its identity while the entry lives). For values a search hands preflight again and
+    again, the very same object (parse_spec reuses the part beside the plan: a model's facts),
+    where an LRU would hash and compare a pydantic model field by field on every call. An
+    equal copy is a new entry, never a wrong one."""
+    memo: Memo[int, tuple[A, V]] = Memo(size)
+    get, put = memo.get, memo.put
+
+    def kept(value: A) -> V:
+        known = get(id(value))
+        if known is None:
+            known = put(id(value), (value, function(value)))
+        return known[1]
+
+    kept.__name__ = function.__name__
+    kept.__doc__ = function.__doc__
+    return kept

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from rlaunch.memo import Memo
+from rlaunch.memo import Memo, per_object
 from rlaunch.preflight import Finding, all_rules, run_preflight
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine import registry
@@ -246,6 +246,24 @@ def test_a_full_memo_forgets_its_oldest_eighth_at_once() -> None:
         memo.put(number, number)
     assert (len(memo), memo.get(2), memo.get(3), memo.get(4)) == (15, None, None, 4)
 
+
+
+def test_per_object_computes_once_per_object_and_again_for_an_equal_copy() -> None:
+    """Kept by identity, the object held: the same object is a hit, an equal copy (which a
+    search never hands twice, but a caller may) is computed again, never answered wrongly."""
+    calls: list[dict[str, int]] = []
+
+    @per_object
+    def total(value: dict[str, int]) -> int:
+        """The sum of the values."""
+        calls.append(value)
+        return sum(value.values())
+
+    first = {"a": 1, "b": 2}
+    copied = dict(first)
+    assert [total(first), total(first), total(copied)] == [3, 3, 3]
+    assert [value is first for value in calls] == [True, False]
+    assert (total.__name__, total.__doc__) == ("total", "The sum of the values.")
 
 
 def test_a_spec_equals_its_reparse_whatever_the_memos_and_lookups_did() -> None:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from rlaunch.memo import Memo
+from rlaunch.memo import Memo, per_object
 from rlaunch.preflight.engine.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
 from rlaunch.spec.parallelism import Parallelism, dimensions
@@ -36,19 +36,11 @@ BATCH_COUNTS = (
 T = TypeVar("T")
 
 
-_USABLE: Memo[int, tuple[ModelFacts, bool]] = Memo(256)
-"""The identity of a model's facts -> the facts, held (no other object takes their identity while
-the entry lives), and whether they are usable: parse_spec hands every plan of a search the very
-same facts, and hashing the pydantic facts for an LRU costs more than the answer."""
-
-
+@per_object
 def usable_facts(facts: ModelFacts) -> bool:
-    """Whether every count among a model's facts is at least 1 (kept per facts: every plan of a
-    search asks about the same model's)."""
-    known = _USABLE.get(id(facts))
-    if known is None:
-        known = _USABLE.put(id(facts), (facts, all(value > 0 for _, value in facts.counts())))
-    return known[1]
+    """Whether every count among a model's facts is at least 1 (kept per facts object: every plan
+    of a search asks about the same model's)."""
+    return all(value > 0 for _, value in facts.counts())
 
 
 Counts = list[tuple[str, int]]

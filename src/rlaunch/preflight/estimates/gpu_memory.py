@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 
-from rlaunch.memo import Memo
+from rlaunch.memo import per_object
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.parallelism import Parallelism
 
 GIB = 2**30
-T = TypeVar("T")
 
 # Memory of one GPU, GiB, as the vendor states it ("80 GB" HBM3 is 80 GiB). `sim`, the local
 # executor's simulated GPUs, has none: the memory rules do not apply to it.
@@ -172,24 +171,7 @@ def attention_parameters(facts: ModelFacts) -> int:
     return facts.hidden_size * head * 2 * (facts.num_attention_heads + facts.num_key_value_heads)
 
 
-def per_facts(function: Callable[[ModelFacts], T]) -> Callable[[ModelFacts], T]:
-    """`function(facts)` kept per facts object, held (no other object takes its identity while
-    the entry lives): parse_spec hands every plan of a search the very same facts, and an LRU
-    would hash the pydantic facts field by field on every call, and compare them on a hit."""
-    memo: Memo[int, tuple[ModelFacts, T]] = Memo(256)
-    get, put = memo.get, memo.put
-
-    def kept(facts: ModelFacts) -> T:
-        known = get(id(facts))
-        if known is None:
-            known = put(id(facts), (facts, function(facts)))
-        return known[1]
-
-    kept.__doc__ = function.__doc__
-    return kept
-
-
-@per_facts
+@per_object
 def is_tied(facts: ModelFacts) -> bool:
     """Whether the LM head is the embedding (config.json's `tie_word_embeddings` is not a fact):
     the parameter count is nearer layers + one embedding than layers + two, the layers counted as
@@ -203,7 +185,7 @@ def is_tied(facts: ModelFacts) -> bool:
     return abs(rest - once) < abs(rest - 2 * once)
 
 
-@per_facts
+@per_object
 def layer_parameters(facts: ModelFacts) -> int:
     """One decoder layer (every expert of an MoE layer): the total less the embeddings, over
     the layers."""
@@ -211,7 +193,7 @@ def layer_parameters(facts: ModelFacts) -> int:
     return max((facts.num_parameters - embeddings) // facts.num_hidden_layers, 0)
 
 
-@per_facts
+@per_object
 def expert_parameters(facts: ModelFacts) -> int:
     """The routed experts' share of an MoE model: all but the embeddings and attention (an
     estimate: router and norms count as expert weights); 0 for a dense model."""
