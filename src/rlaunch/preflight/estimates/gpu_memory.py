@@ -6,9 +6,9 @@ at once (docs/memory.md cites the source): trainers that share GPUs take turns (
 offloads the others of a colocation group), and under `colocate_all` the vLLM engines sleep while
 a trainer works and the trainers are offloaded while the engines generate.
 
-The estimates are pure functions of frozen values (facts, shapes, flags); the memory rules keep
-each phase's estimate per distinct inputs (rlaunch.preflight.rules.memory). A term's formula is
-written when it is shown (`Term.formula`): most estimates fit, and no message reads theirs.
+The estimates are pure functions of frozen values (facts, shapes, flags). An estimate sums its
+terms when it is made and writes them in words only when they are shown (`Estimate.terms`): most
+phases fit, and no message reads their terms.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rlaunch.memo import per_object
 from rlaunch.spec.artifacts import ModelFacts
@@ -84,53 +84,64 @@ def accelerator_memory(accelerator: str) -> float | None:
 
 
 class Term(NamedTuple):
-    """One term of an estimate: its bytes, and its formula in numbers (`formula`)."""
+    """One term of an estimate: its bytes and its formula in numbers."""
 
     name: str
     bytes: float
-    written: str | Callable[[], str]
-    """The formula, or a function writing it when it is shown (most estimates fit, and then no
-    message reads their formulas: writing them would cost more than the sums)."""
+    formula: str
     tokens: int = 0
     """The micro batch's tokens on this GPU when the term grows with them (activations and
     logits: bytes = tokens x a constant), 0 for a fixed term (weights, gradients, optimizer)."""
-
-    @property
-    def formula(self) -> str:
-        written = self.written
-        return written if type(written) is str else written()
 
     def text(self) -> str:
         return f"{self.name} {self.formula} = {gib(self.bytes)}"
 
 
 class Estimate:
-    """The peak of one phase on one GPU: its terms and their sum (the sums are taken once, when
-    it is made: a verdict reads them several times). Read-only by convention (a plain class:
-    made for a third of the phases of fresh plans, where a frozen dataclass costs a setattr per
-    field)."""
+    """The peak of one phase on one GPU: the sums of its terms, which a verdict reads, and the
+    terms themselves in words (`terms`), written only when read: most phases fit, and then no
+    message reads them. `adder(estimate, *args)` adds the phase's terms (`add`), each formula
+    once: the estimate sums them when it is made, and the adder adds them again, kept in words,
+    when `terms` is read. A plain class, read-only by convention (made for every phase of every
+    plan, where a frozen dataclass costs a setattr per field)."""
 
-    __slots__ = ("phase", "terms", "total", "fixed", "tokens", "growing")
+    __slots__ = ("phase", "total", "fixed", "tokens", "growing", "_adder", "_args", "_kept")
 
-    def __init__(self, phase: str, terms: tuple[Term, ...]) -> None:
+    def __init__(self, phase: str, adder: Callable[..., None], args: tuple[Any, ...],
+                 keep: bool = False) -> None:
         self.phase = phase
-        self.terms = terms
-        total = fixed = growing = tokens = 0
-        for term in terms:  # each sum in the terms' order
-            total += term.bytes
-            if term.tokens:
-                growing += term.bytes
-                tokens = max(tokens, term.tokens)
-            else:
-                fixed += term.bytes
-        self.total: float = total
-        """Every term's bytes."""
-        self.fixed: float = fixed
+        self.total: float = 0
+        """Every term's bytes, summed in the terms' order."""
+        self.fixed: float = 0
         """What the phase holds whatever its micro batch: weights, gradients, optimizer state."""
-        self.tokens: int = tokens
+        self.tokens: int = 0
         """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
-        self.growing: float = growing
+        self.growing: float = 0
         """The bytes of the terms that grow with the micro batch's tokens."""
+        self._adder, self._args = adder, args
+        self._kept: list[Term] | None = [] if keep else None
+        """The terms in words: kept when made with `keep`, else once `terms` is read."""
+        adder(self, *args)
+
+    def add(self, name: str, bytes: float, tokens: int, write: Callable[..., str],
+            *values: Any) -> None:
+        """Add the term `name` of `bytes`, growing with `tokens` of micro batch (0: fixed), its
+        formula `write(*values)` (written only when the terms are kept)."""
+        self.total += bytes
+        if tokens:
+            self.growing += bytes
+            if tokens > self.tokens:
+                self.tokens = tokens
+        else:
+            self.fixed += bytes
+        if self._kept is not None:
+            self._kept.append(Term(name, bytes, write(*values), tokens))
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        if self._kept is None:
+            self._kept = Estimate(self.phase, self._adder, self._args, keep=True)._kept
+        return tuple(self._kept)
 
     def __repr__(self) -> str:
         return f"Estimate({self.phase!r}, {self.terms!r})"
@@ -152,6 +163,16 @@ class Estimate:
         return int((memory - self.fixed) // per) if per else 0
 
 
+def of_terms(phase: str, *terms: Term) -> Estimate:
+    """An estimate of terms already written."""
+    return Estimate(phase, _add_terms, terms)
+
+
+def _add_terms(estimate: Estimate, *terms: Term) -> None:
+    for term in terms:
+        estimate.add(term.name, term.bytes, term.tokens, str, term.formula)
+
+
 def gib(value: float) -> str:
     return f"{value / GIB:.1f} GiB"
 
@@ -171,7 +192,6 @@ def attention_parameters(facts: ModelFacts) -> int:
     return facts.hidden_size * head * 2 * (facts.num_attention_heads + facts.num_key_value_heads)
 
 
-@per_object
 def is_tied(facts: ModelFacts) -> bool:
     """Whether the LM head is the embedding (config.json's `tie_word_embeddings` is not a fact):
     the parameter count is nearer layers + one embedding than layers + two, the layers counted as
@@ -185,7 +205,6 @@ def is_tied(facts: ModelFacts) -> bool:
     return abs(rest - once) < abs(rest - 2 * once)
 
 
-@per_object
 def layer_parameters(facts: ModelFacts) -> int:
     """One decoder layer (every expert of an MoE layer): the total less the embeddings, over
     the layers."""
@@ -193,7 +212,6 @@ def layer_parameters(facts: ModelFacts) -> int:
     return max((facts.num_parameters - embeddings) // facts.num_hidden_layers, 0)
 
 
-@per_object
 def expert_parameters(facts: ModelFacts) -> int:
     """The routed experts' share of an MoE model: all but the embeddings and attention (an
     estimate: router and norms count as expert weights); 0 for a dense model."""
@@ -204,18 +222,43 @@ def expert_parameters(facts: ModelFacts) -> int:
     return max(facts.num_parameters - dense, 0)
 
 
-def lora_parameters(facts: ModelFacts, rank: int) -> int:
-    """LoRA adapters on every linear layer (SkyRL's `target_modules: all-linear`): rank x (in +
-    out) for q, k, v, o and the three MLP projections of each layer."""
+def lora_parameters(facts: ModelFacts) -> int:
+    """LoRA adapters per unit of rank on every linear layer (SkyRL's `target_modules:
+    all-linear`): in + out of q, k, v, o and the three MLP projections of each layer."""
     hidden, head = facts.hidden_size, facts.attention_head_dim
     q, kv = facts.num_attention_heads * head, facts.num_key_value_heads * head
     per_layer = (hidden + q) * 2 + (hidden + kv) * 2 + 3 * (hidden + facts.intermediate_size)
-    return rank * per_layer * facts.num_hidden_layers
+    return per_layer * facts.num_hidden_layers
+
+
+class Sizes(NamedTuple):
+    """What the formulas read of a model's facts, taken once per facts object (`sizes`): a
+    named tuple's field costs a fraction of a pydantic model's attribute."""
+
+    params: int
+    hidden: int
+    layers: int
+    vocab: int
+    root: int
+    """FSDP's root unit: the embedding and LM head (`embedding_parameters`)."""
+    layer: int
+    """One decoder layer (`layer_parameters`)."""
+    experts: int
+    """The routed experts (`expert_parameters`)."""
+    lora: int
+    """LoRA adapters per unit of rank (`lora_parameters`)."""
+
+
+@per_object
+def sizes(facts: ModelFacts) -> Sizes:
+    """The sizes the formulas read of `facts`."""
+    return Sizes(facts.num_parameters, facts.hidden_size, facts.num_hidden_layers,
+                 facts.vocab_size, embedding_parameters(facts, is_tied(facts)),
+                 layer_parameters(facts), expert_parameters(facts), lora_parameters(facts))
 
 
 class Activations(NamedTuple):
-    """The tokens one GPU computes on: micro batch x sequence, split by SP or TP x CP. A named
-    tuple: a memo key as it is (the memory rules make two per plan)."""
+    """The tokens one GPU computes on: micro batch x sequence, split by SP or TP x CP."""
 
     micro_batch: int
     sequence: int
@@ -245,60 +288,89 @@ class Activations(NamedTuple):
         return f"micro {self.micro_batch} x {self.sequence} tokens{split}"
 
 
-@lru_cache(maxsize=1024, typed=True)
-def activation_terms(facts: ModelFacts, shape: Activations, checkpointing: bool,
-                     backward: bool, logits: bool = True) -> tuple[Term, ...]:
+Add = Callable[..., None]
+"""`Estimate.add` of the estimate a phase's terms go to."""
+
+
+def _sharded_text(params: float, per: int, world: int) -> str:
+    return f"{billions(params)} params x {per} B / {world} shards"
+
+
+def _sharded(add: Add, name: str, params: float, per: int, world: int) -> None:
+    """FSDP: `per` bytes of each of `params` parameters, sharded over the `world` GPUs."""
+    add(name, params * per / world, 0, _sharded_text, params, per, world)
+
+
+def _local_text(dense: float, expert: float, per: int) -> str:
+    return f"({billions(dense)} + {billions(expert)} params on this GPU) x {per} B"
+
+
+def _local(add: Add, name: str, dense: float, expert: float, per: int) -> None:
+    """Megatron: `per` bytes of each dense and expert parameter on this GPU."""
+    add(name, (dense + expert) * per, 0, _local_text, dense, expert, per)
+
+
+def _adam_text(dense: float, dp_dense: int, expert: float, dp_expert: int) -> str:
+    return (f"({billions(dense)} / DP {dp_dense} + {billions(expert)} / expert DP {dp_expert})"
+            f" x {MEGATRON_OPTIMIZER} B")
+
+
+def _megatron_adam(add: Add, shape: Parallelism, dense: float, expert: float) -> None:
+    """Megatron's distributed optimizer: Adam state of the local parameters over DP."""
+    dp_dense, dp_expert = optimizer_shards(shape)
+    add("Adam state", (dense / dp_dense + expert / dp_expert) * MEGATRON_OPTIMIZER, 0,
+        _adam_text, dense, dp_dense, expert, dp_expert)
+
+
+def _unsharded_text(root: int, layer: int, per: int) -> str:
+    return f"({billions(root)} + {billions(layer)} params) x {per} B"
+
+
+def _unsharded(add: Add, model: Sizes, bytes_per_param: int) -> None:
+    """What FSDP2 all-gathers while computing: the root unit (embeddings and LM head, which
+    SkyRL leaves outside the per-layer units; the root stays unsharded through forward and
+    backward) and one decoder layer."""
+    add("unsharded root + one layer", (model.root + model.layer) * bytes_per_param, 0,
+        _unsharded_text, model.root, model.layer, bytes_per_param)
+
+
+def _per_token_text(coefficient: str, shape: Activations, width: str, size: int,
+                    *values: int) -> str:
+    """`coefficient` (a template of `values`) x the micro batch x `width` `size`, over TP."""
+    per_tp = f" / TP {shape.tensor}" if shape.tensor > 1 else ""
+    return f"{coefficient.format(*values)} x {shape.text()} x {width} {size}{per_tp}"
+
+
+def _activations(add: Add, model: Sizes, shape: Activations, checkpointing: bool,
+                 backward: bool, logits: bool) -> None:
     """Activations of a training micro batch (with or without gradient checkpointing) or of a
     forward-only pass (one layer at a time), and the logits (none for a critic: its value head
     gives one number per token)."""
     tokens = shape.tokens
-    hidden, layers = facts.hidden_size, facts.num_hidden_layers
+    hidden, layers = model.hidden, model.layers
     layer = LAYER_ACTIVATION * tokens * hidden / shape.tensor
-
-    def per_tp() -> str:
-        return f" / TP {shape.tensor}" if shape.tensor > 1 else ""
-
     if not backward:
-        activations = Term(
-            "activations (forward, one layer)", layer,
-            lambda: f"{LAYER_ACTIVATION} B x {shape.text()} x hidden {hidden}{per_tp()}", tokens)
+        add("activations (forward, one layer)", layer, tokens, _per_token_text, "{} B", shape,
+            "hidden", hidden, LAYER_ACTIVATION)
     elif checkpointing:
         kept = CHECKPOINT_INPUT * layers * tokens * hidden / shape.tensor
-        activations = Term(
-            "activations (gradient checkpointing)", kept + layer,
-            lambda: f"({layers} layers x {CHECKPOINT_INPUT} B + one layer {LAYER_ACTIVATION} B)"
-                    f" x {shape.text()} x hidden {hidden}{per_tp()}", tokens)
+        add("activations (gradient checkpointing)", kept + layer, tokens, _per_token_text,
+            "({} layers x {} B + one layer {} B)", shape, "hidden", hidden, layers,
+            CHECKPOINT_INPUT, LAYER_ACTIVATION)
     else:
-        activations = Term(
-            "activations (no checkpointing)", layers * layer,
-            lambda: f"{layers} layers x {LAYER_ACTIVATION} B x {shape.text()} x hidden {hidden}"
-                    f"{per_tp()}", tokens)
-    if not logits:
-        return (activations,)
-    size = LOGITS_TRAINING if backward else LOGITS_FORWARD
-    vocab = facts.vocab_size
-    return (activations, Term(
-        "logits (bf16 + the divide's gradient)" if backward else "logits (bf16)",
-        size * tokens * vocab / shape.tensor,
-        lambda: f"{size} B x {shape.text()} x vocab {vocab}{per_tp()}", tokens))
+        add("activations (no checkpointing)", layers * layer, tokens, _per_token_text,
+            "{} layers x {} B", shape, "hidden", hidden, layers, LAYER_ACTIVATION)
+    if logits:
+        size = LOGITS_TRAINING if backward else LOGITS_FORWARD
+        add("logits (bf16 + the divide's gradient)" if backward else "logits (bf16)",
+            size * tokens * model.vocab / shape.tensor, tokens, _per_token_text, "{} B", shape,
+            "vocab", model.vocab, size)
 
 
-@lru_cache(maxsize=256, typed=True)
-def fsdp_unsharded_terms(facts: ModelFacts, bytes_per_param: int) -> tuple[Term, ...]:
-    """What FSDP2 all-gathers while computing: the root unit (embeddings and LM head, which
-    SkyRL leaves outside the per-layer units; the root stays unsharded through forward and
-    backward) and one decoder layer."""
-    root = embedding_parameters(facts, is_tied(facts))
-    layer = layer_parameters(facts)
-    return (Term("unsharded root + one layer",
-                  (root + layer) * bytes_per_param,
-                  lambda: f"({billions(root)} + {billions(layer)} params) x {bytes_per_param} B"),)
-
-
-def local_parameters(facts: ModelFacts, layout: Parallelism) -> tuple[float, float]:
+def local_parameters(model: Sizes, layout: Parallelism) -> tuple[float, float]:
     """Megatron: (dense, expert) parameters on one GPU."""
-    experts = expert_parameters(facts)
-    dense = (facts.num_parameters - experts) / (layout.tensor * layout.pipeline)
+    experts = model.experts
+    dense = (model.params - experts) / (layout.tensor * layout.pipeline)
     return dense, experts / layout.expert_group
 
 
@@ -310,11 +382,13 @@ def optimizer_shards(layout: Parallelism) -> tuple[int, int]:
             max(layout.world // layout.expert_group, 1))
 
 
+@per_object
 def critic_facts(facts: ModelFacts) -> ModelFacts:
     """The critic's model: SkyRL's `get_llm_for_sequence_regression`
     (skyrl/backends/skyrl_train/workers/model_wrapper.py) loads the base model without its LM
     head and adds a value head of hidden x 1, so an untied LM head's vocab x hidden parameters
-    are not there (a tied one is the input embedding, which stays)."""
+    are not there (a tied one is the input embedding, which stays). The same object for the
+    same facts object."""
     if is_tied(facts):
         return facts
     return facts.model_copy(update={
@@ -327,50 +401,41 @@ def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activati
     """A trainer's forward and backward of one micro batch, with its optimizer state: the
     policy's, or (`role` "critic", facts from `critic_facts`) the critic's, which has no
     logits."""
-    params = facts.num_parameters
-    terms: list[Term] = []
-    if shape.strategy == "megatron" and lora_rank > 0:
-        dense, expert = local_parameters(facts, shape)
-        terms.append(Term("frozen weights", (dense + expert) * MEGATRON_FROZEN,
-                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
-                                  f" x {MEGATRON_FROZEN} B"))
-        adapters = lora_parameters(facts, lora_rank)
-        ranks = shape.tensor * shape.pipeline
-        terms.append(Term(
-            f"LoRA rank {lora_rank} weights + grads + Adam",
-            adapters * (MEGATRON_LOCAL / ranks + MEGATRON_OPTIMIZER / shape.world),
-            lambda: f"{billions(adapters)} params x ({MEGATRON_LOCAL} B / TP x PP {ranks} + "
-                    f"{MEGATRON_OPTIMIZER} B / {shape.world})"))
-    elif shape.strategy == "megatron":
-        dense, expert = local_parameters(facts, shape)
-        dp_dense, dp_expert = optimizer_shards(shape)
-        terms.append(Term("weights + grads", (dense + expert) * MEGATRON_LOCAL,
-                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
-                                  f" x {MEGATRON_LOCAL} B"))
-        terms.append(Term("Adam state", (dense / dp_dense + expert / dp_expert)
-                          * MEGATRON_OPTIMIZER,
-                          lambda: f"({billions(dense)} / DP {dp_dense} + {billions(expert)} /"
-                                  f" expert DP {dp_expert}) x {MEGATRON_OPTIMIZER} B"))
+    return Estimate(f"{role} training", _training, (
+        sizes(facts), shape, activations, checkpointing, offload, lora_rank, role == "policy"))
+
+
+def _training(estimate: Estimate, model: Sizes, shape: Parallelism, activations: Activations,
+              checkpointing: bool, offload: bool, lora_rank: int, logits: bool) -> None:
+    add = estimate.add
+    if shape.strategy == "megatron":
+        dense, expert = local_parameters(model, shape)
+        if lora_rank > 0:
+            _local(add, "frozen weights", dense, expert, MEGATRON_FROZEN)
+            adapters = lora_rank * model.lora
+            ranks = shape.tensor * shape.pipeline
+            add(f"LoRA rank {lora_rank} weights + grads + Adam",
+                adapters * (MEGATRON_LOCAL / ranks + MEGATRON_OPTIMIZER / shape.world), 0,
+                _adapters_text, adapters, ranks, shape.world)
+        else:
+            _local(add, "weights + grads", dense, expert, MEGATRON_LOCAL)
+            _megatron_adam(add, shape, dense, expert)
     elif lora_rank > 0:
-        adapters = lora_parameters(facts, lora_rank)
         if not offload:
-            terms.append(Term("frozen weights", params * FSDP_FROZEN_PARAM / shape.world,
-                              lambda: f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
-                                      f"{shape.world} shards"))
-        terms.append(Term(f"LoRA rank {lora_rank} weights + grads + Adam",
-                          adapters * FSDP_TRAIN_STATE / shape.world,
-                          lambda: f"{billions(adapters)} params x {FSDP_TRAIN_STATE} B / "
-                                  f"{shape.world} shards"))
-        terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
+            _sharded(add, "frozen weights", model.params, FSDP_FROZEN_PARAM, shape.world)
+        _sharded(add, f"LoRA rank {lora_rank} weights + grads + Adam",
+                 lora_rank * model.lora, FSDP_TRAIN_STATE, shape.world)
+        _unsharded(add, model, UNSHARDED_FORWARD)
     else:
         if not offload:
-            terms.append(Term("weights + grads + Adam", params * FSDP_TRAIN_STATE / shape.world,
-                              lambda: f"{billions(params)} params x {FSDP_TRAIN_STATE} B / "
-                                      f"{shape.world} shards"))
-        terms += fsdp_unsharded_terms(facts, UNSHARDED_TRAIN)
-    terms += activation_terms(facts, activations, checkpointing, backward=True,
-                              logits=role == "policy")
-    return Estimate(f"{role} training", tuple(terms))
+            _sharded(add, "weights + grads + Adam", model.params, FSDP_TRAIN_STATE, shape.world)
+        _unsharded(add, model, UNSHARDED_TRAIN)
+    _activations(add, model, activations, checkpointing, True, logits)
+
+
+def _adapters_text(adapters: int, ranks: int, world: int) -> str:
+    return (f"{billions(adapters)} params x ({MEGATRON_LOCAL} B / TP x PP {ranks} + "
+            f"{MEGATRON_OPTIMIZER} B / {world})")
 
 
 def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
@@ -381,54 +446,67 @@ def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activatio
     model on the GPU without its optimizer (`_ensure_on_gpu(need_optimizer=False)`); the
     optimizer state is there anyway when nothing offloads it (`optimizer_resident`: no
     `colocate_all`, no CPU offload)."""
-    params = facts.num_parameters
-    terms: list[Term] = []
+    return Estimate(f"{role} forward", _forward, (
+        sizes(facts), shape, activations, offload, optimizer_resident, lora_rank,
+        role == "policy"))
+
+
+def _forward(estimate: Estimate, model: Sizes, shape: Parallelism, activations: Activations,
+             offload: bool, optimizer_resident: bool, lora_rank: int, logits: bool) -> None:
+    add = estimate.add
     if shape.strategy == "megatron":
-        dense, expert = local_parameters(facts, shape)
-        per = MEGATRON_FROZEN if lora_rank > 0 else MEGATRON_LOCAL
-        terms.append(Term("weights" if lora_rank > 0 else "weights + grad buffers",
-                          (dense + expert) * per,
-                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
-                                  f" x {per} B"))
-        if optimizer_resident and lora_rank == 0:
-            dp_dense, dp_expert = optimizer_shards(shape)
-            terms.append(Term("Adam state", (dense / dp_dense + expert / dp_expert)
-                              * MEGATRON_OPTIMIZER,
-                              lambda: f"({billions(dense)} / DP {dp_dense} + {billions(expert)}"
-                                      f" / expert DP {dp_expert}) x {MEGATRON_OPTIMIZER} B"))
-    elif not offload:
-        terms.append(Term("weights", params * FSDP_FROZEN_PARAM / shape.world,
-                          lambda: f"{billions(params)} params x {FSDP_FROZEN_PARAM} B / "
-                                  f"{shape.world} shards"))
-        if optimizer_resident and lora_rank == 0:
-            terms.append(Term("Adam state", params * FSDP_ADAM / shape.world,
-                              lambda: f"{billions(params)} params x {FSDP_ADAM} B / "
-                                      f"{shape.world} shards"))
-    if shape.strategy != "megatron":
-        terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
-    terms += activation_terms(facts, activations, checkpointing=True, backward=False,
-                              logits=role == "policy")
-    return Estimate(f"{role} forward", tuple(terms))
+        dense, expert = local_parameters(model, shape)
+        if lora_rank > 0:
+            _local(add, "weights", dense, expert, MEGATRON_FROZEN)
+        else:
+            _local(add, "weights + grad buffers", dense, expert, MEGATRON_LOCAL)
+            if optimizer_resident:
+                _megatron_adam(add, shape, dense, expert)
+    else:
+        if not offload:
+            _sharded(add, "weights", model.params, FSDP_FROZEN_PARAM, shape.world)
+            if optimizer_resident and lora_rank == 0:
+                _sharded(add, "Adam state", model.params, FSDP_ADAM, shape.world)
+        _unsharded(add, model, UNSHARDED_FORWARD)
+    _activations(add, model, activations, True, False, logits)
 
 
 def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
                       weight_bytes: int, offload: bool) -> Estimate:
     """The reference's forward of one micro batch (log-probs of the sampled tokens)."""
-    terms: list[Term] = []
+    return Estimate("reference forward", _reference, (
+        sizes(facts), shape, activations, weight_bytes, offload))
+
+
+def _reference(estimate: Estimate, model: Sizes, shape: Parallelism, activations: Activations,
+               weight_bytes: int, offload: bool) -> None:
+    add = estimate.add
     if shape.strategy == "megatron":
-        dense, expert = local_parameters(facts, shape)
-        terms.append(Term("weights", (dense + expert) * weight_bytes,
-                          lambda: f"({billions(dense)} + {billions(expert)} params on this GPU)"
-                                  f" x {weight_bytes} B"))
+        _local(add, "weights", *local_parameters(model, shape), weight_bytes)
     else:
-        params = facts.num_parameters
         if not offload:
-            terms.append(Term("weights", params * weight_bytes / shape.world,
-                              lambda: f"{billions(params)} params x {weight_bytes} B /"
-                                      f" {shape.world} shards"))
-        terms += fsdp_unsharded_terms(facts, UNSHARDED_FORWARD)
-    terms += activation_terms(facts, activations, checkpointing=True, backward=False)
-    return Estimate("reference forward", tuple(terms))
+            _sharded(add, "weights", model.params, weight_bytes, shape.world)
+        _unsharded(add, model, UNSHARDED_FORWARD)
+    _activations(add, model, activations, True, False, True)
+
+
+def weight_sync(facts: ModelFacts, shape: Parallelism, weights: Term, *, offload: bool
+                ) -> Estimate:
+    """The weight sync under `colocate_all`: the policy's weights (fp32 under FSDP, bf16 under
+    Megatron; none when offloaded) beside one engine rank's."""
+    return Estimate("weight sync", _sync, (sizes(facts), shape, weights, offload))
+
+
+def _sync(estimate: Estimate, model: Sizes, shape: Parallelism, weights: Term,
+          offload: bool) -> None:
+    add = estimate.add
+    if shape.strategy == "megatron":
+        _local(add, "policy weights", *local_parameters(model, shape), 2)
+    elif offload:
+        add("policy weights", 0, 0, str, "(offloaded to CPU)")
+    else:
+        _sharded(add, "policy weights", model.params, 4, shape.world)
+    add(weights.name, weights.bytes, weights.tokens, str, weights.formula)
 
 
 class EngineShape(NamedTuple):
@@ -444,8 +522,9 @@ class EngineShape(NamedTuple):
 def engine_weights(facts: ModelFacts, engine: EngineShape, weight_bytes: int) -> Term:
     """One vLLM rank's share of the weights: dense weights over TP (and PP), the routed experts
     over EP when EP > 1 (vLLM's expert parallelism spans DP x TP), else over TP."""
-    experts = expert_parameters(facts)
-    dense = facts.num_parameters - experts
+    model = sizes(facts)
+    experts = model.experts
+    dense = model.params - experts
     expert_split = engine.expert if engine.expert > 1 else engine.tensor
     local = (dense / engine.tensor + experts / expert_split) / engine.pipeline
     if experts:

@@ -41,16 +41,16 @@ from rlaunch.preflight.estimates.gpu_memory import (
     engine_weights,
     gib,
     kv_bytes_per_token,
-    local_parameters,
+    of_terms,
     policy_forward,
     policy_training,
     reference_forward,
+    weight_sync,
 )
 from rlaunch.preflight.rules.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
 from rlaunch.memo import Memo
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
-from rlaunch.spec.parallelism import Parallelism
 
 REF_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
 CRITIC_OFFLOAD = "trainer.critic.fsdp_config.cpu_offload"
@@ -187,43 +187,16 @@ def _forward_micro_batch(check: Check, settings: Settings) -> int:
     return max(min(micro, prompts * batch.n_samples_per_prompt // dp), 1)
 
 
-_ESTIMATES: Memo[tuple[Any, ...], tuple[ModelFacts, Any]] = Memo(4096)
-"""A phase's inputs, as plain values (the facts by identity) -> `(facts, what the estimate
-function returns)`: the facts held, so no other object takes their identity while the entry
-lives. The estimates' own LRU caches hash and compare the pydantic facts and the layout on
-every call, which costs more than the lookup of a tuple of numbers."""
-
-
-def _layout(shape: Parallelism) -> tuple[Any, ...]:
-    """What the estimates read of a trainer's layout (rlaunch.preflight.estimates.gpu_memory):
-    the strategy and the world, and under Megatron its TP, PP, CP, EP and ETP."""
-    if shape.strategy == "megatron":
-        return (shape.strategy, shape.world, shape.tensor, shape.pipeline, shape.context,
-                shape.expert, shape.expert_tensor)
-    return (shape.strategy, shape.world)
-
-
-def _trainer_estimate(function: Any, facts: ModelFacts, shape: Parallelism,
-                      activations: Activations, *, critic: bool = False,
-                      **flags: Any) -> Estimate:
-    """`function(facts, shape, activations, **flags)` (an estimate of gpu_memory), or with
-    `critic` `function(critic_facts(facts), ..., role="critic")`, once per distinct inputs."""
-    key = (function, id(facts), critic, _layout(shape), activations, *flags.items())
-    known = _ESTIMATES.get(key)
-    if known is None:
-        if critic:
-            estimate = function(critic_facts(facts), shape, activations, role="critic",
-                                **flags)
-        else:
-            estimate = function(facts, shape, activations, **flags)
-        known = _ESTIMATES.put(key, (facts, estimate))
-    return known[1]
+_ENGINES: Memo[tuple[Any, ...], tuple[ModelFacts, tuple[Term, int, str]]] = Memo(1024)
+"""An engine's inputs, as plain values (the facts by identity) -> `(facts, (its weights, KV
+cache bytes per token, the KV formula))`: the facts held, so no other object takes their
+identity while the entry lives."""
 
 
 def _policy_estimate(check: Check, memory: Memory) -> Estimate:
     settings = memory.settings
-    return _trainer_estimate(
-        policy_training, memory.facts, check.parallelism("policy"), memory.activations,
+    return policy_training(
+        memory.facts, check.parallelism("policy"), memory.activations,
         checkpointing=bool(settings.checkpointing), offload=_offload(check, settings),
         lora_rank=int(settings.lora_rank),
     )
@@ -236,9 +209,8 @@ def _offload(check: Check, settings: Settings) -> bool:
 def _policy_forward(check: Check, memory: Memory) -> Estimate:
     settings = memory.settings
     offload = _offload(check, settings)
-    return _trainer_estimate(
-        policy_forward, memory.facts, check.parallelism("policy"), memory.forward,
-        offload=offload,
+    return policy_forward(
+        memory.facts, check.parallelism("policy"), memory.forward, offload=offload,
         optimizer_resident=not offload and not check.plan.placement.colocate_all,
         lora_rank=int(settings.lora_rank),
     )
@@ -259,14 +231,15 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
     offload = bool(settings.critic_offload)
     rank = int(settings.critic_lora_rank)
     shape = check.parallelism("critic")
+    facts = critic_facts(facts)
     if training:
-        return _trainer_estimate(
-            policy_training, facts, shape, memory.activations, critic=True,
-            checkpointing=bool(settings.checkpointing), offload=offload, lora_rank=rank)
-    return _trainer_estimate(
-        policy_forward, facts, shape, memory.forward, critic=True, offload=offload,
+        return policy_training(
+            facts, shape, memory.activations, checkpointing=bool(settings.checkpointing),
+            offload=offload, lora_rank=rank, role="critic")
+    return policy_forward(
+        facts, shape, memory.forward, offload=offload,
         optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
-        lora_rank=rank)
+        lora_rank=rank, role="critic")
 
 
 def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
@@ -274,9 +247,9 @@ def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
     if plan.reference is None or not check.use_kl:
         return None
     settings = memory.settings
-    return _trainer_estimate(
-        reference_forward, memory.reference_facts, check.parallelism("reference"),
-        memory.forward, weight_bytes=2 if settings.bf16 else 4,
+    return reference_forward(
+        memory.reference_facts, check.parallelism("reference"), memory.forward,
+        weight_bytes=2 if settings.bf16 else 4,
         offload=plan.strategy == "fsdp" and bool(settings.ref_offload))
 
 
@@ -490,10 +463,10 @@ def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str]
         return None  # SET002
     weight_bytes = DTYPE_BYTES.get(str(memory.settings.engine_dtype), 2)
     facts, engine = memory.facts, memory.engine
-    key = (_engine_budget, id(facts), engine, weight_bytes)
-    known = _ESTIMATES.get(key)
+    key = (id(facts), engine, weight_bytes)
+    known = _ENGINES.get(key)
     if known is None:
-        known = _ESTIMATES.put(key, (facts, (
+        known = _ENGINES.put(key, (facts, (
             engine_weights(facts, engine, weight_bytes),
             *kv_bytes_per_token(facts, engine, weight_bytes))))
     weights, per_token, formula = known[1]
@@ -606,36 +579,12 @@ def weight_sync_fits(check: Check) -> list[Finding]:
     if engine is None or not spec.role_plan.placement.colocate_all:
         return findings
     memory, budget = engine
-    shape = check.parallelism("policy")
-    facts, weights = memory.facts, budget[1]
-    megatron = spec.role_plan.strategy == "megatron"
-    offload = not megatron and bool(memory.settings.cpu_offload)
-    key = (weight_sync_fits, id(facts), id(weights), _layout(shape) if megatron else shape.world,
-           offload)
-    known = _ESTIMATES.get(key)
-    if known is None:
-        known = _ESTIMATES.put(key, (facts, (weights, _sync_estimate(
-            facts, shape, weights, megatron=megatron, offload=offload))))
+    sync = weight_sync(memory.facts, check.parallelism("policy"), budget[1],
+                       offload=_offload(check, memory.settings))
     findings.extend(_verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights "
-                             "together)", known[1][1], memory, memory.activations, _SYNC_FIX))
+                             "together)", sync,
+                             memory, memory.activations, _SYNC_FIX))
     return findings
-
-
-def _sync_estimate(facts: ModelFacts, shape: Parallelism, weights: Term, *, megatron: bool,
-                   offload: bool) -> Estimate:
-    """The weight sync's peak: the policy's weights beside the engine's."""
-    if megatron:
-        dense, expert = local_parameters(facts, shape)
-        policy = Term("policy weights", (dense + expert) * 2,
-                      lambda: f"({dense / 1e9:.2f}e9 + {expert / 1e9:.2f}e9 params on this GPU)"
-                              " x 2 B")
-    elif offload:
-        policy = Term("policy weights", 0, "(offloaded to CPU)")
-    else:
-        params, world = facts.num_parameters, shape.world
-        policy = Term("policy weights", params * 4 / world,
-                      lambda: f"{params / 1e9:.2f}e9 params x 4 B / {world} shards")
-    return Estimate("weight sync", (policy, weights))
 
 
 _SYNC_PATHS = (ACCELERATOR, "role_plan.placement.colocate_all",
@@ -658,6 +607,6 @@ def memory_estimates(check: Check) -> list[Estimate]:
     budget = _engine_budget(check, memory)
     if budget is not None:
         limit, weights, _, formula = budget
-        estimates.append(Estimate("vLLM engine", (
-            weights, Term("KV cache", limit - weights.bytes, f"(what is left; {formula})"))))
+        estimates.append(of_terms("vLLM engine", weights, Term(
+            "KV cache", limit - weights.bytes, f"(what is left; {formula})")))
     return estimates
