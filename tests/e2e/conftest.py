@@ -174,6 +174,7 @@ SKYRL_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", c
 
 COUNTDOWN_HEAD = "countdown_head"
 SKYRL_HEAD = "skyrl_head"
+_SESSION_HEADS = (COUNTDOWN_HEAD, SKYRL_HEAD)
 _SESSION_HEAD_STOPS = pytest.StashKey[dict[str, Callable[[], None]]]()
 
 
@@ -217,6 +218,27 @@ def skyrl_head(request: pytest.FixtureRequest,
     (the interpreter their jobs run on) for SKYRL_ALLOCATION: one head start for the three."""
     yield from _session_head(request, tmp_path_factory, SKYRL_HEAD, SKYRL_ALLOCATION,
                              rehearsal_python())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that use one session head run one after the other, where the first of them
+    is (the others keep their order): a head idles between its users otherwise, ~14 CPU s a
+    minute for the SkyRL env's, while the modules between them run (test_scratch_repo's ~3
+    minutes between test_rehearsal and test_skyrl_check_handoffs; four modules between
+    test_main_command and test_pipeline)."""
+    modules: dict[Path, int] = {}
+    heads: dict[Path, set[str]] = {}
+    for item in items:
+        modules.setdefault(item.path, len(modules))
+        heads.setdefault(item.path, set()).update(
+            name for name in _SESSION_HEADS if name in getattr(item, "fixturenames", ()))
+    first: dict[str, int] = {}
+    for path, index in modules.items():
+        for name in sorted(heads[path]):
+            first.setdefault(name, index)
+    rank = {path: min([index, *(first[name] for name in heads[path])])
+            for path, index in modules.items()}
+    items.sort(key=lambda item: (rank[item.path], modules[item.path]))
 
 
 @pytest.hookimpl(trylast=True)
