@@ -51,53 +51,57 @@ def start_launcher(state_dir: Path) -> tuple[subprocess.Popen, int, bool]:
     return launcher, int(line[1]), line[2] == "True"
 
 
-def test_kill_9_of_the_launchers_process_group_stops_its_head(tmp_path: Path) -> None:
-    state_dir = tmp_path / "heads"
-    launcher, session, started = start_launcher(state_dir)
-    assert started
+def kill_9_stops_its_head(launcher: subprocess.Popen, session: int, state_dir: Path) -> None:
+    """kill -9 of `launcher`'s process group: every process of the head it started (session
+    `session`) is gone within BOUNDED_S, and so are its record and temp dir."""
     record = read_record(state_dir)
+    assert record is not None and record.session_id == session
     head = process_tree({session})
     assert head, "the head has no processes"
-    try:
-        os.killpg(launcher.pid, signal.SIGKILL)
-        launcher.wait()
-        left = wait_gone(head, BOUNDED_S)
-        assert not left, f"Ray processes outlived their killed launcher: {sorted(left)}"
-        marked = {pid for pid, cmd in ray_processes().items() if record.temp_dir in cmd}
-        assert not marked
-        deadline = time.monotonic() + 5
-        while (state_dir / "head.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert read_record(state_dir) is None
-        assert not Path(record.temp_dir).exists()
-    finally:
-        for pid in process_tree({session}):
-            os.kill(pid, signal.SIGKILL)
+    os.killpg(launcher.pid, signal.SIGKILL)
+    launcher.wait()
+    left = wait_gone(head, BOUNDED_S)
+    assert not left, f"Ray processes outlived their killed launcher: {sorted(left)}"
+    marked = {pid for pid, cmd in ray_processes().items() if record.temp_dir in cmd}
+    assert not marked
+    deadline = time.monotonic() + 5
+    while (state_dir / "head.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert read_record(state_dir) is None
+    assert not Path(record.temp_dir).exists()
 
 
-def test_a_head_whose_owner_is_gone_is_not_reused(tmp_path: Path) -> None:
-    """The check at every reuse, for a head whose supervisor could not act (stopped here)."""
+def test_a_head_whose_owner_is_gone_is_not_reused_and_kill_9_of_a_launcher_stops_its_head(
+    tmp_path: Path,
+) -> None:
+    """The check at every reuse, for a head whose supervisor could not act (stopped here): the
+    next launcher starts a head of its own. Then kill -9 of that launcher's process group stops
+    its head (its supervisor acts). One test, two heads: each head start costs 10-20 CPU s."""
     state_dir = tmp_path / "heads"
-    first, session, _ = start_launcher(state_dir)
+    first, session, started = start_launcher(state_dir)
+    assert started
     record = read_record(state_dir)
-    supervisors = [
-        pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-        if str(state_dir) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        and "head_supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
-    ]
-    assert len(supervisors) == 1
-    os.kill(supervisors[0], signal.SIGKILL)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
-    assert process_tree({session}), "the head died without its supervisor"
-    second, new_session, started = start_launcher(state_dir)
+    sessions = {session}
     try:
+        supervisors = [
+            pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+            if str(state_dir) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(
+                errors="replace")
+            and "head_supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+        ]
+        assert len(supervisors) == 1
+        os.kill(supervisors[0], signal.SIGKILL)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        assert process_tree({session}), "the head died without its supervisor"
+        second, new_session, started = start_launcher(state_dir)
+        sessions.add(new_session)
         assert started and new_session != session
         assert not wait_gone(process_tree({session}) | {record.pid}, BOUNDED_S)
+        kill_9_stops_its_head(second, new_session, state_dir)
     finally:
-        os.killpg(second.pid, signal.SIGKILL)
-        second.wait()
-        wait_gone(process_tree({new_session}), BOUNDED_S)
+        for pid in process_tree(sessions):
+            os.kill(pid, signal.SIGKILL)
 
 
 # -- an attempt left PENDING by a killed launcher ----------------------------------------------
