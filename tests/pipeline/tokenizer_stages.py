@@ -17,8 +17,9 @@ from runtimes.smoke.demo import smoke_spec
 from runtimes.smoke.smoke_helpers import TINY_SPEC
 
 STAGE1, STAGE2 = "tok-stage1", "tok-stage2"
+# One simulated GPU: one trainer worker per stage (the pins do not depend on the geometry).
 SHAPE = {**TINY_SPEC, "max_training_steps": 2, "sft_steps": 20, "train_rows": 32,
-         "resume_mode": "none"}
+         "resume_mode": "none", "gpus_per_node": 1}
 # '+' (id 14) and '-' (id 15) trade places: the same 50 strings, two ids meaning others.
 SWAPPED = CHARACTERS.replace("+-", "-+")
 
