@@ -395,7 +395,7 @@ def critic_facts(facts: ModelFacts) -> ModelFacts:
         "num_parameters": facts.num_parameters - facts.vocab_size * facts.hidden_size})
 
 
-def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
+def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations,
                     checkpointing: bool, offload: bool, lora_rank: int,
                     role: str = "policy") -> Estimate:
     """A trainer's forward and backward of one micro batch, with its optimizer state: the
@@ -438,7 +438,7 @@ def _adapters_text(adapters: int, ranks: int, world: int) -> str:
             f"{MEGATRON_OPTIMIZER} B / {world})")
 
 
-def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
+def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations,
                    offload: bool, optimizer_resident: bool, lora_rank: int,
                    role: str = "policy") -> Estimate:
     """The policy's forward-only pass for the old log-probs (`micro_forward_batch_size_per_gpu`).
@@ -471,7 +471,7 @@ def _forward(estimate: Estimate, model: Sizes, shape: Parallelism, activations: 
     _activations(add, model, activations, True, False, logits)
 
 
-def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations, *,
+def reference_forward(facts: ModelFacts, shape: Parallelism, activations: Activations,
                       weight_bytes: int, offload: bool) -> Estimate:
     """The reference's forward of one micro batch (log-probs of the sampled tokens)."""
     return Estimate("reference forward", _reference, (

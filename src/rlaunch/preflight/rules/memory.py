@@ -51,6 +51,7 @@ from rlaunch.preflight.rules.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
 from rlaunch.memo import Memo
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
+from rlaunch.spec.parallelism import Parallelism
 
 REF_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
 CRITIC_OFFLOAD = "trainer.critic.fsdp_config.cpu_offload"
@@ -123,9 +124,10 @@ class Memory(NamedTuple):
     reference_facts: ModelFacts
     activations: Activations
     forward: Activations
-    engine: EngineShape
     sequence: int
     settings: Settings
+    layout: tuple[Any, ...]
+    """What the estimates read of the policy's layout (`_layout`)."""
 
 
 def memory_of(check: Check) -> Memory | None:
@@ -155,20 +157,26 @@ def _memory_of(check: Check) -> Memory | None:
     megatron = plan.strategy == "megatron"
     split = policy.context_parallel_size if megatron else policy.sequence_parallel_size
     tensor = policy.tensor_parallel_size if megatron else 1
-    batch = plan.batch
-    rollout = plan.rollout
     settings = memory_settings(check)
     cap = settings.token_cap
     cap = cap if isinstance(cap, int) and cap > 0 else 0
-    return Memory(
-        gpu=gpu * GIB, accelerator=accelerator, facts=facts, reference_facts=reference_facts,
-        activations=Activations(batch.micro_train_batch_size_per_gpu, sequence, split, tensor,
-                                cap),
-        forward=Activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
-        engine=EngineShape(rollout.tensor_parallel_size, rollout.pipeline_parallel_size,
-                           rollout.data_parallel_size, rollout.expert_parallel_size),
-        sequence=sequence, settings=settings,
-    )
+    return Memory(  # positional: a named tuple's keywords cost twice its positions
+        gpu * GIB, accelerator, facts, reference_facts,
+        _activations(plan.batch.micro_train_batch_size_per_gpu, sequence, split, tensor, cap),
+        _activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
+        sequence, settings, _layout(check.parallelism("policy")))
+
+
+_SHAPES: Memo[tuple[int, int, int, int, int], Activations] = Memo(1024)
+"""Activations by their sizes: the few a search sees, each made once (and an estimate's memo key
+then compares them by identity)."""
+
+
+def _activations(micro_batch: int, sequence: int, split: int, tensor: int,
+                 token_cap: int) -> Activations:
+    key = (micro_batch, sequence, split, tensor, token_cap)
+    known = _SHAPES.get(key)
+    return _SHAPES.put(key, Activations(*key)) if known is None else known
 
 
 def _forward_micro_batch(check: Check, settings: Settings) -> int:
@@ -193,13 +201,39 @@ cache bytes per token, the KV formula))`: the facts held, so no other object tak
 identity while the entry lives."""
 
 
+_ESTIMATES: Memo[tuple[Any, ...], tuple[ModelFacts, Estimate]] = Memo(8192)
+"""A trainer phase's inputs as plain values (its estimate's function, the facts by identity,
+what the formulas read of the layout, the micro batch, the settings) -> `(facts, estimate)`:
+the facts held, so no other object takes their identity while the entry lives. A search
+sees the same phases plan after plan; the key costs less than the sum."""
+
+
+def _layout(shape: Parallelism) -> tuple[Any, ...]:
+    """What the estimates read of a trainer's layout (rlaunch.preflight.estimates.gpu_memory):
+    the strategy and the world, and under Megatron its TP, PP, CP, EP and ETP."""
+    if shape.strategy == "megatron":
+        return (shape.strategy, shape.world, shape.tensor, shape.pipeline, shape.context,
+                shape.expert, shape.expert_tensor)
+    return (shape.strategy, shape.world)
+
+
+def _estimate(key: tuple[Any, ...], facts: ModelFacts, shape: Parallelism) -> Estimate:
+    """The estimate of `key` = (its function, id(facts), the layout as `_layout` reads it, the
+    micro batch, the function's other arguments in order): `function(facts, shape, micro
+    batch, *the others)`, once per distinct key."""
+    known = _ESTIMATES.get(key)
+    if known is None:
+        function, _, _, activations, *flags = key
+        known = _ESTIMATES.put(key, (facts, function(facts, shape, activations, *flags)))
+    return known[1]
+
+
 def _policy_estimate(check: Check, memory: Memory) -> Estimate:
     settings = memory.settings
-    return policy_training(
-        memory.facts, check.parallelism("policy"), memory.activations,
-        checkpointing=bool(settings.checkpointing), offload=_offload(check, settings),
-        lora_rank=int(settings.lora_rank),
-    )
+    facts = memory.facts
+    return _estimate((policy_training, id(facts), memory.layout, memory.activations,
+                      bool(settings.checkpointing), _offload(check, settings),
+                      int(settings.lora_rank)), facts, check.parallelism("policy"))
 
 
 def _offload(check: Check, settings: Settings) -> bool:
@@ -208,12 +242,11 @@ def _offload(check: Check, settings: Settings) -> bool:
 
 def _policy_forward(check: Check, memory: Memory) -> Estimate:
     settings = memory.settings
+    facts = memory.facts
     offload = _offload(check, settings)
-    return policy_forward(
-        memory.facts, check.parallelism("policy"), memory.forward, offload=offload,
-        optimizer_resident=not offload and not check.plan.placement.colocate_all,
-        lora_rank=int(settings.lora_rank),
-    )
+    return _estimate((policy_forward, id(facts), memory.layout, memory.forward, offload,
+                      not offload and not check.plan.placement.colocate_all,
+                      int(settings.lora_rank)), facts, check.parallelism("policy"))
 
 
 def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
@@ -233,13 +266,12 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
     shape = check.parallelism("critic")
     facts = critic_facts(facts)
     if training:
-        return policy_training(
-            facts, shape, memory.activations, checkpointing=bool(settings.checkpointing),
-            offload=offload, lora_rank=rank, role="critic")
-    return policy_forward(
-        facts, shape, memory.forward, offload=offload,
-        optimizer_resident=not offload and not spec.role_plan.placement.colocate_all,
-        lora_rank=rank, role="critic")
+        key = (policy_training, id(facts), _layout(shape), memory.activations,
+               bool(settings.checkpointing), offload, rank, "critic")
+    else:
+        key = (policy_forward, id(facts), _layout(shape), memory.forward, offload,
+               not offload and not spec.role_plan.placement.colocate_all, rank, "critic")
+    return _estimate(key, facts, shape)
 
 
 def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
@@ -247,10 +279,11 @@ def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
     if plan.reference is None or not check.use_kl:
         return None
     settings = memory.settings
-    return reference_forward(
-        memory.reference_facts, check.parallelism("reference"), memory.forward,
-        weight_bytes=2 if settings.bf16 else 4,
-        offload=plan.strategy == "fsdp" and bool(settings.ref_offload))
+    facts = memory.reference_facts
+    shape = check.parallelism("reference")
+    return _estimate((reference_forward, id(facts), _layout(shape), memory.forward,
+                      2 if settings.bf16 else 4,
+                      plan.strategy == "fsdp" and bool(settings.ref_offload)), facts, shape)
 
 
 def _share(estimate: Estimate, memory: Memory) -> str:
@@ -462,10 +495,12 @@ def _engine_budget(check: Check, memory: Memory) -> tuple[float, Term, int, str]
     if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         return None  # SET002
     weight_bytes = DTYPE_BYTES.get(str(memory.settings.engine_dtype), 2)
-    facts, engine = memory.facts, memory.engine
-    key = (id(facts), engine, weight_bytes)
+    facts, rollout = memory.facts, check.plan.rollout
+    key = (id(facts), rollout.tensor_parallel_size, rollout.pipeline_parallel_size,
+           rollout.data_parallel_size, rollout.expert_parallel_size, weight_bytes)
     known = _ENGINES.get(key)
     if known is None:
+        engine = EngineShape(*key[1:5])
         known = _ENGINES.put(key, (facts, (
             engine_weights(facts, engine, weight_bytes),
             *kv_bytes_per_token(facts, engine, weight_bytes))))
@@ -582,8 +617,7 @@ def weight_sync_fits(check: Check) -> list[Finding]:
     sync = weight_sync(memory.facts, check.parallelism("policy"), budget[1],
                        offload=_offload(check, memory.settings))
     findings.extend(_verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights "
-                             "together)", sync,
-                             memory, memory.activations, _SYNC_FIX))
+                             "together)", sync, memory, memory.activations, _SYNC_FIX))
     return findings
 
 
