@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from pants_scratch import ScratchRepo
 
 from contract.skyrl_env import rehearsal_python
 from executors.support import HeadWatch
@@ -174,8 +175,9 @@ SKYRL_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", c
 
 COUNTDOWN_HEAD = "countdown_head"
 SKYRL_HEAD = "skyrl_head"
-_SESSION_HEADS = (COUNTDOWN_HEAD, SKYRL_HEAD)
-_SESSION_HEAD_STOPS = pytest.StashKey[dict[str, Callable[[], None]]]()
+SKYRL_SCRATCH = "skyrl_scratch"
+_SESSION_SHARED = (COUNTDOWN_HEAD, SKYRL_HEAD, SKYRL_SCRATCH)
+_SESSION_STOPS = pytest.StashKey[dict[str, Callable[[], None]]]()
 
 
 def _session_head(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
@@ -193,7 +195,7 @@ def _session_head(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
             stopped.append(True)
             heads.finish()
 
-    request.session.stash.setdefault(_SESSION_HEAD_STOPS, {})[name] = stop
+    request.session.stash.setdefault(_SESSION_STOPS, {})[name] = stop
     try:
         ensure_head(allocation, heads.state_dir, lambda message: None, python=python)
         heads.snapshot()
@@ -220,18 +222,35 @@ def skyrl_head(request: pytest.FixtureRequest,
                              rehearsal_python())
 
 
+@pytest.fixture(scope="session")
+def skyrl_scratch(request: pytest.FixtureRequest, repo_root: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    """One scratch copy of the repository, committed as it is, for the modules that run SkyRL's
+    code through its ./pants (test_rehearsal, then test_skyrl_check_handoffs, which adds its
+    experiment): one pantsd boot (33-55 CPU s here) for both instead of one each. Each module
+    works on a `view` (an environment of its own); the copy's pantsd is stopped after the last
+    test that uses it (see pytest_runtest_teardown)."""
+    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("skyrl-scratch"))
+    repo.commit_all("the repository as it is")
+    request.session.stash.setdefault(_SESSION_STOPS, {})[SKYRL_SCRATCH] = repo.close
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules that use one session head run one after the other, where the first of them
-    is (the others keep their order): a head idles between its users otherwise, ~14 CPU s a
-    minute for the SkyRL env's, while the modules between them run (test_scratch_repo's ~3
-    minutes between test_rehearsal and test_skyrl_check_handoffs; four modules between
-    test_main_command and test_pipeline)."""
+    """The modules that use one session head (or the SkyRL scratch copy) run one after the
+    other, where the first of them is (the others keep their order): a head idles between its
+    users otherwise, ~14 CPU s a minute for the SkyRL env's, while the modules between them run
+    (test_scratch_repo's ~3 minutes between test_rehearsal and test_skyrl_check_handoffs; four
+    modules between test_main_command and test_pipeline)."""
     modules: dict[Path, int] = {}
     heads: dict[Path, set[str]] = {}
     for item in items:
         modules.setdefault(item.path, len(modules))
         heads.setdefault(item.path, set()).update(
-            name for name in _SESSION_HEADS if name in getattr(item, "fixturenames", ()))
+            name for name in _SESSION_SHARED if name in getattr(item, "fixturenames", ()))
     first: dict[str, int] = {}
     for path, index in modules.items():
         for name in sorted(heads[path]):
@@ -243,10 +262,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop a session head after the last test that uses it: an idle head keeps about 7% of a
-    core busy (its GCS, raylet, dashboard and agents), tens of CPU seconds over the modules
-    that run after its last user, while the suite is CPU-bound."""
-    stops = item.session.stash.get(_SESSION_HEAD_STOPS, {})
+    """Stop a session head (or the SkyRL scratch copy's pantsd) after the last test that uses
+    it: an idle head keeps about 7% of a core busy (its GCS, raylet, dashboard and agents),
+    tens of CPU seconds over the modules that run after its last user, while the suite is
+    CPU-bound."""
+    stops = item.session.stash.get(_SESSION_STOPS, {})
     used = [name for name in stops if name in getattr(item, "fixturenames", ())]
     if not used:
         return

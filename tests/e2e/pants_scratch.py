@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import signal
@@ -38,6 +39,12 @@ class ScratchRepo:
                 shutil.copytree(path, root / name, ignore=IGNORED, symlinks=True)
             elif path.exists():
                 shutil.copy2(path, root / name)
+
+    def view(self) -> ScratchRepo:
+        """The same copy (its files, its pantsd), with an environment of its own to change."""
+        other = copy.copy(self)
+        other.env = dict(self.env)
+        return other
 
     def git(self, *args: str) -> str:
         done = subprocess.run(

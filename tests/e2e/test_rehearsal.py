@@ -57,8 +57,11 @@ def python() -> str:
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str, tiny_model: Path,
-            skyrl_head: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+def scratch(skyrl_scratch: ScratchRepo, s3_server: ObjectStoreServer, python: str,
+            tiny_model: Path, skyrl_head: Path, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[ScratchRepo]:
+    """The session's SkyRL scratch copy of the repository as it is (its pantsd shared with
+    test_skyrl_check_handoffs), in this module's environment."""
     root = tmp_path_factory.mktemp("rehearsal")
     [data] = gsm8kdata.repos().values()
     repos = {
@@ -66,24 +69,19 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer, python: str, tiny_mod
                                                for path in tiny_model.iterdir()},
         ("datasets", DATA_REPO, DATA_COMMIT): data,
     }
-    (root / "repo").mkdir()
-    repo = ScratchRepo(repo_root, root / "repo")
-    repo.commit_all("the repository as it is")
-    try:
-        with serve_hub(repos) as (url, _):
-            repo.env.update(hub_environment(url))
-            repo.env.update(s3_server.env())
-            repo.env.update({
-                "RLAUNCH_STORE": s3_server.prefix("rehearsal-store"),
-                "RLAUNCH_REHEARSAL_PYTHON": python,
-                "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
-                # The session's head for :local-1x2's allocation, started as a rehearsal
-                # starts it (by the rehearsal environment's Ray): every run reuses it.
-                "RLAUNCH_LOCAL_HEAD_DIR": str(skyrl_head),
-            })
-            yield repo
-    finally:
-        repo.close()
+    repo = skyrl_scratch.view()
+    with serve_hub(repos) as (url, _):
+        repo.env.update(hub_environment(url))
+        repo.env.update(s3_server.env())
+        repo.env.update({
+            "RLAUNCH_STORE": s3_server.prefix("rehearsal-store"),
+            "RLAUNCH_REHEARSAL_PYTHON": python,
+            "RLAUNCH_NODE_CACHE": str(root / "node-cache"),
+            # The session's head for :local-1x2's allocation, started as a rehearsal
+            # starts it (by the rehearsal environment's Ray): every run reuses it.
+            "RLAUNCH_LOCAL_HEAD_DIR": str(skyrl_head),
+        })
+        yield repo
 
 
 def files_under(s3_server: ObjectStoreServer, uri: str) -> dict[str, int]:

@@ -166,8 +166,11 @@ def safetensors(tensors: dict[str, dict[str, object]]) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, s3_server: ObjectStoreServer, skyrl_head: Path,
+def scratch(skyrl_scratch: ScratchRepo, s3_server: ObjectStoreServer, skyrl_head: Path,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    """The session's SkyRL scratch copy (its pantsd shared with test_rehearsal, which runs
+    first) with this module's experiment in place of experiments/tiny-gsm8k/BUILD, put back
+    as it was at the end."""
     python = contract_python()
     root = tmp_path_factory.mktemp("skyrl-handoffs")
     repos = gsm8kdata.repos()
@@ -184,8 +187,8 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer, skyrl_head: Path,
         model["config.json"] = json.dumps(CONFIG, indent=2).encode()
         model["model.safetensors"] = safetensors(EMBEDDING)
         repos[("models", repo_id, MODEL_COMMIT)] = model
-    (root / "repo").mkdir()
-    repo = ScratchRepo(repo_root, root / "repo")
+    repo = skyrl_scratch.view()
+    original = (repo.root / "experiments/tiny-gsm8k/BUILD").read_text(encoding="utf-8")
     repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
     repo.commit_all("a GSM8K-shaped SkyRL experiment")
     try:
@@ -203,7 +206,8 @@ def scratch(repo_root: Path, s3_server: ObjectStoreServer, skyrl_head: Path,
             })
             yield repo
     finally:
-        repo.close()
+        repo.write("experiments/tiny-gsm8k/BUILD", original)
+        repo.commit_all("experiments/tiny-gsm8k/BUILD as it was")
 
 
 def check(scratch: ScratchRepo, target: str) -> subprocess.CompletedProcess[str]:
