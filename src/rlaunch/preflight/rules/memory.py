@@ -291,8 +291,16 @@ def _share(estimate: Estimate, memory: Memory) -> str:
             f"{memory.accelerator}, {gib(memory.gpu)})")
 
 
+_VERDICTS: Memo[tuple[Any, ...], tuple[Estimate, tuple[Finding, ...]]] = Memo(4096)
+"""The inputs of a verdict that finds something (the estimate by identity, the rule's words by
+identity, the GPU, the micro batch, the padding setting) -> `(estimate, findings)`: the
+estimate held, so no other takes its identity while the entry lives. Writing a finding's terms
+costs ten times judging them, and a search meets the same overflowing phase again and again
+(the trainer phases' estimates are kept per inputs: the same object)."""
+
+
 def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
-             memory: Memory, shape: Activations, fix: str) -> Iterator[Finding]:
+             memory: Memory, shape: Activations, fix: str) -> tuple[Finding, ...]:
     """Error when the phase cannot fit for any input the spec allows (its fixed terms and a
     micro batch of the shortest sequences); a warning naming the length at which it starts to
     fail when only longer sequences overflow; a warning above 90% otherwise."""
@@ -301,8 +309,14 @@ def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
     if estimate.total <= THIN * gpu and estimate.at(shortest) <= gpu and (
             estimate.tokens or estimate.total <= gpu):
         return ()  # fits with room, the common case: each of _judge's conditions is false
-    return _judge(code, paths, what, estimate, memory, shape, fix,
-                  bool(memory.settings.padding_removal))
+    padding = bool(memory.settings.padding_removal)
+    key = (id(estimate), code, id(paths), what, id(fix), gpu, memory.accelerator, shape,
+           memory.sequence, padding)
+    known = _VERDICTS.get(key)
+    if known is None:
+        known = _VERDICTS.put(key, (estimate, tuple(
+            _judge(code, paths, what, estimate, memory, shape, fix, padding))))
+    return known[1]
 
 
 def _judge(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
