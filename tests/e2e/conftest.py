@@ -175,8 +175,8 @@ SKYRL_ALLOCATION = Allocation(num_nodes=1, gpus_per_node=2, accelerator="sim", c
 
 COUNTDOWN_HEAD = "countdown_head"
 SKYRL_HEAD = "skyrl_head"
-SKYRL_SCRATCH = "skyrl_scratch"
-_SESSION_SHARED = (COUNTDOWN_HEAD, SKYRL_HEAD, SKYRL_SCRATCH)
+SCRATCH_COPY = "scratch_copy"
+_SESSION_HEADS = (COUNTDOWN_HEAD, SKYRL_HEAD)
 _SESSION_STOPS = pytest.StashKey[dict[str, Callable[[], None]]]()
 
 
@@ -223,16 +223,18 @@ def skyrl_head(request: pytest.FixtureRequest,
 
 
 @pytest.fixture(scope="session")
-def skyrl_scratch(request: pytest.FixtureRequest, repo_root: Path,
-                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
-    """One scratch copy of the repository, committed as it is, for the modules that run SkyRL's
-    code through its ./pants (test_rehearsal, then test_skyrl_check_handoffs, which adds its
-    experiment): one pantsd boot (33-55 CPU s here) for both instead of one each. Each module
-    works on a `view` (an environment of its own); the copy's pantsd is stopped after the last
+def scratch_copy(request: pytest.FixtureRequest, repo_root: Path,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
+    """One scratch copy of the repository, committed as it is, for the modules that edit a copy
+    or run SkyRL's code through its ./pants (test_hostile_build, test_plans_build,
+    test_rehearsal, test_skyrl_check_handoffs, test_scratch_repo): one pantsd boot (33-55 CPU s
+    here) for all of them instead of one each. Each module works on a `view` (an environment of
+    its own) and leaves the files as it found them (commits it made aside); test_scratch_repo's
+    last test stops the pantsd (so it comes last). The copy's pantsd is stopped after the last
     test that uses it (see pytest_runtest_teardown)."""
-    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("skyrl-scratch"))
+    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("scratch-copy"))
     repo.commit_all("the repository as it is")
-    request.session.stash.setdefault(_SESSION_STOPS, {})[SKYRL_SCRATCH] = repo.close
+    request.session.stash.setdefault(_SESSION_STOPS, {})[SCRATCH_COPY] = repo.close
     try:
         yield repo
     finally:
@@ -240,17 +242,18 @@ def skyrl_scratch(request: pytest.FixtureRequest, repo_root: Path,
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules that use one session head (or the SkyRL scratch copy) run one after the
-    other, where the first of them is (the others keep their order): a head idles between its
-    users otherwise, ~14 CPU s a minute for the SkyRL env's, while the modules between them run
-    (test_scratch_repo's ~3 minutes between test_rehearsal and test_skyrl_check_handoffs; four
-    modules between test_main_command and test_pipeline)."""
+    """The modules that use one session head run one after the other, where the first of them
+    is (the others keep their order): a head idles between its users otherwise, ~14 CPU s a
+    minute for the SkyRL env's, while the modules between them run (test_scratch_repo's ~3
+    minutes between test_rehearsal and test_skyrl_check_handoffs; four modules between
+    test_main_command and test_pipeline). The scratch copy's users keep their places: its idle
+    pantsd costs little."""
     modules: dict[Path, int] = {}
     heads: dict[Path, set[str]] = {}
     for item in items:
         modules.setdefault(item.path, len(modules))
         heads.setdefault(item.path, set()).update(
-            name for name in _SESSION_SHARED if name in getattr(item, "fixturenames", ()))
+            name for name in _SESSION_HEADS if name in getattr(item, "fixturenames", ()))
     first: dict[str, int] = {}
     for path, index in modules.items():
         for name in sorted(heads[path]):
@@ -262,7 +265,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop a session head (or the SkyRL scratch copy's pantsd) after the last test that uses
+    """Stop a session head (or the scratch copy's pantsd) after the last test that uses
     it: an idle head keeps about 7% of a core busy (its GCS, raylet, dashboard and agents),
     tens of CPU seconds over the modules that run after its last user, while the suite is
     CPU-bound."""

@@ -23,12 +23,17 @@ TRIED: collections.Counter = collections.Counter()
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
-    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("repo"))
+def scratch(scratch_copy: ScratchRepo, repo_root: Path) -> Iterator[ScratchRepo]:
+    """The session's scratch copy (its pantsd shared with other modules) with the broken
+    recipes of tests/fixtures/broken added as broken/, removed again at the end."""
+    repo = scratch_copy.view()
     shutil.copytree(repo_root / "tests" / "fixtures" / "broken", repo.root / "broken")
-    repo.commit_all("experiments as they are")
-    yield repo
-    repo.close()
+    repo.commit_all("the broken recipes added")
+    try:
+        yield repo
+    finally:
+        shutil.rmtree(repo.root / "broken")
+        repo.commit_all("the broken recipes removed")
 
 
 def pants(scratch: ScratchRepo, *args: str) -> tuple[int, str]:

@@ -38,10 +38,12 @@ def paste_offload_plan(repo: ScratchRepo, printed: str) -> None:
 
 
 def test_the_printed_plans_pasted_into_a_build_file_pass_pants_check(
-    repo_root: Path, tmp_path: Path
+    scratch_copy: ScratchRepo, tmp_path: Path
 ) -> None:
-    (tmp_path / "repo").mkdir()
-    repo = ScratchRepo(repo_root, tmp_path / "repo")
+    """On the session's scratch copy (its pantsd shared with other modules); the two BUILD
+    files it edits are put back as they were."""
+    repo = scratch_copy.view()
+    originals = {path: (repo.root / path / "BUILD").read_text() for path in (EXPERIMENT, SEPARATE)}
     try:
         spec_file = tmp_path / "spec.json"
         spec_file.write_text(json.dumps(json.loads(SPEC.read_text())))
@@ -60,8 +62,8 @@ def test_the_printed_plans_pasted_into_a_build_file_pass_pants_check(
                          + "\n" + done.stdout)
         # The goal: Qwen2.5-14B has no plan on 4 A100-40GB without offload.
         # Pants 2.17 scopes a flag to the goal before it; one after the target is global.
-        # The scratch repo's pantsd serves this and the check (19 s less than two cold
-        # starts on this machine); `repo.close()` stops it.
+        # The scratch copy's pantsd serves this and the check (19 s less than two cold
+        # starts on this machine).
         planned = repo.pants("plans", "--nodes=1", "--gpus-per-node=4",
                              "--accelerator=A100-40GB", "--strategy=fsdp", "--allow-offload",
                              "--top=2", f"{SEPARATE}:grpo")
@@ -79,4 +81,5 @@ def test_the_printed_plans_pasted_into_a_build_file_pass_pants_check(
                          r" \(gsm8k-grpo-qwen2.5-14b-separate-ref@2026.11.29\): ok, 0 errors",
                          said), said
     finally:
-        repo.close()
+        for path, text in originals.items():
+            repo.write(f"{path}/BUILD", text)

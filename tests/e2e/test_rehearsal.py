@@ -57,11 +57,11 @@ def python() -> str:
 
 
 @pytest.fixture(scope="module")
-def scratch(skyrl_scratch: ScratchRepo, s3_server: ObjectStoreServer, python: str,
+def scratch(scratch_copy: ScratchRepo, s3_server: ObjectStoreServer, python: str,
             tiny_model: Path, skyrl_head: Path, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[ScratchRepo]:
-    """The session's SkyRL scratch copy of the repository as it is (its pantsd shared with
-    test_skyrl_check_handoffs), in this module's environment."""
+    """The session's scratch copy of the repository as it is (its pantsd shared with
+    other modules), in this module's environment."""
     root = tmp_path_factory.mktemp("rehearsal")
     [data] = gsm8kdata.repos().values()
     repos = {
@@ -69,7 +69,7 @@ def scratch(skyrl_scratch: ScratchRepo, s3_server: ObjectStoreServer, python: st
                                                for path in tiny_model.iterdir()},
         ("datasets", DATA_REPO, DATA_COMMIT): data,
     }
-    repo = skyrl_scratch.view()
+    repo = scratch_copy.view()
     with serve_hub(repos) as (url, _):
         repo.env.update(hub_environment(url))
         repo.env.update(s3_server.env())

@@ -1,13 +1,11 @@
-"""What needs its own copy of the repository: BUILD files that fail when parsed, and a git
-commit to select changed targets against."""
+"""What needs a copy of the repository (the session's scratch copy): BUILD files that fail
+when parsed, and a git commit to select changed targets against."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pants_scratch import ScratchRepo
@@ -17,11 +15,10 @@ NEW_PIN = "5fee7c4ed634dc66c6e318c8ac2897b8b9154536"
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
-    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("repo"))
-    repo.commit_all("experiments as they are")
-    yield repo
-    repo.close()
+def scratch(scratch_copy: ScratchRepo) -> ScratchRepo:
+    """The session's scratch copy, committed as it is (its pantsd shared with the modules
+    before; this module's last test stops it)."""
+    return scratch_copy.view()
 
 
 def test_changing_a_model_pin_selects_every_run_that_uses_it(scratch: ScratchRepo) -> None:

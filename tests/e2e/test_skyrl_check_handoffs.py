@@ -166,11 +166,10 @@ def safetensors(tensors: dict[str, dict[str, object]]) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def scratch(skyrl_scratch: ScratchRepo, s3_server: ObjectStoreServer, skyrl_head: Path,
+def scratch(scratch_copy: ScratchRepo, s3_server: ObjectStoreServer, skyrl_head: Path,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
-    """The session's SkyRL scratch copy (its pantsd shared with test_rehearsal, which runs
-    first) with this module's experiment in place of experiments/tiny-gsm8k/BUILD, put back
-    as it was at the end."""
+    """The session's scratch copy (its pantsd shared with other modules) with this module's
+    experiment in place of experiments/tiny-gsm8k/BUILD, put back as it was at the end."""
     python = contract_python()
     root = tmp_path_factory.mktemp("skyrl-handoffs")
     repos = gsm8kdata.repos()
@@ -187,7 +186,7 @@ def scratch(skyrl_scratch: ScratchRepo, s3_server: ObjectStoreServer, skyrl_head
         model["config.json"] = json.dumps(CONFIG, indent=2).encode()
         model["model.safetensors"] = safetensors(EMBEDDING)
         repos[("models", repo_id, MODEL_COMMIT)] = model
-    repo = skyrl_scratch.view()
+    repo = scratch_copy.view()
     original = (repo.root / "experiments/tiny-gsm8k/BUILD").read_text(encoding="utf-8")
     repo.write("experiments/tiny-gsm8k/BUILD", BUILD)
     repo.commit_all("a GSM8K-shaped SkyRL experiment")
