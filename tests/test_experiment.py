@@ -18,7 +18,7 @@ from executors.support import (
     job_env,
     shared_store,
 )
-from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head
+from rlaunch.executors.local_head import STATE_DIR_ENV
 from rlaunch.experiment import rl_build_options
 from rlaunch.ledger import Ledger
 from rlaunch.spec import RunSpec, catalog, parse_spec
@@ -105,18 +105,16 @@ def test_a_main_that_returns_nothing_is_a_usage_error() -> None:
 
 
 @pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def head(echo_head: HeadWatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session's echo head (tests/conftest.py; shared with test_launch) for the launches of
+    the module, their environment a test launcher's."""
     root = tmp_path_factory.mktemp("experiment")
-    watch = HeadWatch(root / "heads")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(catalog, "PROFILES", echo_profiles())
-        for name, value in job_env(**{STATE_DIR_ENV: str(watch.state_dir)}).items():
+        for name, value in job_env(**{STATE_DIR_ENV: str(echo_head.state_dir)}).items():
             patch.setenv(name, value)
-        allocation = parse_spec(echo_spec(root)).execution.allocation
-        ensure_head(allocation, watch.state_dir, lambda message: None)
-        watch.snapshot()
         yield root
-        watch.finish()
+        echo_head.snapshot()
 
 
 def test_run_launches_the_handles_in_order_through_the_launch_path(

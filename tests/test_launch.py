@@ -2,8 +2,9 @@
 rules (immutable calendar versions, clean tree, smoke gate, checkpoint runtime), secret hygiene,
 one launch per identity at a time (two real processes), Ctrl-C, and the CLI around it.
 
-One Ray head serves the whole module (launches reuse it; the fixture stops it and checks that
-none of its processes is left)."""
+One Ray head serves the whole module, the session's `echo_head` (tests/conftest.py; shared with
+test_experiment): launches reuse it; it is stopped after its last user, and none of its
+processes may be left."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from executors.support import (
 from rlaunch.cli import main
 from rlaunch.executors import ExecutorOptions, Submission
 from rlaunch.executors.local import LocalExecutor
-from rlaunch.executors.local_head import STATE_DIR_ENV, ensure_head, read_record
+from rlaunch.executors.local_head import STATE_DIR_ENV, read_record
 from rlaunch.launch import LaunchRefused, LaunchRequest, launch
 from rlaunch.ledger import Ledger
 from rlaunch.spec import catalog, parse_spec
@@ -48,12 +49,12 @@ SECRET = "s3cr3t-rlaunch-test-value-8c1f"
 class World:
     """Paths shared by the module: the store, a clean launcher checkout, the head's state."""
 
-    def __init__(self, root: Path, store: Path) -> None:
+    def __init__(self, root: Path, store: Path, heads: HeadWatch) -> None:
         self.root = root
         self.store = store
         self.repo = clean_git_repo(root / "repo")
         self.dist = root / "dist"
-        self.heads = HeadWatch(root / "heads")
+        self.heads = heads
         self.ledger = Ledger(str(self.store))
 
     def spec(self, **options):
@@ -71,18 +72,14 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(echo_head: HeadWatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     here = World(tmp_path_factory.mktemp("launch"),
-                 shared_store(tmp_path_factory.getbasetemp()))
+                 shared_store(tmp_path_factory.getbasetemp()), echo_head)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(catalog, "PROFILES", echo_profiles())
         for name, value in job_env(**{STATE_DIR_ENV: str(here.heads.state_dir)}).items():
             patch.setenv(name, value)
-        ensure_head(here.spec().execution.allocation, here.heads.state_dir,
-                    lambda message: None)
-        here.heads.snapshot()
         yield here
-        here.heads.finish()
 
 
 @pytest.fixture(autouse=True)

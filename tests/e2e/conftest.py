@@ -6,7 +6,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -16,9 +15,8 @@ import pytest
 from pants_scratch import ScratchRepo
 
 from contract.skyrl_env import rehearsal_python
-from executors.support import HeadWatch
-from rlaunch.executors.local_head import ensure_head
 from rlaunch.spec.execution import Allocation
+from session_heads import session_head, stop_after_last_use
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAKE_TINY_MODEL = REPO_ROOT / "tests" / "contract" / "make_tiny_model.py"
@@ -177,39 +175,14 @@ COUNTDOWN_HEAD = "countdown_head"
 SKYRL_HEAD = "skyrl_head"
 SCRATCH_COPY = "scratch_copy"
 _SESSION_HEADS = (COUNTDOWN_HEAD, SKYRL_HEAD)
-_SESSION_STOPS = pytest.StashKey[dict[str, Callable[[], None]]]()
-
-
-def _session_head(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                  name: str, allocation: Allocation, python: str) -> Iterator[Path]:
-    """The state dir (`RLAUNCH_LOCAL_HEAD_DIR`) of one local Ray head for the session, started
-    as a launch starts it (by `python`'s Ray) and owned by this process: each launch reuses it
-    instead of starting and stopping one of its own. It is stopped once the last test of the
-    session that uses fixture `name` has ended (see pytest_runtest_teardown), or at the end;
-    none of its processes may be left."""
-    heads = HeadWatch(tmp_path_factory.mktemp(name.replace("_", "-")))
-    stopped: list[bool] = []
-
-    def stop() -> None:
-        if not stopped:
-            stopped.append(True)
-            heads.finish()
-
-    request.session.stash.setdefault(_SESSION_STOPS, {})[name] = stop
-    try:
-        ensure_head(allocation, heads.state_dir, lambda message: None, python=python)
-        heads.snapshot()
-        yield heads.state_dir
-    finally:
-        stop()
 
 
 @pytest.fixture(scope="session")
 def countdown_head(request: pytest.FixtureRequest,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The countdown launches' head (a launch that starts its own head is test_sweep's)."""
-    yield from _session_head(request, tmp_path_factory, COUNTDOWN_HEAD, COUNTDOWN_ALLOCATION,
-                             sys.executable)
+    with session_head(request, tmp_path_factory, COUNTDOWN_HEAD, COUNTDOWN_ALLOCATION) as heads:
+        yield heads.state_dir
 
 
 @pytest.fixture(scope="session")
@@ -218,8 +191,9 @@ def skyrl_head(request: pytest.FixtureRequest,
     """The head of the modules that run SkyRL 0.3.0's own code on it (test_rehearsal,
     test_skyrl_check_handoffs, test_skyrl_eval_only), started by the SkyRL rehearsal env's Ray
     (the interpreter their jobs run on) for SKYRL_ALLOCATION: one head start for the three."""
-    yield from _session_head(request, tmp_path_factory, SKYRL_HEAD, SKYRL_ALLOCATION,
-                             rehearsal_python())
+    with session_head(request, tmp_path_factory, SKYRL_HEAD, SKYRL_ALLOCATION,
+                      rehearsal_python()) as heads:
+        yield heads.state_dir
 
 
 @pytest.fixture(scope="session")
@@ -231,10 +205,10 @@ def scratch_copy(request: pytest.FixtureRequest, repo_root: Path,
     here) for all of them instead of one each. Each module works on a `view` (an environment of
     its own) and leaves the files as it found them (commits it made aside); test_scratch_repo's
     last test stops the pantsd (so it comes last). The copy's pantsd is stopped after the last
-    test that uses it (see pytest_runtest_teardown)."""
+    test that uses it (tests/session_heads.py)."""
     repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("scratch-copy"))
     repo.commit_all("the repository as it is")
-    request.session.stash.setdefault(_SESSION_STOPS, {})[SCRATCH_COPY] = repo.close
+    stop_after_last_use(request, SCRATCH_COPY, repo.close)
     try:
         yield repo
     finally:
@@ -261,20 +235,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {path: min([index, *(first[name] for name in heads[path])])
             for path, index in modules.items()}
     items.sort(key=lambda item: (rank[item.path], modules[item.path]))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop a session head (or the scratch copy's pantsd) after the last test that uses
-    it: an idle head keeps about 7% of a core busy (its GCS, raylet, dashboard and agents),
-    tens of CPU seconds over the modules that run after its last user, while the suite is
-    CPU-bound."""
-    stops = item.session.stash.get(_SESSION_STOPS, {})
-    used = [name for name in stops if name in getattr(item, "fixturenames", ())]
-    if not used:
-        return
-    items = item.session.items
-    later = items[items.index(item) + 1:]
-    for name in used:
-        if not any(name in getattr(other, "fixturenames", ()) for other in later):
-            stops[name]()
