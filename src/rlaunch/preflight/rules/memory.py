@@ -128,6 +128,8 @@ class Memory(NamedTuple):
     settings: Settings
     layout: tuple[Any, ...]
     """What the estimates read of the policy's layout (`_layout`)."""
+    offload: bool
+    """The policy's weights, grads and optimizer on the CPU (FSDP's `cpu_offload`)."""
 
 
 def memory_of(check: Check) -> Memory | None:
@@ -164,7 +166,8 @@ def _memory_of(check: Check) -> Memory | None:
         gpu * GIB, accelerator, facts, reference_facts,
         _activations(plan.batch.micro_train_batch_size_per_gpu, sequence, split, tensor, cap),
         _activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
-        sequence, settings, _layout(check.parallelism("policy")))
+        sequence, settings, _layout(check.parallelism("policy")),
+        not megatron and bool(settings.cpu_offload))
 
 
 _SHAPES: Memo[tuple[int, int, int, int, int], Activations] = Memo(1024)
@@ -217,14 +220,15 @@ def _layout(shape: Parallelism) -> tuple[Any, ...]:
     return (shape.strategy, shape.world)
 
 
-def _estimate(key: tuple[Any, ...], facts: ModelFacts, shape: Parallelism) -> Estimate:
+def _estimate(key: tuple[Any, ...], facts: ModelFacts, check: Check, role: str) -> Estimate:
     """The estimate of `key` = (its function, id(facts), the layout as `_layout` reads it, the
-    micro batch, the function's other arguments in order): `function(facts, shape, micro
-    batch, *the others)`, once per distinct key."""
+    micro batch, the function's other arguments in order): `function(facts, the role's
+    parallelism, micro batch, *the others)`, once per distinct key."""
     known = _ESTIMATES.get(key)
     if known is None:
         function, _, _, activations, *flags = key
-        known = _ESTIMATES.put(key, (facts, function(facts, shape, activations, *flags)))
+        known = _ESTIMATES.put(key, (facts, function(facts, check.parallelism(role), activations,
+                                                     *flags)))
     return known[1]
 
 
@@ -232,21 +236,17 @@ def _policy_estimate(check: Check, memory: Memory) -> Estimate:
     settings = memory.settings
     facts = memory.facts
     return _estimate((policy_training, id(facts), memory.layout, memory.activations,
-                      bool(settings.checkpointing), _offload(check, settings),
-                      int(settings.lora_rank)), facts, check.parallelism("policy"))
-
-
-def _offload(check: Check, settings: Settings) -> bool:
-    return check.plan.strategy == "fsdp" and bool(settings.cpu_offload)
+                      bool(settings.checkpointing), memory.offload,
+                      int(settings.lora_rank)), facts, check, "policy")
 
 
 def _policy_forward(check: Check, memory: Memory) -> Estimate:
     settings = memory.settings
     facts = memory.facts
-    offload = _offload(check, settings)
+    offload = memory.offload
     return _estimate((policy_forward, id(facts), memory.layout, memory.forward, offload,
                       not offload and not check.plan.placement.colocate_all,
-                      int(settings.lora_rank)), facts, check.parallelism("policy"))
+                      int(settings.lora_rank)), facts, check, "policy")
 
 
 def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
@@ -271,7 +271,7 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
     else:
         key = (policy_forward, id(facts), _layout(shape), memory.forward, offload,
                not offload and not spec.role_plan.placement.colocate_all, rank, "critic")
-    return _estimate(key, facts, shape)
+    return _estimate(key, facts, check, "critic")
 
 
 def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
@@ -283,7 +283,8 @@ def _reference_forward(check: Check, memory: Memory) -> Estimate | None:
     shape = check.parallelism("reference")
     return _estimate((reference_forward, id(facts), _layout(shape), memory.forward,
                       2 if settings.bf16 else 4,
-                      plan.strategy == "fsdp" and bool(settings.ref_offload)), facts, shape)
+                      plan.strategy == "fsdp" and bool(settings.ref_offload)), facts, check,
+                     "reference")
 
 
 def _share(estimate: Estimate, memory: Memory) -> str:
@@ -410,7 +411,7 @@ def qwen14b_on_l4(data: dict) -> None:
     "and the critic's when there is one.",
     example=Example(edits=qwen14b_on_l4),
 )
-def policy_fits(check: Check) -> list[Finding]:
+def policy_fits(check: Check) -> tuple[Finding, ...]:
     """Error when the step cannot fit even at the shortest micro batch the spec allows (certain:
     the weights, gradients and optimizer state alone overflow); a warning naming the length at
     which it starts to fail when only long sequences overflow (SkyRL removes a micro batch's
@@ -420,18 +421,16 @@ def policy_fits(check: Check) -> list[Finding]:
     (distributed optimizer). Offload (`trainer.policy.fsdp_config.cpu_offload`) and LoRA
     (`trainer.policy.model.lora.rank`, FSDP and Megatron) as set. Beyond SkyRL: an
     out-of-memory error mid-step otherwise."""
-    findings: list[Finding] = []
     memory = memory_of(check)
     if memory is None:
-        return findings
-    findings.extend(_verdict("MEM002", _POLICY_PATHS, "The policy's training step",
-                             _policy_estimate(check, memory), memory, memory.activations,
-                             _POLICY_FIX))
+        return ()
+    findings = _verdict("MEM002", _POLICY_PATHS, "The policy's training step",
+                        _policy_estimate(check, memory), memory, memory.activations, _POLICY_FIX)
     critic = _critic(check, memory, training=True)
     if critic is not None:
         paths = _CRITIC_PATHS[check.spec.critic_model is not None]
-        findings.extend(_verdict("MEM002", paths, "The critic's training step", critic, memory,
-                                 memory.activations, _CRITIC_FIX))
+        findings += _verdict("MEM002", paths, "The critic's training step", critic, memory,
+                             memory.activations, _CRITIC_FIX)
     return findings
 
 
@@ -460,7 +459,7 @@ _CRITIC_FIX = (
     example=Example(edits={ACCELERATOR: "L4", "role_plan.batch.micro_forward_batch_size_per_gpu":
                            64}),
 )
-def forward_fits(check: Check) -> list[Finding]:
+def forward_fits(check: Check) -> tuple[Finding, ...]:
     """Error when a forward micro batch cannot fit even at its shortest, warning (with the
     length at which it fails) when only its worst case does not, warning above 90%. Each
     forward-only pass is its own peak (`WorkerDispatch.forward` puts one model on the GPU,
@@ -468,26 +467,25 @@ def forward_fits(check: Check) -> list[Finding]:
     nothing offloads it) and the reference's (bf16 weights, `trainer.bf16`), each with one
     layer's activations and the bf16 logits of `micro_forward_batch_size_per_gpu`. The
     training micro batch fitting says nothing about it."""
-    findings: list[Finding] = []
     memory = memory_of(check)
     if memory is None:
-        return findings
+        return ()
     spec = check.spec
     policy = _policy_forward(check, memory)
     reference = _reference_forward(check, memory)
     critic = _critic(check, memory, training=False)
-    findings.extend(_verdict("MEM003", _FORWARD_PATHS["model"],
-                             "The policy's forward pass (old log-probs)", policy, memory,
-                             memory.forward, _FORWARD_FIXES[CPU_OFFLOAD]))
+    findings = _verdict("MEM003", _FORWARD_PATHS["model"],
+                        "The policy's forward pass (old log-probs)", policy, memory,
+                        memory.forward, _FORWARD_FIXES[CPU_OFFLOAD])
     if reference is not None:
         model = "reference_model" if spec.reference_model is not None else "model"
-        findings.extend(_verdict("MEM003", _FORWARD_PATHS[model], "The reference's forward pass",
-                                 reference, memory, memory.forward, _FORWARD_FIXES[REF_OFFLOAD]))
+        findings += _verdict("MEM003", _FORWARD_PATHS[model], "The reference's forward pass",
+                             reference, memory, memory.forward, _FORWARD_FIXES[REF_OFFLOAD])
     if critic is not None:
         model = "critic_model" if spec.critic_model is not None else "model"
-        findings.extend(_verdict("MEM003", _FORWARD_PATHS[model],
-                                 "The critic's forward pass (values)", critic, memory,
-                                 memory.forward, _FORWARD_FIXES[CRITIC_OFFLOAD]))
+        findings += _verdict("MEM003", _FORWARD_PATHS[model],
+                             "The critic's forward pass (values)", critic, memory,
+                             memory.forward, _FORWARD_FIXES[CRITIC_OFFLOAD])
     return findings
 
 
@@ -618,21 +616,18 @@ def kv_cache_margin(check: Check) -> list[Finding]:
     "colocate_all: the policy's weights and the engine's weights fit together for the sync.",
     example=Example(edits={ACCELERATOR: "L4", "model": QWEN25_14B, "tokenizer": QWEN25_14B}),
 )
-def weight_sync_fits(check: Check) -> list[Finding]:
+def weight_sync_fits(check: Check) -> tuple[Finding, ...]:
     """Error over the GPU's memory, warning above 90%. Under `colocate_all` SkyRL wakes the
     engines' weights while the policy's weights are on the GPU (its optimizer offloaded) to
     broadcast them (`WorkerDispatch.save_weights_for_sampler`)."""
-    findings: list[Finding] = []
     engine = _engine(check)
-    spec = check.spec
-    if engine is None or not spec.role_plan.placement.colocate_all:
-        return findings
+    if engine is None or not check.plan.placement.colocate_all:
+        return ()
     memory, budget = engine
     sync = weight_sync(memory.facts, check.parallelism("policy"), budget[1],
-                       offload=_offload(check, memory.settings))
-    findings.extend(_verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights "
-                             "together)", sync, memory, memory.activations, _SYNC_FIX))
-    return findings
+                       offload=memory.offload)
+    return _verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights together)",
+                    sync, memory, memory.activations, _SYNC_FIX)
 
 
 _SYNC_PATHS = (ACCELERATOR, "role_plan.placement.colocate_all",
