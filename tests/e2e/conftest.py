@@ -200,7 +200,7 @@ def skyrl_head(request: pytest.FixtureRequest,
 def scratch_copy(request: pytest.FixtureRequest, repo_root: Path,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
     """One scratch copy of the repository, committed as it is, for the modules that edit a copy
-    or run SkyRL's code through its ./pants (test_hostile_build, test_plans_build,
+    or run SkyRL's code through its ./pants (test_hostile_build, test_iris, test_plans_build,
     test_rehearsal, test_skyrl_check_handoffs, test_scratch_repo): one pantsd boot (33-55 CPU s
     here) for all of them instead of one each. Each module works on a `view` (an environment of
     its own) and leaves the files as it found them (commits it made aside); test_scratch_repo's

@@ -1,12 +1,13 @@
 """The countdown smoke on a real local Iris controller, through `./pants run`.
 
-A scratch copy of the repository whose countdown execution is `executor="iris"` with `cluster`
-naming the local cluster config of a controller this test starts (tests/irisserver.py): the
-launch submits through Iris's client, follows the job to SUCCEEDED, and records it in the
-ledger; a second launch, detached, is then asked for by `rlaunch status`, `logs` and `stop`.
-The launch finds the countdown inputs (data, tokenizer, the SFT model) in a store of its own, a
-copy of the session's (`countdown_store`: built once by `./pants run
-experiments/countdown:sft_model`, as test_main_command reuses them), and reuses them."""
+The session's scratch copy of the repository (its pantsd shared), its countdown execution
+made `executor="iris"` with `cluster` naming the local cluster config of a controller this test
+starts (tests/irisserver.py): the launch submits through Iris's client, follows the job to
+SUCCEEDED, and records it in the ledger; a second launch, detached, is then asked for by
+`rlaunch status`, `logs` and `stop`. The launch finds the countdown inputs (data, tokenizer, the
+SFT model) in a store of its own, a copy of the session's (`countdown_store`: built once by
+`./pants run experiments/countdown:sft_model`, as test_main_command reuses them), and reuses
+them."""
 
 from __future__ import annotations
 
@@ -37,10 +38,18 @@ LOCAL_EXECUTION = '''    executor="local",
 
 
 @pytest.fixture(scope="module")
-def scratch(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScratchRepo]:
-    repo = ScratchRepo(repo_root, tmp_path_factory.mktemp("iris-repo"))
-    yield repo
-    repo.close()
+def scratch(scratch_copy: ScratchRepo) -> Iterator[ScratchRepo]:
+    """The session's scratch copy (its pantsd, up already when test_hostile_build ran first,
+    shared with other modules); the countdown BUILD the test edits is put back at the end."""
+    repo = scratch_copy.view()
+    build = repo.root / "experiments/countdown/BUILD"
+    original = build.read_text()
+    try:
+        yield repo
+    finally:
+        if build.read_text() != original:
+            build.write_text(original)
+            repo.commit_all("experiments/countdown/BUILD as it was")
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +98,7 @@ def test_countdown_smoke_on_a_local_iris_controller(
 
     def launch() -> subprocess.Popen:
         return subprocess.Popen(
-            [str(scratch.root / "pants"), "--no-pantsd", "run", "experiments/countdown:smoke"],
+            [str(scratch.root / "pants"), "run", "experiments/countdown:smoke"],
             cwd=scratch.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
 
@@ -124,9 +133,8 @@ def test_countdown_smoke_on_a_local_iris_controller(
 
     # The full run (60 steps, about a minute), detached: status, logs and stop go to Iris.
     detached = subprocess.run(
-        [str(scratch.root / "pants"), "--no-pantsd", "run", "experiments/countdown:launch", "--",
-         "--detach"], cwd=scratch.root, env=env, capture_output=True, text=True, timeout=900,
-        check=False)
+        [str(scratch.root / "pants"), "run", "experiments/countdown:launch", "--", "--detach"],
+        cwd=scratch.root, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert detached.returncode == 0, detached.stdout[-3000:] + detached.stderr[-3000:]
     ledger = json.loads((countdown_store / "_ledger" / FULL / "dev.json").read_text())
     second = ledger["attempts"][-1]
