@@ -105,7 +105,8 @@ class Estimate:
     when `terms` is read. A plain class, read-only by convention (made for every phase of every
     plan, where a frozen dataclass costs a setattr per field)."""
 
-    __slots__ = ("phase", "total", "fixed", "tokens", "growing", "_adder", "_args", "_kept")
+    __slots__ = ("phase", "total", "fixed", "tokens", "growing", "per_token", "_adder", "_args",
+                 "_kept")
 
     def __init__(self, phase: str, adder: Callable[..., None], args: tuple[Any, ...],
                  keep: bool = False) -> None:
@@ -118,6 +119,8 @@ class Estimate:
         """The micro batch's tokens on this GPU at full length (0: no term grows with them)."""
         self.growing: float = 0
         """The bytes of the terms that grow with the micro batch's tokens."""
+        self.per_token: float = 0.0
+        """Bytes per token of the micro batch (the growing terms are linear in the tokens)."""
         self._adder, self._args = adder, args
         self._kept: list[Term] | None = [] if keep else None
         """The terms in words: kept when made with `keep`, else once `terms` is read."""
@@ -132,6 +135,7 @@ class Estimate:
             self.growing += bytes
             if tokens > self.tokens:
                 self.tokens = tokens
+            self.per_token = self.growing / self.tokens
         else:
             self.fixed += bytes
         if self._kept is not None:
@@ -149,17 +153,13 @@ class Estimate:
     def sum_text(self) -> str:
         return " + ".join(term.text() for term in self.terms) + f" = {gib(self.total)}"
 
-    def per_token(self) -> float:
-        """Bytes per token of the micro batch (the growing terms are linear in the tokens)."""
-        return self.growing / self.tokens if self.tokens else 0.0
-
     def at(self, tokens: float) -> float:
         """The phase's peak with `tokens` tokens of micro batch on this GPU."""
-        return self.fixed + self.per_token() * tokens
+        return self.fixed + self.per_token * tokens
 
     def tokens_that_fit(self, memory: float) -> int:
         """The most micro-batch tokens on this GPU that fit in `memory` bytes."""
-        per = self.per_token()
+        per = self.per_token
         return int((memory - self.fixed) // per) if per else 0
 
 

@@ -354,7 +354,7 @@ def _judge(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
                       f"{what} fails with out-of-memory once {when}: the worst case, every "
                       f"sequence at {memory.sequence} tokens, is {_share(estimate, memory)}; "
                       f"shorter sequences fit ({gib(estimate.fixed)} fixed + "
-                      f"{estimate.per_token():.0f} B per token)", fix)
+                      f"{estimate.per_token:.0f} B per token)", fix)
     elif estimate.total > THIN * memory.gpu:
         yield warning(code, paths,
                       f"{what} leaves less than {100 - 100 * THIN:.0f}% of the GPU free (CUDA "
