@@ -20,8 +20,9 @@ The rate of run_preflight alone on fresh random plans (parsed outside the timed 
 printed too, and the random plans' rate with parse_spec's and run_preflight's memos emptied
 before every plan: what reusing the part beside the plan is worth (it is validated once per
 distinct content, and a rule that reads nothing of the plan runs once per distinct rest of the
-spec: every rule has run on exactly each plan's inputs); the estimates' own LRU caches (memory
-terms, batch sizes) stay as they are.
+spec: every rule has run on exactly each plan's inputs); the rules' own memos of pure values
+(the memory rules' estimates, shapes and verdicts, BATCH010's batch sizes, the placement
+groups) stay as they are.
 CPU time (time.process_time) is measured, not wall time: the machine is shared. Target: >= 10,000
 plans per CPU second on random plans, which a search over role plans needs (`rlaunch plans`).
 
