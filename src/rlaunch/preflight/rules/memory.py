@@ -292,10 +292,11 @@ def _share(estimate: Estimate, memory: Memory) -> str:
             f"{memory.accelerator}, {gib(memory.gpu)})")
 
 
-_VERDICTS: Memo[tuple[Any, ...], tuple[Estimate, tuple[Finding, ...]]] = Memo(4096)
+_VERDICTS: Memo[tuple[Any, ...], tuple[Any, ...]] = Memo(4096)
 """The inputs of a verdict that finds something (the estimate by identity, the rule's words by
-identity, the GPU, the micro batch, the padding setting) -> `(estimate, findings)`: the
-estimate held, so no other takes its identity while the entry lives. Writing a finding's terms
+identity, the GPU, the micro batch, the padding setting) -> `(estimate, paths, fix,
+findings)`: the objects keyed by identity held, so no other takes their identity while the
+entry lives (a caller may pass words it built). Writing a finding's terms
 costs ten times judging them, and a search meets the same overflowing phase again and again
 (the trainer phases' estimates are kept per inputs: the same object)."""
 
@@ -315,9 +316,9 @@ def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
            memory.sequence, padding)
     known = _VERDICTS.get(key)
     if known is None:
-        known = _VERDICTS.put(key, (estimate, tuple(
+        known = _VERDICTS.put(key, (estimate, paths, fix, tuple(
             _judge(code, paths, what, estimate, memory, shape, fix, padding))))
-    return known[1]
+    return known[3]
 
 
 def _judge(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
