@@ -121,26 +121,26 @@ class FreshPlans:
 
 
 class GcClock:
-    """CPU time spent in Python's garbage collector while `counting` (gc.callbacks): a full
-    collection walks every tracked object, so what a memo keeps per plan costs time that no
-    instruction count of the rules shows."""
+    """CPU time spent in Python's garbage collector within `with` blocks (gc.callbacks, kept
+    only while inside one): a full collection walks every tracked object, so what a memo keeps
+    per plan costs time that no instruction count of the rules shows."""
 
     def __init__(self) -> None:
-        self.counting = False
         self.spent = 0.0
         self._began = 0.0
+
+    def __enter__(self) -> GcClock:
         gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
-        if not self.counting:
-            return
         if phase == "start":
             self._began = time.process_time()
         else:
             self.spent += time.process_time() - self._began
-
-
-GC_CLOCK = GcClock()
 
 
 def cpu_rate(action: Callable[[list[Any]], None], batch: Callable[[], list[Any]],
@@ -148,17 +148,16 @@ def cpu_rate(action: Callable[[list[Any]], None], batch: Callable[[], list[Any]]
     """Items per CPU second of `action` over batches of items, made by `batch()` outside the
     timed region, one batch a pass, for at least `seconds` of CPU time and at least one pass;
     and the CPU seconds per item spent collecting garbage within it."""
-    items, spent, collecting = 0, 0.0, GC_CLOCK.spent
+    items, spent, collecting = 0, 0.0, GcClock()
     while True:
         work = batch()
         start = time.process_time()
-        GC_CLOCK.counting = True
-        action(work)
-        GC_CLOCK.counting = False
+        with collecting:
+            action(work)
         spent += time.process_time() - start
         items += len(work)
         if spent >= seconds:
-            return items / spent, (GC_CLOCK.spent - collecting) / items
+            return items / spent, collecting.spent / items
 
 
 def parse_and_preflight(documents: list[dict[str, Any]]) -> None:
