@@ -597,20 +597,21 @@ def _submit_and_follow(
         raise LaunchRefused(f"{err}; nothing was built, recorded or submitted") from None
     try:
         materialize_inputs(plan, say, verify=verify)
+        laps.lap("inputs")
+        try:
+            consumed = consumed_exports(spec, plan.store_prefix)
+        except (BuildError, StoreError, LedgerError) as err:
+            raise LaunchRefused(f"recording the run exports {spec.identity} reads failed: {err}")
+        attempt_id = new_attempt_id()
+        job_yaml = attempt_copy(plan, rendered, attempt_id)
     except KeyboardInterrupt:
-        # No attempt was started yet; the executor stops the head it was starting.
+        # Up to here no attempt is recorded (the inputs, the exports they read, the attempt's
+        # copy of the YAML); the executor stops the head it was starting.
         say(f"rlaunch: interrupted while the inputs of {spec.identity} were built; nothing was"
             " submitted")
         return LaunchResult(spec.identity, rendered.path, rendered.digest, False,
                             interrupted=True)
-    laps.lap("inputs")
-    try:
-        consumed = consumed_exports(spec, plan.store_prefix)
-    except (BuildError, StoreError, LedgerError) as err:
-        raise LaunchRefused(f"recording the run exports {spec.identity} reads failed: {err}")
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
-    attempt_id = new_attempt_id()
-    job_yaml = attempt_copy(plan, rendered, attempt_id)
     smoke_of = f"{spec.smoke_of.name}@{spec.smoke_of.version}" if spec.smoke_of else None
     ledger.update(spec.name, spec.version, lambda record: start_attempt(
         record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
