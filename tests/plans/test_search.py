@@ -301,9 +301,10 @@ def on_the_smoke_runtime(base: dict[str, Any]) -> None:
      "--allow-lora 0: a LoRA rank is a positive integer (e.g. 16 or 32); leave the option out"
      " to search full fine-tuning only"),
     (None, ("--allow-offload", "--strategy", "megatron"),
-     "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers only"
-     " (preflight's memory rules do not model Megatron's optimizer offload), so it would try"
-     " nothing; add --strategy fsdp, or drop --allow-offload"),
+     "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers only,"
+     " so it would try nothing (Megatron's optimizer offload is not searched: set"
+     " trainer.policy.megatron_config.optimizer_config_kwargs in SPEC's settings, and"
+     " preflight's memory rules count it); add --strategy fsdp, or drop --allow-offload"),
     (with_lora, ("--allow-lora", "16"),
      "--allow-lora 16: SPEC already trains LoRA adapters (settings"
      " trainer.policy.model.lora.rank = 64), and every plan keeps them; drop --allow-lora, or"

@@ -25,6 +25,7 @@ from rlaunch.plans.search import (
 )
 from rlaunch.plans.search import ranked as rank_plans
 from rlaunch.plans.search import search as search_plans
+from rlaunch.preflight.rules.memory import MEGATRON_OPTIMIZER_KWARGS
 from rlaunch.spec.documents import DocumentError, read_document
 from rlaunch.spec.io import SpecError, parse_spec
 from rlaunch.spec.run import RunSpec
@@ -96,8 +97,9 @@ def _read(path: str, what: str) -> Any:
                    " (trainer.ref.fsdp_config.cpu_offload,"
                    " trainer.policy.fsdp_config.cpu_offload) for plans that do not fit"
                    " without it. Offload costs speed: such a plan ranks after plans of as many"
-                   " idle GPUs without it. Megatron's optimizer offload is not searched"
-                   " (preflight's memory rules do not model it).")
+                   " idle GPUs without it. Megatron's optimizer offload is not searched: set"
+                   " trainer.policy.megatron_config.optimizer_config_kwargs in SPEC's settings,"
+                   " and preflight's memory rules count it.")
 @click.option("--allow-lora", "lora_rank", type=int, default=None, metavar="RANK",
               help="Also try LoRA adapters of rank RANK on the policy"
                    " (trainer.policy.model.lora.rank; alpha and target modules stay SPEC's or"
@@ -175,8 +177,9 @@ def allowances(spec: RunSpec, strategies: tuple[str, ...], offload: bool,
     if offload and "fsdp" not in strategies:
         raise click.ClickException(
             "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers"
-            " only (preflight's memory rules do not model Megatron's optimizer offload), so it"
-            " would try nothing; add --strategy fsdp, or drop --allow-offload")
+            " only, so it would try nothing (Megatron's optimizer offload is not searched: set"
+            f" {MEGATRON_OPTIMIZER_KWARGS} in SPEC's settings, and preflight's memory rules"
+            " count it); add --strategy fsdp, or drop --allow-offload")
     if offload:
         _settable(spec, "--allow-offload", POLICY_OFFLOAD, True)
     if lora_rank is None:

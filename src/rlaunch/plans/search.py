@@ -239,8 +239,8 @@ NO_CONCESSION = Concession((), "", "")
 def concessions(trainers: Trainers, allowed: Allowed, base_settings: dict[str, Any]
                 ) -> list[Concession]:
     """The concessions of a trainer choice, cheapest first: none; offloading the reference (one
-    forward pass a step), the policy, both (FSDP only: preflight's memory rules model no
-    Megatron offload); then LoRA, alone and with each offload. One that changes nothing of the
+    forward pass a step), the policy, both (FSDP only: Megatron's optimizer offload stays the
+    spec's own setting); then LoRA, alone and with each offload. One that changes nothing of the
     base spec's settings (the base already offloads the reference) is left out."""
     offloads: list[tuple[tuple[str, ...], str]] = [((), "")]
     if allowed.offload and trainers.strategy == "fsdp":

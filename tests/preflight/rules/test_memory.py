@@ -6,10 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from rlaunch.preflight.engine.check import Check
-from rlaunch.preflight.rules.memory import memory_estimates, qwen14b_on_a100_40, qwen14b_on_l4
+from rlaunch.preflight.rules.memory import (
+    MEGATRON_OPTIMIZER_KWARGS,
+    memory_estimates,
+    optimizer_offload,
+    qwen14b_on_a100_40,
+    qwen14b_on_l4,
+)
 from rlaunch.preflight.estimates.gpu_memory import (
+    NO_OFFLOAD,
     Activations,
     EngineShape,
+    OptimizerOffload,
     kv_bytes_per_token,
     policy_training,
 )
@@ -155,6 +163,67 @@ def test_an_unknown_accelerator_names_the_table_and_simulated_gpus_are_exempt() 
 def test_the_worked_megatron_and_disaggregated_plans_fit() -> None:
     assert mem_findings(example("megatron-moe-5x8")) == []
     assert mem_findings(example("disaggregated-8x8-tp8")) == []
+
+
+def megatron_on_v100_32(**kwargs: Any) -> dict[str, Any]:
+    """The worked Megatron plan (Qwen3-30B-A3B, TP 4 EP 8 over 4 x 8) on V100-32GB, its
+    `optimizer_config_kwargs` as given (none: SkyRL's defaults)."""
+    data = example("megatron-moe-5x8")
+    data["execution"]["allocation"]["accelerator"] = "V100-32GB"
+    data["settings"] = {MEGATRON_OPTIMIZER_KWARGS: kwargs} if kwargs else {}
+    return data
+
+
+ADAM_TERMS = "Adam state (0.38e9 / DP 8 + 3.63e9 / expert DP 4) x "
+
+
+def test_megatrons_optimizer_offload_takes_the_offloaded_adam_state_off_the_gpu() -> None:
+    # All of Adam's state on the GPU: weights, grads and the state alone overflow 32 GB.
+    assert [f[:2] for f in mem_findings(megatron_on_v100_32())] == [
+        ("MEM002", "error"), ("MEM003", "error")]
+    assert f"{ADAM_TERMS}12 B = 10.7 GiB" in mem_findings(megatron_on_v100_32())[0][2]
+    # Every parameter's moments on the CPU; the distributed optimizer's fp32 main shard stays.
+    offloaded = megatron_on_v100_32(optimizer_cpu_offload=True, optimizer_offload_fraction=1.0)
+    assert mem_findings(offloaded) == []
+    adam = (f"{ADAM_TERMS}4 B (fp32 master 4 + Adam moments 8 x 0% on the GPU,"
+            " optimizer_offload_fraction 1) = 3.6 GiB")
+    sums = estimates(offloaded)
+    assert adam in sums["policy training"] and sums["policy training"].endswith("= 27.2 GiB")
+    assert adam in sums["policy forward"] and sums["policy forward"].endswith("= 27.0 GiB")
+    # Half offloaded with the precision-aware optimizer, which takes its master params along.
+    half = megatron_on_v100_32(optimizer_cpu_offload=True, optimizer_offload_fraction=0.5,
+                               use_precision_aware_optimizer=True)
+    assert mem_findings(half) == [(
+        "MEM002", "warning",
+        "The policy's training step leaves less than 10% of the GPU free (CUDA contexts, NCCL"
+        " buffers and fragmentation are not in the sum): weights + grads (0.38e9 + 3.63e9 params"
+        f" on this GPU) x 6 B = 22.4 GiB + {ADAM_TERMS}6 B ((fp32 master 4 + Adam moments 8) x"
+        " 50% on the GPU, optimizer_offload_fraction 0.5, use_precision_aware_optimizer) ="
+        " 5.3 GiB + activations (gradient checkpointing) (48 layers x 2 B + one layer 34 B) x"
+        " micro 4 x 1536 tokens x hidden 2048 / TP 4 = 0.4 GiB + logits (bf16 + the divide's"
+        " gradient) 4 B x micro 4 x 1536 tokens x vocab 151936 / TP 4 = 0.9 GiB = 29.0 GiB (91%"
+        " of one V100-32GB, 32.0 GiB)")]
+
+
+def test_the_offload_fraction_counts_as_megatron_core_applies_it() -> None:
+    assert optimizer_offload({"optimizer_cpu_offload": True, "optimizer_offload_fraction": 0.25}
+                             ) == OptimizerOffload(0.25, False)
+    assert optimizer_offload({"optimizer_cpu_offload": True, "optimizer_offload_fraction": 1,
+                              "use_precision_aware_optimizer": True}) == OptimizerOffload(1.0, True)
+    # HybridDeviceOptimizer offloads while the count so far is below fraction x the count.
+    assert optimizer_offload({"optimizer_cpu_offload": True, "optimizer_offload_fraction": 3}
+                             ) == OptimizerOffload(1.0, False)
+    for kwargs in (
+        None, "offload", {}, {"optimizer_offload_fraction": 1.0},  # SkyRL's default: no offload
+        {"optimizer_cpu_offload": False, "optimizer_offload_fraction": 1.0},
+        {"optimizer_cpu_offload": True},  # SkyRL fills in fraction 0.0
+        {"optimizer_cpu_offload": True, "optimizer_offload_fraction": -0.5},
+        {"optimizer_cpu_offload": True, "optimizer_offload_fraction": "1.0"},
+        {"optimizer_cpu_offload": True, "optimizer_offload_fraction": float("nan")},
+    ):
+        assert optimizer_offload(kwargs) == NO_OFFLOAD, kwargs
+    assert NO_OFFLOAD.bytes == 12
+    assert OptimizerOffload(0.5, False).bytes == 8 and OptimizerOffload(0.5, True).bytes == 6
 
 
 def test_weights_grads_and_adam_are_the_zero_papers_16_bytes_per_parameter() -> None:

@@ -48,6 +48,7 @@ UNSHARDED_TRAIN = 4  # an all-gathered unit while it computes: bf16 params 2 + b
 UNSHARDED_FORWARD = 2  # an all-gathered unit in a forward-only pass: bf16 params
 MEGATRON_LOCAL = 6  # bf16 params 2 + fp32 main grads 4 (grad_reduce_in_fp32)
 MEGATRON_OPTIMIZER = 12  # fp32 master params 4 + Adam moments 8, over DP (distributed optimizer)
+MEGATRON_MASTER = 4  # of MEGATRON_OPTIMIZER: the fp32 master params; the rest is Adam's moments
 # Megatron LoRA: the base is frozen in bf16, and Megatron's DDP gives grad buffers only to
 # parameters that require grad (the adapters), so a base parameter costs its 2 bytes.
 MEGATRON_FROZEN = 2
@@ -310,16 +311,61 @@ def _local(add: Add, name: str, dense: float, expert: float, per: int) -> None:
     add(name, (dense + expert) * per, 0, _local_text, dense, expert, per)
 
 
-def _adam_text(dense: float, dp_dense: int, expert: float, dp_expert: int) -> str:
+class OptimizerOffload(NamedTuple):
+    """Megatron's optimizer CPU offload, as SkyRL hands `optimizer_config_kwargs` to
+    Megatron-core's `OptimizerConfig` (skyrl/backends/skyrl_train/distributed/megatron/
+    optimizer.py `init_megatron_optim_config`, SkyRL 0.3.0 and 0.4.0). With
+    `optimizer_cpu_offload`, Megatron-core wraps the step in `HybridDeviceOptimizer`
+    (megatron/core/optimizer/__init__.py), which moves the optimizer step of the first
+    `optimizer_offload_fraction` of the parameters, by count, to the CPU
+    (cpu_offloading/hybrid_optimizer.py `_get_sub_optimizer_param_groups`): their Adam moments
+    live there. Their fp32 master copy moves too only with `use_precision_aware_optimizer` (the
+    optimizer then holds the master params); without it the distributed optimizer's fp32 main
+    shard stays on the GPU (distrib_optimizer.py `_build_model_and_main_param_groups`)."""
+
+    fraction: float
+    """Of the parameters whose optimizer state is on the CPU: 0 (no offload) to 1."""
+    precision_aware: bool
+    """`use_precision_aware_optimizer`: the master params move with the offloaded fraction."""
+
+    @property
+    def bytes(self) -> float:
+        """Optimizer bytes per local parameter on the GPU, over DP."""
+        kept = 1 - self.fraction
+        if self.precision_aware:
+            return MEGATRON_OPTIMIZER * kept
+        return MEGATRON_MASTER + (MEGATRON_OPTIMIZER - MEGATRON_MASTER) * kept
+
+    def text(self) -> str:
+        """` x 12 B`, or the bytes and how offload makes them."""
+        if not self.fraction:
+            return f" x {MEGATRON_OPTIMIZER} B"
+        kept = f"{100 * (1 - self.fraction):g}% on the GPU, optimizer_offload_fraction"
+        if self.precision_aware:
+            return (f" x {self.bytes:g} B ((fp32 master {MEGATRON_MASTER} + Adam moments "
+                    f"{MEGATRON_OPTIMIZER - MEGATRON_MASTER}) x {kept} {self.fraction:g},"
+                    " use_precision_aware_optimizer)")
+        return (f" x {self.bytes:g} B (fp32 master {MEGATRON_MASTER} + Adam moments "
+                f"{MEGATRON_OPTIMIZER - MEGATRON_MASTER} x {kept} {self.fraction:g})")
+
+
+NO_OFFLOAD = OptimizerOffload(0.0, False)
+"""Megatron's optimizer state all on the GPU (SkyRL's default `optimizer_config_kwargs`)."""
+
+
+def _adam_text(dense: float, dp_dense: int, expert: float, dp_expert: int,
+               optimizer: OptimizerOffload) -> str:
     return (f"({billions(dense)} / DP {dp_dense} + {billions(expert)} / expert DP {dp_expert})"
-            f" x {MEGATRON_OPTIMIZER} B")
+            + optimizer.text())
 
 
-def _megatron_adam(add: Add, shape: Parallelism, dense: float, expert: float) -> None:
-    """Megatron's distributed optimizer: Adam state of the local parameters over DP."""
+def _megatron_adam(add: Add, shape: Parallelism, dense: float, expert: float,
+                   optimizer: OptimizerOffload) -> None:
+    """Megatron's distributed optimizer: Adam state of the local parameters over DP, less what
+    its CPU offload moves off the GPU."""
     dp_dense, dp_expert = optimizer_shards(shape)
-    add("Adam state", (dense / dp_dense + expert / dp_expert) * MEGATRON_OPTIMIZER, 0,
-        _adam_text, dense, dp_dense, expert, dp_expert)
+    add("Adam state", (dense / dp_dense + expert / dp_expert) * optimizer.bytes, 0,
+        _adam_text, dense, dp_dense, expert, dp_expert, optimizer)
 
 
 def _unsharded_text(root: int, layer: int, per: int) -> str:
@@ -397,16 +443,18 @@ def critic_facts(facts: ModelFacts) -> ModelFacts:
 
 def policy_training(facts: ModelFacts, shape: Parallelism, activations: Activations,
                     checkpointing: bool, offload: bool, lora_rank: int,
-                    role: str = "policy") -> Estimate:
+                    role: str = "policy", optimizer: OptimizerOffload = NO_OFFLOAD) -> Estimate:
     """A trainer's forward and backward of one micro batch, with its optimizer state: the
     policy's, or (`role` "critic", facts from `critic_facts`) the critic's, which has no
-    logits."""
+    logits. `offload`: FSDP's CPU offload; `optimizer`: Megatron's optimizer offload."""
     return Estimate(f"{role} training", _training, (
-        sizes(facts), shape, activations, checkpointing, offload, lora_rank, role == "policy"))
+        sizes(facts), shape, activations, checkpointing, offload, lora_rank, role == "policy",
+        optimizer))
 
 
 def _training(estimate: Estimate, model: Sizes, shape: Parallelism, activations: Activations,
-              checkpointing: bool, offload: bool, lora_rank: int, logits: bool) -> None:
+              checkpointing: bool, offload: bool, lora_rank: int, logits: bool,
+              optimizer: OptimizerOffload) -> None:
     add = estimate.add
     if shape.strategy == "megatron":
         dense, expert = local_parameters(model, shape)
@@ -415,11 +463,11 @@ def _training(estimate: Estimate, model: Sizes, shape: Parallelism, activations:
             adapters = lora_rank * model.lora
             ranks = shape.tensor * shape.pipeline
             add(f"LoRA rank {lora_rank} weights + grads + Adam",
-                adapters * (MEGATRON_LOCAL / ranks + MEGATRON_OPTIMIZER / shape.world), 0,
-                _adapters_text, adapters, ranks, shape.world)
+                adapters * (MEGATRON_LOCAL / ranks + optimizer.bytes / shape.world), 0,
+                _adapters_text, adapters, ranks, shape.world, optimizer)
         else:
             _local(add, "weights + grads", dense, expert, MEGATRON_LOCAL)
-            _megatron_adam(add, shape, dense, expert)
+            _megatron_adam(add, shape, dense, expert, optimizer)
     elif lora_rank > 0:
         if not offload:
             _sharded(add, "frozen weights", model.params, FSDP_FROZEN_PARAM, shape.world)
@@ -433,26 +481,27 @@ def _training(estimate: Estimate, model: Sizes, shape: Parallelism, activations:
     _activations(add, model, activations, checkpointing, True, logits)
 
 
-def _adapters_text(adapters: int, ranks: int, world: int) -> str:
+def _adapters_text(adapters: int, ranks: int, world: int, optimizer: OptimizerOffload) -> str:
     return (f"{billions(adapters)} params x ({MEGATRON_LOCAL} B / TP x PP {ranks} + "
-            f"{MEGATRON_OPTIMIZER} B / {world})")
+            f"{optimizer.bytes:g} B / {world})")
 
 
 def policy_forward(facts: ModelFacts, shape: Parallelism, activations: Activations,
                    offload: bool, optimizer_resident: bool, lora_rank: int,
-                   role: str = "policy") -> Estimate:
+                   role: str = "policy", optimizer: OptimizerOffload = NO_OFFLOAD) -> Estimate:
     """The policy's forward-only pass for the old log-probs (`micro_forward_batch_size_per_gpu`).
     `WorkerDispatch.forward` (skyrl/backends/skyrl_train/workers/worker_dispatch.py) puts the
     model on the GPU without its optimizer (`_ensure_on_gpu(need_optimizer=False)`); the
     optimizer state is there anyway when nothing offloads it (`optimizer_resident`: no
-    `colocate_all`, no CPU offload)."""
+    `colocate_all`, no CPU offload; under Megatron less what `optimizer` offloads)."""
     return Estimate(f"{role} forward", _forward, (
         sizes(facts), shape, activations, offload, optimizer_resident, lora_rank,
-        role == "policy"))
+        role == "policy", optimizer))
 
 
 def _forward(estimate: Estimate, model: Sizes, shape: Parallelism, activations: Activations,
-             offload: bool, optimizer_resident: bool, lora_rank: int, logits: bool) -> None:
+             offload: bool, optimizer_resident: bool, lora_rank: int, logits: bool,
+             optimizer: OptimizerOffload) -> None:
     add = estimate.add
     if shape.strategy == "megatron":
         dense, expert = local_parameters(model, shape)
@@ -461,7 +510,7 @@ def _forward(estimate: Estimate, model: Sizes, shape: Parallelism, activations: 
         else:
             _local(add, "weights + grad buffers", dense, expert, MEGATRON_LOCAL)
             if optimizer_resident:
-                _megatron_adam(add, shape, dense, expert)
+                _megatron_adam(add, shape, dense, expert, optimizer)
     else:
         if not offload:
             _sharded(add, "weights", model.params, FSDP_FROZEN_PARAM, shape.world)

@@ -20,7 +20,8 @@ accelerator memory, so these rules do not apply to them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from rlaunch.preflight.engine.check import Check, usable_facts
@@ -30,11 +31,13 @@ from rlaunch.preflight.estimates.gpu_memory import (
     ACCELERATOR_MEMORY_GIB,
     DTYPE_BYTES,
     GIB,
+    NO_OFFLOAD,
     SHORTEST_SEQUENCE,
     SIMULATED,
     Activations,
     EngineShape,
     Estimate,
+    OptimizerOffload,
     Term,
     accelerator_memory,
     critic_facts,
@@ -62,6 +65,7 @@ TRAINER_BF16 = "trainer.bf16"
 PADDING_REMOVAL = "trainer.remove_microbatch_padding"
 TOKEN_CAP = "trainer.max_tokens_per_microbatch"
 PER_MINIBATCH = "trainer.recompute_old_logprobs_per_minibatch"
+MEGATRON_OPTIMIZER_KWARGS = "trainer.policy.megatron_config.optimizer_config_kwargs"
 # Above this share of a GPU a phase fits on paper, but CUDA contexts, NCCL buffers and the
 # allocator's fragmentation (not in the sums) may take the rest.
 THIN = 0.9
@@ -88,11 +92,12 @@ class Settings(NamedTuple):
     per_minibatch: Any
     gpu_memory: Any
     engine_dtype: Any
+    megatron_optimizer: Any
 
 
 SETTINGS_READ = (CHECKPOINTING, CPU_OFFLOAD, LORA_RANK, REF_OFFLOAD, CRITIC_OFFLOAD,
                  CRITIC_LORA_RANK, TRAINER_BF16, PADDING_REMOVAL, TOKEN_CAP, PER_MINIBATCH,
-                 GPU_MEMORY, ENGINE_DTYPE)
+                 GPU_MEMORY, ENGINE_DTYPE, MEGATRON_OPTIMIZER_KWARGS)
 """The names of Settings' fields, in their order."""
 _SETTINGS: Memo[tuple[int, int], tuple[object, object, Settings]] = Memo(64)
 """The identities of a spec's `settings` and `runtime` (all `skyrl_setting` reads) ->
@@ -130,6 +135,24 @@ class Memory(NamedTuple):
     """What the estimates read of the policy's layout (`_layout`)."""
     offload: bool
     """The policy's weights, grads and optimizer on the CPU (FSDP's `cpu_offload`)."""
+    optimizer: OptimizerOffload
+    """Megatron's optimizer offload (`optimizer_offload`); NO_OFFLOAD under FSDP."""
+
+
+def optimizer_offload(kwargs: Any) -> OptimizerOffload:
+    """Megatron's optimizer offload as `optimizer_config_kwargs` sets it (SkyRL fills in the keys
+    a run leaves out with its defaults: no offload, fraction 0): none unless
+    `optimizer_cpu_offload` is true, and then `optimizer_offload_fraction` as Megatron-core's
+    `HybridDeviceOptimizer` applies it, comparing the count offloaded with the fraction x the
+    count (below 0 offloads nothing, above 1 everything). A fraction that is not a finite number
+    offloads nothing here: the sums then keep the whole state on the GPU."""
+    if not isinstance(kwargs, Mapping) or kwargs.get("optimizer_cpu_offload") is not True:
+        return NO_OFFLOAD
+    fraction = kwargs.get("optimizer_offload_fraction", 0.0)
+    if not isinstance(fraction, (int, float)) or not math.isfinite(fraction) or fraction <= 0:
+        return NO_OFFLOAD
+    return OptimizerOffload(min(float(fraction), 1.0),
+                            kwargs.get("use_precision_aware_optimizer") is True)
 
 
 def memory_of(check: Check) -> Memory | None:
@@ -167,7 +190,8 @@ def _memory_of(check: Check) -> Memory | None:
         _activations(plan.batch.micro_train_batch_size_per_gpu, sequence, split, tensor, cap),
         _activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
         sequence, settings, _layout(check.parallelism("policy")),
-        not megatron and bool(settings.cpu_offload))
+        not megatron and bool(settings.cpu_offload),
+        optimizer_offload(settings.megatron_optimizer) if megatron else NO_OFFLOAD)
 
 
 _SHAPES: Memo[tuple[int, int, int, int, int], Activations] = Memo(1024)
@@ -237,7 +261,8 @@ def _policy_estimate(check: Check, memory: Memory) -> Estimate:
     facts = memory.facts
     return _estimate((policy_training, id(facts), memory.layout, memory.activations,
                       bool(settings.checkpointing), memory.offload,
-                      int(settings.lora_rank)), facts, check, "policy")
+                      int(settings.lora_rank), "policy", memory.optimizer), facts, check,
+                     "policy")
 
 
 def _policy_forward(check: Check, memory: Memory) -> Estimate:
@@ -246,7 +271,8 @@ def _policy_forward(check: Check, memory: Memory) -> Estimate:
     offload = memory.offload
     return _estimate((policy_forward, id(facts), memory.layout, memory.forward, offload,
                       not offload and not check.plan.placement.colocate_all,
-                      int(settings.lora_rank)), facts, check, "policy")
+                      int(settings.lora_rank), "policy", memory.optimizer), facts, check,
+                     "policy")
 
 
 def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
@@ -419,7 +445,9 @@ def policy_fits(check: Check) -> tuple[Finding, ...]:
     padding, so the cost follows the tokens a micro batch holds); a warning above 90%. FSDP:
     16 B per parameter (fp32 weights, grads and Adam moments) over the policy's GPUs, plus the
     all-gathered root unit and one layer; Megatron: 6 B per local parameter and 12 B over DP
-    (distributed optimizer). Offload (`trainer.policy.fsdp_config.cpu_offload`) and LoRA
+    (distributed optimizer), less what its optimizer CPU offload moves
+    (`trainer.policy.megatron_config.optimizer_config_kwargs`). Offload
+    (`trainer.policy.fsdp_config.cpu_offload`) and LoRA
     (`trainer.policy.model.lora.rank`, FSDP and Megatron) as set. Beyond SkyRL: an
     out-of-memory error mid-step otherwise."""
     memory = memory_of(check)
