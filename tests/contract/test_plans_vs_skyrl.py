@@ -27,7 +27,8 @@ BUDGETS = {
     "qwen2.5-14b-8x-a100-40gb": ("qwen2.5-14b-separate-ref", Budget(1, 8, "A100-40GB"),
                                  ("fsdp", "megatron"), Allowed()),
     # Budgets where no plan fits without a concession (tests/plans/test_search.py): every
-    # printed plan offloads the policy, or trains LoRA adapters (FSDP and Megatron).
+    # printed plan offloads the policy (its optimizer state under Megatron), or trains LoRA
+    # adapters (FSDP and Megatron).
     "qwen2.5-14b-4x-a100-40gb-offload": ("qwen2.5-14b-separate-ref", Budget(1, 4, "A100-40GB"),
                                          ("fsdp",), Allowed(offload=True)),
     "qwen2.5-14b-4x-a100-40gb-lora-fsdp": ("qwen2.5-14b-separate-ref",
@@ -35,6 +36,10 @@ BUDGETS = {
                                            Allowed(lora_rank=32)),
     "qwen3-30b-a3b-1x4-h100-lora-megatron": ("qwen3-30b-a3b-megatron", Budget(1, 4, "H100"),
                                              ("megatron",), Allowed(lora_rank=16)),
+    # Megatron's optimizer state on the CPU (optimizer_config_kwargs).
+    "qwen3-30b-a3b-1x8-a100-40gb-offload-megatron": ("qwen3-30b-a3b-megatron",
+                                                     Budget(1, 8, "A100-40GB"), ("megatron",),
+                                                     Allowed(offload=True)),
 }
 
 
@@ -68,5 +73,5 @@ def test_skyrl_validate_cfg_accepts_every_printed_plan(tmp_path: Path) -> None:
     refused = {case_id: (outcome["error"], cases[case_id]["plan"], cases[case_id]["settings"])
                for case_id, outcome in report["results"].items() if not outcome["accepted"]}
     assert report["skyrl_version"] == "0.3.0"
-    assert len(report["results"]) == TOP * len(BUDGETS) == 35
+    assert len(report["results"]) == TOP * len(BUDGETS) == 40
     assert refused == {}, "SkyRL's validate_cfg refuses printed plans"

@@ -15,14 +15,19 @@ from click.testing import CliRunner
 
 from rlaunch.cli import main
 from rlaunch.plans.search import (
+    LORA_RANK,
+    NO_CONCESSION,
     Allowed,
     Budget,
+    Concession,
     candidate,
+    concessions,
     largest_micro,
     ranked,
     same_plan,
     search,
     standing,
+    trainer_choices,
 )
 from rlaunch.preflight import run_preflight
 from rlaunch.spec import parse_spec
@@ -41,6 +46,11 @@ def experiment(name: str) -> dict[str, Any]:
     return data
 
 
+OPTIMIZER_KWARGS = "trainer.policy.megatron_config.optimizer_config_kwargs"
+BUDGET_30B = ("--nodes", "1", "--gpus-per-node", "8", "--accelerator", "A100-40GB",
+              "--strategy", "megatron")
+
+
 def plan_texts(plans: list[Any]) -> list[str]:
     return sorted(json.dumps([v.spec.role_plan.model_dump(mode="json"),
                               v.candidate.concession.settings], sort_keys=True)
@@ -56,6 +66,7 @@ def plan_texts(plans: list[Any]) -> list[str]:
      Allowed(offload=True, lora_rank=32)),
     ("qwen2.5-1.5b-gsm8k", Budget(1, 2, "L4"), ("fsdp", "megatron"),
      Allowed(offload=True, lora_rank=8)),
+    ("qwen3-30b-a3b-megatron", Budget(1, 4, "H100"), ("megatron",), Allowed(offload=True)),
 ])
 def test_the_pruned_search_finds_every_plan_brute_force_finds(
     name: str, budget: Budget, strategies: tuple[str, ...], allowed: Allowed
@@ -114,6 +125,7 @@ def literal(node: ast.expr) -> Any:
                                   "A100-40GB", "--allow-offload", "--allow-lora", "32"]),
     ("qwen2.5-1.5b-gsm8k", ["--nodes", "1", "--gpus-per-node", "2", "--accelerator", "L4",
                             "--allow-offload", "--allow-lora", "8", "--top", "20"]),
+    ("qwen3-30b-a3b-megatron", [*BUDGET_30B, "--allow-offload"]),
 ])
 def test_every_printed_plan_passes_preflight_as_written(
     tmp_path: Path, name: str, args: list[str]
@@ -209,20 +221,26 @@ def plans_output(tmp_path: Path, name: str, *args: str) -> list[str]:
     return result.output.splitlines()
 
 
+def only_with(tmp_path: Path, name: str, budget: tuple[str, ...], *allow: str) -> list[str]:
+    """The output of the search that `allow`s a concession, on a budget where the plain search
+    finds no plan (it says so, and exits 1)."""
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(experiment(name)))
+    plain = CliRunner().invoke(main, ["plans", str(spec_file), *budget])
+    assert plain.exit_code == 1
+    assert plain.output.splitlines()[-1].startswith("Error: no role plan of this budget passes")
+    return plans_output(tmp_path, name, *budget, *allow, "--top", "1")
+
+
 BUDGET_14B = ("--nodes", "1", "--gpus-per-node", "4", "--accelerator", "A100-40GB")
 
 
 def test_cpu_offload_fits_qwen14b_on_four_a100_40gb_where_no_plain_plan_does(
     tmp_path: Path
 ) -> None:
-    spec_file = tmp_path / "spec.json"
-    spec_file.write_text(json.dumps(experiment("qwen2.5-14b-separate-ref")))
-    plain = CliRunner().invoke(main, ["plans", str(spec_file), *BUDGET_14B])
-    assert plain.exit_code == 1
-    assert plain.output.splitlines()[-1].startswith("Error: no role plan of this budget passes")
-    lines = plans_output(tmp_path, "qwen2.5-14b-separate-ref", *BUDGET_14B, "--allow-offload",
-                         "--top", "1")
-    assert re.fullmatch(r"# 29 valid plan geometries \(29 plans\) on 1 x 4 A100-40GB: \d+"
+    lines = only_with(tmp_path, "qwen2.5-14b-separate-ref", BUDGET_14B, "--allow-offload")
+    # 29 FSDP geometries offload the policy, 12 Megatron ones its optimizer state.
+    assert re.fullmatch(r"# 41 valid plan geometries \(41 plans\) on 1 x 4 A100-40GB: \d+"
                         r" preflighted, \d+ ruled out by an earlier finding's family, [\d.]+ CPU"
                         r" seconds", lines[0]), lines[0]
     assert lines[2] == (
@@ -250,17 +268,45 @@ def test_cpu_offload_fits_qwen14b_on_four_a100_40gb_where_no_plain_plan_does(
     ]
 
 
+def test_optimizer_offload_fits_qwen3_30b_a3b_megatron_on_eight_a100_40gb(
+    tmp_path: Path
+) -> None:
+    """No Megatron plan fits 8 A100-40GB with Adam's state on the GPU; with every parameter's
+    moments on the CPU (Megatron-core's HybridDeviceOptimizer), 90 geometries do."""
+    lines = only_with(tmp_path, "qwen3-30b-a3b-megatron", BUDGET_30B, "--allow-offload")
+    assert lines[0].startswith("# 90 valid plan geometries (90 plans) on 1 x 8 A100-40GB: ")
+    assert lines[2] == (
+        "# 1. idle GPUs 0; needs CPU offload of the policy's optimizer state; warnings 2; engines"
+        " crossing nodes 0; rollout and training share all 8 GPUs (colocated); memory free per"
+        " GPU: policy training 1%, policy forward 38%, reference forward 73%, vLLM engine 15%")
+    assert lines[14] == ('    name="megatron-colocated-tp8-pp1-ep8-engines2x-tp1-dp4-ep4'
+                         '-offload-optimizer",')
+    assert lines[-1] == (f'#     "{OPTIMIZER_KWARGS}": {{"optimizer_cpu_offload": True,'
+                         ' "optimizer_offload_fraction": 1.0},')
+
+
+def test_optimizer_offload_keeps_the_specs_own_keys_and_is_not_offered_twice() -> None:
+    trainers = next(trainer_choices(Budget(1, 8, "H100"), ("megatron",), True, True))
+    own = {"use_precision_aware_optimizer": True, "optimizer_offload_fraction": 0.5}
+    offered = concessions(trainers, Allowed(offload=True), {OPTIMIZER_KWARGS: own})
+    assert [(c.settings, c.tag) for c in offered] == [
+        ((), ""),
+        (((OPTIMIZER_KWARGS, {"use_precision_aware_optimizer": True,
+                              "optimizer_offload_fraction": 1.0,
+                              "optimizer_cpu_offload": True}),), "offload-optimizer")]
+    # A spec that already offloads all of it is given no offload to try.
+    done = {"optimizer_cpu_offload": True, "optimizer_offload_fraction": 1.0}
+    assert concessions(trainers, Allowed(offload=True, lora_rank=8),
+                       {OPTIMIZER_KWARGS: done}) == [
+        NO_CONCESSION, Concession(((LORA_RANK, 8),), "LoRA rank 8", "lora8")]
+
+
 def test_lora_fits_qwen3_30b_a3b_megatron_on_four_h100_where_no_plain_plan_does(
     tmp_path: Path
 ) -> None:
     budget = ("--nodes", "1", "--gpus-per-node", "4", "--accelerator", "H100", "--strategy",
               "megatron")
-    spec_file = tmp_path / "spec.json"
-    spec_file.write_text(json.dumps(experiment("qwen3-30b-a3b-megatron")))
-    plain = CliRunner().invoke(main, ["plans", str(spec_file), *budget])
-    assert plain.exit_code == 1
-    lines = plans_output(tmp_path, "qwen3-30b-a3b-megatron", *budget, "--allow-lora", "16",
-                         "--top", "1")
+    lines = only_with(tmp_path, "qwen3-30b-a3b-megatron", budget, "--allow-lora", "16")
     assert lines[0].startswith("# 139 valid plan geometries (139 plans) on 1 x 4 H100: ")
     assert lines[2] == (
         "# 1. idle GPUs 0; needs LoRA rank 16; warnings 1; engines crossing nodes 0; rollout and"
@@ -300,11 +346,6 @@ def on_the_smoke_runtime(base: dict[str, Any]) -> None:
     (None, ("--allow-lora", "0"),
      "--allow-lora 0: a LoRA rank is a positive integer (e.g. 16 or 32); leave the option out"
      " to search full fine-tuning only"),
-    (None, ("--allow-offload", "--strategy", "megatron"),
-     "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers only,"
-     " so it would try nothing (Megatron's optimizer offload is not searched: set"
-     " trainer.policy.megatron_config.optimizer_config_kwargs in SPEC's settings, and"
-     " preflight's memory rules count it); add --strategy fsdp, or drop --allow-offload"),
     (with_lora, ("--allow-lora", "16"),
      "--allow-lora 16: SPEC already trains LoRA adapters (settings"
      " trainer.policy.model.lora.rank = 64), and every plan keeps them; drop --allow-lora, or"

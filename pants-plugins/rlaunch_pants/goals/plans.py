@@ -68,8 +68,9 @@ class PlansSubsystem(GoalSubsystem):
     top = IntOption(default=None, help="How many plans to print (the library's default: 5).")
     allow_offload = BoolOption(
         default=False,
-        help="Also try FSDP's CPU offload (reference, policy, both) for plans that do not fit "
-        "without it; such a plan ranks after plans of as many idle GPUs without it.",
+        help="Also try CPU offload (FSDP: the reference, the policy, both; Megatron: the "
+        "policy's optimizer state) for plans that do not fit without it; such a plan ranks "
+        "after plans of as many idle GPUs without it.",
     )
     allow_lora = IntOption(
         default=None,

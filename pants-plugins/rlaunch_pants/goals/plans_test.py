@@ -62,14 +62,12 @@ def test_the_budget_is_the_runs_own_allocation_unless_given(
 def test_the_librarys_refusal_of_an_option_is_printed_as_it_says(
     rule_runner: RuleRunner, python: str
 ) -> None:
-    result = plans(rule_runner, python, "--allow-offload", "--strategy=megatron",
-                   "experiments/x:run")
+    result = plans(rule_runner, python, "--allow-lora=0", "experiments/x:run")
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr == (
-        "Error: --allow-offload with --strategy megatron alone: the search offloads FSDP"
-        " trainers only (preflight's memory rules do not model Megatron's optimizer offload),"
-        " so it would try nothing; add --strategy fsdp, or drop --allow-offload\n")
+        "Error: --allow-lora 0: a LoRA rank is a positive integer (e.g. 16 or 32); leave the"
+        " option out to search full fine-tuning only\n")
     result = plans(rule_runner, python, "--nodes=0", "experiments/x:run")
     assert result.exit_code == 2
     assert result.stderr == (

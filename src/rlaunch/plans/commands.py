@@ -12,6 +12,7 @@ import click
 
 from rlaunch.plans.search import (
     LORA_RANK,
+    OPTIMIZER_OFFLOADED,
     POLICY_OFFLOAD,
     STRATEGIES,
     Allowed,
@@ -95,11 +96,12 @@ def _read(path: str, what: str) -> Any:
 @click.option("--allow-offload", is_flag=True,
               help="Also try FSDP's CPU offload of the reference, the policy, or both"
                    " (trainer.ref.fsdp_config.cpu_offload,"
-                   " trainer.policy.fsdp_config.cpu_offload) for plans that do not fit"
-                   " without it. Offload costs speed: such a plan ranks after plans of as many"
-                   " idle GPUs without it. Megatron's optimizer offload is not searched: set"
-                   " trainer.policy.megatron_config.optimizer_config_kwargs in SPEC's settings,"
-                   " and preflight's memory rules count it.")
+                   " trainer.policy.fsdp_config.cpu_offload), and Megatron's CPU offload of the"
+                   " policy's optimizer state (optimizer_cpu_offload and"
+                   " optimizer_offload_fraction 1.0 in"
+                   " trainer.policy.megatron_config.optimizer_config_kwargs), for plans that do"
+                   " not fit without it. Offload costs speed: such a plan ranks after plans of"
+                   " as many idle GPUs without it.")
 @click.option("--allow-lora", "lora_rank", type=int, default=None, metavar="RANK",
               help="Also try LoRA adapters of rank RANK on the policy"
                    " (trainer.policy.model.lora.rank; alpha and target modules stay SPEC's or"
@@ -124,9 +126,9 @@ def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
     forward micro batch twice that). Each plan keeps SPEC's batch targets and settings; it is
     valid when preflight finds no error (every spec-scope rule). Offload and LoRA are not
     searched unless allowed (--allow-offload, --allow-lora RANK): each geometry then takes the
-    cheapest that fits, none, then offload of the reference, the policy, both (FSDP), then
-    LoRA (alone, then with each offload), and the plan prints the settings it adds for the
-    rl_run (they are settings, not role_plan fields).
+    cheapest that fits, none, then offload (FSDP: the reference, the policy, both; Megatron:
+    the policy's optimizer state), then LoRA (alone, then with each offload), and the plan
+    prints the settings it adds for the rl_run (they are settings, not role_plan fields).
 
     Ranking: fewest idle GPUs, then the cheapest concession (none, offload, LoRA), then fewest
     preflight warnings, then fewest engines crossing a node boundary, then the most memory left
@@ -174,14 +176,10 @@ def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
 def allowances(spec: RunSpec, strategies: tuple[str, ...], offload: bool,
                lora_rank: int | None) -> Allowed:
     """The concessions the options allow, refused where they could not do what they say."""
-    if offload and "fsdp" not in strategies:
-        raise click.ClickException(
-            "--allow-offload with --strategy megatron alone: the search offloads FSDP trainers"
-            " only, so it would try nothing (Megatron's optimizer offload is not searched: set"
-            f" {MEGATRON_OPTIMIZER_KWARGS} in SPEC's settings, and preflight's memory rules"
-            " count it); add --strategy fsdp, or drop --allow-offload")
-    if offload:
+    if offload and "fsdp" in strategies:
         _settable(spec, "--allow-offload", POLICY_OFFLOAD, True)
+    if offload and "megatron" in strategies:
+        _settable(spec, "--allow-offload", MEGATRON_OPTIMIZER_KWARGS, OPTIMIZER_OFFLOADED)
     if lora_rank is None:
         return Allowed(offload=offload)
     option = f"--allow-lora {lora_rank}"

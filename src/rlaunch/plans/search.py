@@ -9,8 +9,9 @@ plans level by level:
    parallel sizes (FSDP: SP; Megatron: TP, PP, EP), the reference with the policy's sizes;
 2. the engines (`rollout` level): TP, DP and EP of an engine over the GPUs the trainers leave;
 3. the concessions (`settings` level), only those the user allows (`Allowed`): FSDP's CPU
-   offload of the reference, the policy or both, and LoRA adapters of one rank on the policy,
-   cheapest first (`concessions`);
+   offload of the reference, the policy or both, Megatron's CPU offload of the policy's
+   optimizer state, and LoRA adapters of one rank on the policy, cheapest first
+   (`concessions`);
 4. the micro batches (`batch` level): micro train batch m and micro forward batch 2m, largest
    first; the first m preflight accepts is the geometry's plan, and smaller ones are not tried.
 A geometry's plan is the first valid one in that order: the fewest concessions that fit, at
@@ -33,6 +34,7 @@ training phase (preflight's estimates). It predicts no throughput.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -42,16 +44,26 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.registry import registered_rules
 from rlaunch.preflight.engine.runner import run_preflight
-from rlaunch.preflight.rules.memory import memory_estimates, memory_of
+from rlaunch.preflight.rules.memory import (
+    MEGATRON_OPTIMIZER_KWARGS,
+    memory_estimates,
+    memory_of,
+    optimizer_offload,
+)
 from rlaunch.spec.io import SpecError, parse_spec
 from rlaunch.spec.run import RunSpec
 
 POLICY_OFFLOAD = "trainer.policy.fsdp_config.cpu_offload"
 REFERENCE_OFFLOAD = "trainer.ref.fsdp_config.cpu_offload"
 LORA_RANK = "trainer.policy.model.lora.rank"
-"""The settings the search may vary, where the user allows them (`Allowed`): the ones
-preflight's memory rules read (rlaunch.preflight.rules.memory `_policy_estimate`,
-`_policy_forward`, `_reference_forward`, `weight_sync_fits`)."""
+"""The settings the search may vary, where the user allows them (`Allowed`), with
+MEGATRON_OPTIMIZER_KWARGS: the ones preflight's memory rules read
+(rlaunch.preflight.rules.memory `_policy_estimate`, `_policy_forward`, `_reference_forward`,
+`weight_sync_fits`)."""
+OPTIMIZER_OFFLOADED = {"optimizer_cpu_offload": True, "optimizer_offload_fraction": 1.0}
+"""What the search sets in MEGATRON_OPTIMIZER_KWARGS, over the base spec's own keys: every
+parameter's Adam moments on the CPU (the precision-aware optimizer, which would move the fp32
+master params too, stays as the spec sets it)."""
 
 LEVELS = ("trainer", "rollout", "settings", "batch")
 """The search's levels, outermost first."""
@@ -217,7 +229,8 @@ class Allowed:
     offload: bool = False
     """FSDP's CPU offload (FSDP2's CPUOffloadPolicy: SkyRL 0.3.0 and 0.4.0
     skyrl/backends/skyrl_train/distributed/fsdp_strategy.py `FSDPStrategy._fsdp_init_model`)
-    of the reference, the policy, or both."""
+    of the reference, the policy, or both; Megatron's CPU offload of the policy's optimizer
+    state (`OPTIMIZER_OFFLOADED`; rlaunch.preflight.estimates.gpu_memory `OptimizerOffload`)."""
     lora_rank: int = 0
     """LoRA adapters of this rank on the policy (0: full fine-tuning only)."""
 
@@ -227,10 +240,16 @@ class Concession:
     """Settings a plan adds to the base spec's so that it fits: none, offload, LoRA."""
 
     settings: tuple[tuple[str, Any], ...]
+    """`(name, value)`; Megatron's optimizer offload is a mapping (never changed)."""
     words: str
     """What it is, for the ranking's line; empty for none."""
     tag: str
     """What it adds to a plan's name; empty for none."""
+
+    def __hash__(self) -> int:
+        # A trainer choice's concessions differ in their tags (`concessions`); the settings may
+        # hold a mapping, which has no hash.
+        return hash(self.tag)
 
 
 NO_CONCESSION = Concession((), "", "")
@@ -238,35 +257,44 @@ NO_CONCESSION = Concession((), "", "")
 
 def concessions(trainers: Trainers, allowed: Allowed, base_settings: dict[str, Any]
                 ) -> list[Concession]:
-    """The concessions of a trainer choice, cheapest first: none; offloading the reference (one
-    forward pass a step), the policy, both (FSDP only: Megatron's optimizer offload stays the
-    spec's own setting); then LoRA, alone and with each offload. One that changes nothing of the
-    base spec's settings (the base already offloads the reference) is left out."""
-    offloads: list[tuple[tuple[str, ...], str]] = [((), "")]
+    """The concessions of a trainer choice, cheapest first: none; offloading (FSDP: the reference,
+    one forward pass a step, then the policy, then both; Megatron: the policy's optimizer
+    state); then LoRA, alone and with each offload. An offload that changes nothing of the base
+    spec's settings (the base already offloads the reference) is left out."""
+    offloads: list[tuple[dict[str, Any], str, str]] = [({}, "", "")]
+    """`(settings, whose, tag)` of each offload, none first."""
     if allowed.offload and trainers.strategy == "fsdp":
+        fsdp = [((POLICY_OFFLOAD,), "policy")]
         if trainers.reference is not None:
-            offloads.append(((REFERENCE_OFFLOAD,), "reference"))
-        offloads.append(((POLICY_OFFLOAD,), "policy"))
-        if trainers.reference is not None:
-            offloads.append(((POLICY_OFFLOAD, REFERENCE_OFFLOAD), "policy and reference"))
+            fsdp = [((REFERENCE_OFFLOAD,), "reference"), *fsdp,
+                    ((POLICY_OFFLOAD, REFERENCE_OFFLOAD), "policy and reference")]
+        for names, whose in fsdp:
+            settings = {name: True for name in names if base_settings.get(name) is not True}
+            if settings:
+                offloads.append((settings, whose, "offload-" + "-".join(
+                    "ref" if name == REFERENCE_OFFLOAD else "policy" for name in names)))
+    if allowed.offload and trainers.strategy == "megatron":
+        own = base_settings.get(MEGATRON_OPTIMIZER_KWARGS)
+        kwargs = {**(own if isinstance(own, dict) else {}), **OPTIMIZER_OFFLOADED}
+        if optimizer_offload(kwargs) != optimizer_offload(own):
+            offloads.append(({MEGATRON_OPTIMIZER_KWARGS: kwargs}, "policy's optimizer state",
+                             "offload-optimizer"))
     loras = [0, allowed.lora_rank] if allowed.lora_rank > 0 else [0]
     found, seen = [], set()
     for rank in loras:
-        for names, whose in offloads:
-            settings = {name: True for name in names if base_settings.get(name) is not True}
-            if rank:
-                settings[LORA_RANK] = rank
-            key = tuple(sorted(settings.items()))
-            if key in seen or (names and len(settings) == (1 if rank else 0)):
-                continue  # the base already offloads what this would
+        for offload, whose, tag in offloads:
+            settings = {**offload, LORA_RANK: rank} if rank else offload
+            key = json.dumps(settings, sort_keys=True)
+            if key in seen:
+                continue  # the base offloads part of it: the same as another
             seen.add(key)
             words = [f"LoRA rank {rank}"] if rank else []
             tags = [f"lora{rank}"] if rank else []
-            if names:
+            if whose:
                 words.append(f"CPU offload of the {whose}")
-                tags.append("offload-" + "-".join("ref" if name == REFERENCE_OFFLOAD
-                                                  else "policy" for name in names))
-            found.append(Concession(key, ", ".join(words), "-".join(tags)))
+                tags.append(tag)
+            found.append(Concession(tuple(sorted(settings.items())), ", ".join(words),
+                                    "-".join(tags)))
     return found
 
 
@@ -519,6 +547,9 @@ def _value(value: Any) -> str:
         return "True" if value else "False"
     if isinstance(value, str):
         return f'"{value}"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_value(key)}: {_value(item)}"
+                               for key, item in value.items()) + "}"
     return str(value)
 
 
