@@ -26,7 +26,7 @@ from rlaunch.plans.search import (
 )
 from rlaunch.plans.search import ranked as rank_plans
 from rlaunch.plans.search import search as search_plans
-from rlaunch.preflight.rules.memory import MEGATRON_OPTIMIZER_KWARGS
+from rlaunch.preflight.rules.settings import MEGATRON_OPTIMIZER_KWARGS
 from rlaunch.spec.documents import DocumentError, read_document
 from rlaunch.spec.io import SpecError, parse_spec
 from rlaunch.spec.run import RunSpec

@@ -44,12 +44,8 @@ from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding
 from rlaunch.preflight.engine.registry import registered_rules
 from rlaunch.preflight.engine.runner import run_preflight
-from rlaunch.preflight.rules.memory import (
-    MEGATRON_OPTIMIZER_KWARGS,
-    memory_estimates,
-    memory_of,
-    optimizer_offload,
-)
+from rlaunch.preflight.rules.memory import memory_estimates, memory_of, optimizer_offload
+from rlaunch.preflight.rules.settings import MEGATRON_OPTIMIZER_KWARGS
 from rlaunch.spec.io import SpecError, parse_spec
 from rlaunch.spec.run import RunSpec
 

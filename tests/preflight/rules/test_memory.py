@@ -7,7 +7,6 @@ from typing import Any
 
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.rules.memory import (
-    MEGATRON_OPTIMIZER_KWARGS,
     memory_estimates,
     optimizer_offload,
     qwen14b_on_a100_40,
@@ -22,6 +21,7 @@ from rlaunch.preflight.estimates.gpu_memory import (
     policy_training,
 )
 from rlaunch.preflight.rules.geometry_roles import _with_critic
+from rlaunch.preflight.rules.settings import MEGATRON_OPTIMIZER_KWARGS
 from rlaunch.spec import parse_spec
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B

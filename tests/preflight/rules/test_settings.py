@@ -83,6 +83,24 @@ def test_set005_a_setting_skyrl_ignores_is_a_warning() -> None:
     ]
 
 
+def test_set005_megatrons_optimizer_offload_of_a_zero_fraction_moves_nothing() -> None:
+    kwargs = "trainer.policy.megatron_config.optimizer_config_kwargs"
+    moves_nothing = ("Megatron-core's HybridDeviceOptimizer then keeps every parameter's"
+                     " optimizer state on the GPU")
+    assert messages(_settings({kwargs: {"optimizer_cpu_offload": True}}, MEGATRON), "SET005") == [
+        f"{kwargs} sets optimizer_cpu_offload but its optimizer_offload_fraction is left out, so"
+        f" SkyRL fills in 0.0: {moves_nothing}"]
+    zero = {"optimizer_cpu_offload": True, "optimizer_offload_fraction": 0}
+    assert messages(_settings({kwargs: zero}, MEGATRON), "SET005") == [
+        f"{kwargs} sets optimizer_cpu_offload but its optimizer_offload_fraction is 0:"
+        f" {moves_nothing}"]
+    half = {"optimizer_cpu_offload": True, "optimizer_offload_fraction": 0.5}
+    assert messages(_settings({kwargs: half}, MEGATRON), "SET005") == []
+    # Under FSDP the whole section goes unread, and says so once.
+    assert messages(_settings({kwargs: zero}), "SET005") == [
+        f"{kwargs} has no effect: the fsdp strategy does not read that section"]
+
+
 def test_set006_fake_int4_qat_names_everything_it_lacks() -> None:
     qat = "trainer.policy.model.fake_int4_qat.enabled"
     assert messages(_settings({qat: True}), "SET006") == [

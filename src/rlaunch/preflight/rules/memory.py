@@ -50,7 +50,12 @@ from rlaunch.preflight.estimates.gpu_memory import (
     reference_forward,
     weight_sync,
 )
-from rlaunch.preflight.rules.settings import CPU_OFFLOAD, GPU_MEMORY, LORA_RANK
+from rlaunch.preflight.rules.settings import (
+    CPU_OFFLOAD,
+    GPU_MEMORY,
+    LORA_RANK,
+    MEGATRON_OPTIMIZER_KWARGS,
+)
 from rlaunch.memo import Memo
 from rlaunch.spec.artifacts import ModelFacts
 from rlaunch.spec.examples import QWEN25_14B
@@ -65,7 +70,6 @@ TRAINER_BF16 = "trainer.bf16"
 PADDING_REMOVAL = "trainer.remove_microbatch_padding"
 TOKEN_CAP = "trainer.max_tokens_per_microbatch"
 PER_MINIBATCH = "trainer.recompute_old_logprobs_per_minibatch"
-MEGATRON_OPTIMIZER_KWARGS = "trainer.policy.megatron_config.optimizer_config_kwargs"
 # Above this share of a GPU a phase fits on paper, but CUDA contexts, NCCL buffers and the
 # allocator's fragmentation (not in the sums) may take the rest.
 THIN = 0.9

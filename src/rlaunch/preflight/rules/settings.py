@@ -8,7 +8,7 @@ a case of each warning rule (accepted by SkyRL, with what it does to the setting
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rlaunch.memo import Memo
@@ -23,6 +23,9 @@ ENFORCE_EAGER = "generator.inference_engine.enforce_eager"
 MERGE_LORA = "trainer.policy.megatron_config.lora_config.merge_lora"
 PROFILER = "trainer.policy.torch_profiler_config.enable"
 CPU_OFFLOAD = "trainer.policy.fsdp_config.cpu_offload"
+MEGATRON_OPTIMIZER_KWARGS = "trainer.policy.megatron_config.optimizer_config_kwargs"
+"""Passed to Megatron-core's OptimizerConfig (its CPU offload among them); SkyRL fills in the
+keys a run leaves out (skyrl/train/config/config.py `DEFAULT_MEGATRON_OPTIMIZER_KWARGS`)."""
 QAT = "trainer.policy.model.fake_int4_qat.enabled"
 LOSS_REDUCTION = "trainer.algorithm.loss_reduction"
 MAX_SEQ_LEN = "trainer.algorithm.max_seq_len"
@@ -163,15 +166,19 @@ def lora_enforce_eager(check: Check) -> list[Finding]:
 
 @rule(
     "SET005",
-    "A setting takes effect: offload_after_step needs colocate_all; a strategy's own section.",
+    "A setting takes effect: offload_after_step needs colocate_all; a strategy's own section;"
+    " Megatron's optimizer offload moves a fraction above 0.",
     example=Example(edits={"settings": {CPU_OFFLOAD: True}}, base="megatron-moe-5x8"),
 )
 def setting_without_effect(check: Check) -> list[Finding]:
     """Warning. `OptimizerConfig.offload_after_step` (skyrl/train/config/config.py) is "only
     applicable when colocate_all=True"; `fsdp_config` is read by the FSDP strategy only and
     `megatron_config` by the Megatron strategy only (skyrl/backends/skyrl_train/distributed/
-    fsdp_strategy.py, megatron/megatron_strategy.py). A setting SkyRL ignores is written for
-    nothing and misleads whoever reads the recipe."""
+    fsdp_strategy.py, megatron/megatron_strategy.py). `optimizer_cpu_offload` in
+    `optimizer_config_kwargs` moves `optimizer_offload_fraction` of the optimizer state to the
+    CPU (Megatron-core's HybridDeviceOptimizer), and SkyRL fills in a fraction of 0.0 when the
+    run leaves it out: nothing moves. A setting SkyRL ignores is written for nothing and
+    misleads whoever reads the recipe."""
     findings: list[Finding] = []
     spec = check.spec
     plan = spec.role_plan
@@ -184,6 +191,21 @@ def setting_without_effect(check: Check) -> list[Finding]:
                     f"under colocate_all, which the plan does not use",
                     f"Remove {name}.",
                 ))
+    kwargs = spec.settings.get(MEGATRON_OPTIMIZER_KWARGS)
+    if plan.strategy == "megatron" and isinstance(kwargs, Mapping) and kwargs.get(
+            "optimizer_cpu_offload") is True:
+        fraction = kwargs.get("optimizer_offload_fraction", 0.0)
+        if isinstance(fraction, (int, float)) and fraction <= 0:
+            given = ("left out, so SkyRL fills in 0.0" if "optimizer_offload_fraction"
+                     not in kwargs else f"{fraction}")
+            findings.append(warning(
+                "SET005", (_set(MEGATRON_OPTIMIZER_KWARGS),),
+                f"{MEGATRON_OPTIMIZER_KWARGS} sets optimizer_cpu_offload but its"
+                f" optimizer_offload_fraction is {given}: Megatron-core's HybridDeviceOptimizer"
+                " then keeps every parameter's optimizer state on the GPU",
+                "Set optimizer_offload_fraction in it (1.0 moves all of the state), or drop"
+                " optimizer_cpu_offload.",
+            ))
     ignored = [name for name in spec.settings
                if name.startswith(_OTHER_STRATEGY_SECTIONS[plan.strategy])]
     if ignored:
