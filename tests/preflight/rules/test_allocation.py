@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from preflight.helpers import example, findings, messages
 from rlaunch.preflight.estimates.placement import Group, Unplaced, first_unplaced
@@ -155,7 +156,8 @@ def one_bundle_at_a_time(groups: list[Group], nodes: int, width: int) -> Unplace
         for _ in range(group.count):
             fits = [node for node in range(nodes) if free[node] >= group.bundle]
             if not fits:
-                return Unplaced(group, groups[:index], sorted(free, reverse=True))
+                return Unplaced(group, groups[:index], sorted(Counter(free).items(),
+                                                             reverse=True))
             free[min(fits, key=lambda node: free[node])] -= group.bundle
     return None
 
@@ -167,3 +169,21 @@ def test_first_unplaced_packs_as_ray_does_bundle_by_bundle() -> None:
         groups = [Group(f"g{index}", rng.randint(1, width + 1), rng.randint(1, 12), "why")
                   for index in range(rng.randint(1, 4))]
         assert first_unplaced(groups, nodes, width) == one_bundle_at_a_time(groups, nodes, width)
+
+
+def test_a_billion_nodes_are_counted_not_listed() -> None:
+    """A typo of a billion nodes takes no more work than eight: the nodes of equal free GPUs are
+    counted (it took a list of a billion free counts, and 20 GB, before)."""
+    billion = 10**9
+    stuck = first_unplaced([Group("rollout", 1, 3, "rollout: 3 bundle(s) of 1 GPU"),
+                            Group("policy", 8, billion, "policy: ...")], billion, 8)
+    assert stuck is not None and stuck.group.role == "policy"
+    assert stuck.free == [(5, 1), (0, billion - 1)]
+    assert stuck.free_text() == "5 + 0 on each of 999,999,999 nodes"
+    assert Unplaced(stuck.group, [], [(8, 2), (3, 1)]).free_text() == "8 + 8 + 3"
+    data = example(edits={"execution.allocation.num_nodes": billion,
+                          "role_plan.placement.colocate_all": False})
+    assert messages(data, "ALLOC001") == [
+        "roles use 8 + 8 = 16 GPUs (policy 8, rollout 8) of the allocation's 1000000000 nodes x"
+        " 8 = 8000000000 GPUs: 7999999984 GPUs stay idle and are paid for"]
+    assert messages(data, "ALLOC002") == messages(data, "PRE000") == []

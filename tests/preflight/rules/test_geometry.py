@@ -10,6 +10,7 @@ import pytest
 from preflight.helpers import example, findings, messages
 from rlaunch.preflight import run_preflight
 from rlaunch.spec import parse_spec
+from rlaunch.preflight.rules.geometry import divisors
 from rlaunch.spec.examples import QWEN25_1_5B
 
 MEGATRON = "megatron-moe-5x8"
@@ -304,3 +305,13 @@ def test_geo018_expert_parallel_needs_moe_and_divides_experts() -> None:
         "rollout EP 8 does not divide model.facts.num_experts 60 (60 % 8 = 4)",
     ]
     assert messages(example(MEGATRON), "GEO018") == []
+
+
+def test_divisors_are_listed_whole_and_a_typos_without_the_middle() -> None:
+    for number in range(1, 3000):
+        assert divisors(number) == ", ".join(
+            str(d) for d in range(1, number + 1) if number % d == 0), number
+    # Above 10**12 only those up to 10**6 and their cofactors: a world of 2**41 GPUs is a typo,
+    # and listing it used to take 2**41 steps.
+    assert divisors(2**41) == (", ".join(str(2**k) for k in range(20)) + ", ..., "
+                               + ", ".join(str(2**k) for k in range(22, 42)))

@@ -92,7 +92,20 @@ class Unplaced:
 
     group: Group
     before: list[Group]
-    free: list[int]
+    free: list[tuple[int, int]]
+    """`(free GPUs, nodes with that many)`, most free first."""
+
+    def free_text(self) -> str:
+        """The nodes' free GPUs as a sum: `8 + 4 + 4`, or for more than MANY_NODES nodes
+        `8 on each of 999,999,998 nodes + 4 on each of 2 nodes`."""
+        if sum(nodes for _, nodes in self.free) <= MANY_NODES:
+            return " + ".join(str(gpus) for gpus, nodes in self.free for _ in range(nodes))
+        return " + ".join(f"{gpus} on each of {nodes:,} nodes" if nodes > 1 else f"{gpus}"
+                          for gpus, nodes in self.free)
+
+
+MANY_NODES = 64
+"""Above this many nodes, a message counts nodes of equal free GPUs instead of listing each."""
 
 
 def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | None:
@@ -109,22 +122,42 @@ def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | No
     return None if index is None else Unplaced(groups[index], groups[:index], list(free))
 
 
-_STUCK: Memo[tuple[Any, ...], tuple[int | None, tuple[int, ...]]] = Memo(1024)
+_STUCK: Memo[tuple[Any, ...], tuple[int | None, tuple[tuple[int, int], ...]]] = Memo(1024)
 """The groups' bundles and counts and the nodes' shape -> `_first_stuck`'s answer."""
 
 
 def _first_stuck(groups: list[Group], nodes: int, width: int
-                 ) -> tuple[int | None, tuple[int, ...]]:
-    """The index of first_unplaced's group and the free GPUs, `(None, ())` when all fit."""
-    free = [width] * nodes
+                 ) -> tuple[int | None, tuple[tuple[int, int], ...]]:
+    """The index of first_unplaced's group and the nodes' free GPUs (`Unplaced.free`),
+    `(None, ())` when all fit. Nodes of equal free GPUs are counted, not listed, so that the
+    work does not grow with the number of nodes or bundles (a typo of a billion nodes must not
+    take a billion steps): a group visits its nodes fewest free first, so each count of nodes
+    of equal free GPUs takes as many bundles each as fit, the last of them the rest."""
+    free = {width: nodes}
+    """Free GPUs -> how many nodes have that many."""
     for index, group in enumerate(groups):
         bundle, left = group.bundle, group.count
-        for node in sorted(range(nodes), key=lambda node: free[node]):  # stable: first of equals
+        for have in sorted(free):
+            per = have // bundle
             if left == 0:
                 break
-            placed = min(left, free[node] // bundle)
-            free[node] -= placed * bundle
-            left -= placed
+            if per == 0:
+                continue
+            count = free.pop(have)
+            full = min(count, left // per)
+            left -= full * per
+            rest = count - full
+            _add(free, have - per * bundle, full)
+            if rest and left:  # one node takes the rest, fewer than it could
+                _add(free, have - left * bundle, 1)
+                rest, left = rest - 1, 0
+            _add(free, have, rest)
         if left:
-            return index, tuple(sorted(free, reverse=True))
+            return index, tuple(sorted(((gpus, count) for gpus, count in free.items()),
+                                       reverse=True))
     return None, ()
+
+
+def _add(free: dict[int, int], gpus: int, nodes: int) -> None:
+    if nodes:
+        free[gpus] = free.get(gpus, 0) + nodes

@@ -156,7 +156,7 @@ def bundles_pack(check: Check) -> list[Finding]:
         return findings
     role = stuck.group.role
     before = "; ".join(group.why for group in stuck.before)
-    free = " + ".join(str(gpus) for gpus in stuck.free)
+    free = stuck.free_text()
     findings.append(error(
         "ALLOC002",
         (f"role_plan.{role}.num_gpus_per_node", "execution.allocation.gpus_per_node",

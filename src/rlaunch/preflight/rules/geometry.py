@@ -5,6 +5,8 @@ model's heads and experts) and geometry_roles.py (the auxiliary roles and their 
 
 from __future__ import annotations
 
+import math
+
 from rlaunch.memo import Memo
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine.finding import Finding, error, warning
@@ -16,8 +18,20 @@ MEGATRON_ONLY = tuple((name, size.short) for name, size in dimensions() if size.
 """`(field, short name)` of the parallel sizes only Megatron has (rlaunch.spec.parallelism)."""
 
 
+LISTED_DIVISORS = 10**6
+"""`divisors` looks for divisors up to this (and their cofactors): no parallel size is larger,
+and a world of more GPUs than its square is a typo whose every divisor no one reads."""
+
+
 def divisors(number: int) -> str:
-    return ", ".join(str(d) for d in range(1, number + 1) if number % d == 0)
+    """`number`'s divisors, ascending: all of them up to LISTED_DIVISORS squared (found in pairs
+    up to its square root), else those up to LISTED_DIVISORS and their cofactors, the ones
+    between left out (`...`)."""
+    root = math.isqrt(number)
+    small = [d for d in range(1, min(root, LISTED_DIVISORS) + 1) if number % d == 0]
+    large = [number // d for d in reversed(small) if number // d != d]
+    gap = ", ..." if root > LISTED_DIVISORS else ""
+    return ", ".join(map(str, small)) + gap + "".join(f", {d}" for d in large)
 
 
 def rollout_gpus(rollout: RolloutRole) -> str:
