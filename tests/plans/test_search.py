@@ -17,6 +17,7 @@ from rlaunch.cli import main
 from rlaunch.plans.search import (
     LORA_RANK,
     NO_CONCESSION,
+    REPORT_EVERY,
     Allowed,
     Budget,
     Concession,
@@ -394,3 +395,15 @@ def test_the_budget_defaults_to_the_specs_own_allocation(tmp_path: Path) -> None
                          "--accelerator", "A100-40GB")
     assert lines[0].startswith("# 60 valid plan geometries (60 plans) on 1 x 8 A100-40GB: ")
     assert lines[1] == ""  # another budget: the run's own plan is not in it
+
+
+def test_a_search_reports_how_far_it_is_every_1024_candidates() -> None:
+    """`rlaunch plans` shows these on a terminal: a large budget searches for minutes."""
+    reports: list[tuple[int, int, int]] = []
+    result = search(experiment("qwen3-30b-a3b-megatron"), Budget(2, 8, "H100"), ("fsdp",),
+                    report=lambda found: reports.append((found.preflighted, found.pruned,
+                                                         len(found.valid))))
+    assert len(reports) == (result.preflighted + result.pruned) // REPORT_EVERY == 2
+    assert [preflighted + pruned for preflighted, pruned, _ in reports] == [
+        REPORT_EVERY * k - 1 for k in range(1, len(reports) + 1)]
+    assert reports[-1][2] <= len(result.valid)

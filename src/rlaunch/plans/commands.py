@@ -27,6 +27,7 @@ from rlaunch.plans.search import (
 from rlaunch.plans.search import ranked as rank_plans
 from rlaunch.plans.search import search as search_plans
 from rlaunch.preflight.rules.settings import MEGATRON_OPTIMIZER_KWARGS
+from rlaunch.progress import progress
 from rlaunch.spec.documents import DocumentError, read_document
 from rlaunch.spec.io import SpecError, parse_spec
 from rlaunch.spec.run import RunSpec
@@ -151,7 +152,12 @@ def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
     budget = Budget(nodes or allocation.num_nodes, gpus_per_node or allocation.gpus_per_node,
                     accelerator or allocation.accelerator)
     started = time.process_time()
-    result = search_plans(base, budget, strategies, allowed=allowed)
+    with progress(f"searching role plans on {budget.nodes} x {budget.gpus_per_node}"
+                  f" {budget.accelerator}") as advance:
+        result = search_plans(base, budget, strategies, allowed=allowed, report=lambda found:
+                              advance(0, f"searching role plans: {found.preflighted:,}"
+                                         f" preflighted, {found.pruned:,} ruled out,"
+                                         f" {len(found.valid):,} valid"))
     plans = rank_plans(result, budget)
     spent = time.process_time() - started
     # Every line but the snippets is a comment: the output pastes into a BUILD file as it is.

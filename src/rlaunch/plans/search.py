@@ -404,17 +404,20 @@ def preflight_candidate(base: dict[str, Any], budget: Budget, found: Candidate
 def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = STRATEGIES,
            *, allowed: Allowed = Allowed(), prune: bool = True,
            preflight: Callable[..., tuple[RunSpec | None, list[Finding]]] = preflight_candidate,
-           ) -> SearchResult:
+           report: Callable[[SearchResult], None] | None = None) -> SearchResult:
     """The valid plans of the space: with `prune`, each geometry (trainers and engines) with
     its cheapest concession at the largest micro batch preflight accepts, families an error
-    rules out skipped; without, every valid plan (brute force)."""
+    rules out skipped; without, every valid plan (brute force). `report(result so far)` every
+    REPORT_EVERY candidates, for a progress display (a large budget searches for minutes)."""
     result = SearchResult()
     # For each set of levels, the choices at those levels that an error rules out.
     excluded: dict[tuple[int, ...], set[tuple[Any, ...]]] = {}
     # Geometries with a valid plan: concessions are tried cheapest first and micro batches
     # largest first, so the first found is the cheapest concession at its largest micro batch.
     settled: set[tuple[Any, ...]] = set()
-    for found in candidates(base, budget, strategies, allowed):
+    for seen, found in enumerate(candidates(base, budget, strategies, allowed), start=1):
+        if report is not None and seen % REPORT_EVERY == 0:
+            report(result)
         choices = found.choices()
         if prune and (choices[:2] in settled or any(
                 tuple(choices[level] for level in levels) in ruled_out
@@ -434,6 +437,10 @@ def search(base: dict[str, Any], budget: Budget, strategies: tuple[str, ...] = S
         settled.add(choices[:2])
         result.valid.append(Valid(spec, findings, found))
     return result
+
+
+REPORT_EVERY = 1024
+"""Candidates between two of `search`'s reports."""
 
 
 def largest_micro(plans: list[Valid]) -> list[Valid]:
