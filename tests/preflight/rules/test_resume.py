@@ -75,6 +75,30 @@ def test_a_step_folder_missing_one_rank_s_shard_is_refused() -> None:
     ]
 
 
+def test_missing_files_are_named_six_at_a_time_and_counted_without_listing_them() -> None:
+    """Half the ranks gone: the first six named, the rest counted. A shard whose name claims a
+    world of a billion ranks is counted too, not listed (listing it took billions of steps)."""
+    half = [name for name in shards(8) if "_rank_" not in name or int(name[-4]) < 4]
+    world = world_with(["trainer_state.pt", "data.pt", *half])
+    assert messages(example(edits=LATEST), "RES002", world=world) == [
+        f"{ROOT}/global_step_8 is incomplete: 12 file(s) the resume loads are missing"
+        " (policy/model_world_size_8_rank_4.pt, policy/optim_world_size_8_rank_4.pt,"
+        " policy/extra_state_world_size_8_rank_4.pt, policy/model_world_size_8_rank_5.pt,"
+        " policy/optim_world_size_8_rank_5.pt, policy/extra_state_world_size_8_rank_5.pt and 6"
+        " more); it was cut short while being written or copied"]
+    claim = "policy/model_world_size_1000000000_rank_0.pt"
+    world = world_with(["trainer_state.pt", "data.pt", *shards(8), claim])
+    assert messages(example(edits=LATEST), "RES002", world=world) == [
+        f"{ROOT}/global_step_8 is incomplete: 2999999999 file(s) the resume loads are missing"
+        " (policy/optim_world_size_1000000000_rank_0.pt,"
+        " policy/extra_state_world_size_1000000000_rank_0.pt,"
+        " policy/model_world_size_1000000000_rank_1.pt,"
+        " policy/optim_world_size_1000000000_rank_1.pt,"
+        " policy/extra_state_world_size_1000000000_rank_1.pt,"
+        " policy/model_world_size_1000000000_rank_2.pt and 2999999993 more); it was cut short"
+        " while being written or copied"]
+
+
 def test_a_step_folder_without_its_trainer_state_is_refused() -> None:
     world = world_with(shards(8))
     assert messages(example(edits=LATEST), "RES002", world=world) == [

@@ -100,23 +100,36 @@ def _smoke_ranks(files: frozenset[str]) -> set[int]:
     return {int(m.group(1)) for name in files if (m := _SMOKE_RANK.fullmatch(name))}
 
 
-def _skyrl_fsdp_problems(files: frozenset[str], role: str) -> tuple[list[str], set[int]]:
-    """What a SkyRL FSDP `role/` folder lacks, and the world sizes its shards were written for."""
+SHOWN = 6
+"""Missing files a RES002 message names; it counts the rest."""
+
+
+def _skyrl_fsdp_problems(files: frozenset[str], role: str
+                         ) -> tuple[list[str], int, set[int]]:
+    """What a SkyRL FSDP `role/` folder lacks (the first SHOWN files, and how many in all), and
+    the world sizes its shards were written for. The count is worked out, not listed: a shard's
+    name may claim a world of a billion ranks."""
     shards = [m for name in files if (m := _SHARD.fullmatch(name.removeprefix(f"{role}/")))
               and name.startswith(f"{role}/")]
     worlds = {int(m.group(2)) for m in shards}
     missing: list[str] = []
+    count = 0
     if f"{role}/fsdp_config.json" not in files:
         missing.append(f"{role}/fsdp_config.json")
+        count += 1
     for world in sorted(worlds):
-        present = {(m.group(1), int(m.group(3))) for m in shards if int(m.group(2)) == world}
-        for rank in range(world):
-            for kind in _SHARD_KINDS:
-                if (kind, rank) not in present:
-                    missing.append(f"{role}/{kind}_world_size_{world}_rank_{rank}.pt")
+        present = {(m.group(1), rank) for m in shards
+                   if int(m.group(2)) == world and (rank := int(m.group(3))) < world}
+        count += world * len(_SHARD_KINDS) - len(present)
+        rank = 0  # names in rank order, until SHOWN: past the ranks present in a few steps
+        while len(missing) < SHOWN and rank < world:
+            missing += [f"{role}/{kind}_world_size_{world}_rank_{rank}.pt"
+                        for kind in _SHARD_KINDS if (kind, rank) not in present]
+            rank += 1
     if not shards:
         missing.append(f"{role}/model_world_size_<W>_rank_<r>.pt (no shard at all)")
-    return missing, worlds
+        count += 1
+    return missing[:SHOWN], count, worlds
 
 
 @rule(
@@ -131,6 +144,7 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
     if listing is None or listing.files is None:
         return
     spec, files = check.spec, listing.files
+    count = 0  # what `missing` leaves out
     if spec.runtime.profile == "smoke":
         missing = [] if "trainer_state.json" in files else ["trainer_state.json"]
         ranks = sorted(_smoke_ranks(files))
@@ -146,7 +160,9 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
                 if not any(name.startswith(f"{role}/") for name in files):
                     missing.append(f"{role}/ (the Megatron checkpoint)")
                 continue
-            missing += _skyrl_fsdp_problems(files, role)[0]
+            shown, lacking, _ = _skyrl_fsdp_problems(files, role)
+            count += lacking - len(shown)
+            missing += shown
         if "data.pt" not in files and not missing:
             yield warning(
                 "RES002", ("resume.mode",),
@@ -156,11 +172,12 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
                 " restart of the data.",
             )
     if missing:
-        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6
-                                          else "")
+        count += len(missing)
+        shown = ", ".join(missing[:SHOWN]) + (f" and {count - SHOWN} more" if count > SHOWN
+                                              else "")
         yield error(
             "RES002", ("resume.mode", "resume.path"),
-            f"{_where(listing)} is incomplete: {len(missing)} file(s) the resume loads are"
+            f"{_where(listing)} is incomplete: {count} file(s) the resume loads are"
             f" missing ({shown}); it was cut short while being written or copied",
             _FRESH,
         )
@@ -194,7 +211,7 @@ def shards_match_the_plan(check: Check) -> Iterator[Finding]:
         return
     if check.parallelism("policy").megatron:
         return
-    written = _skyrl_fsdp_problems(files, "policy")[1]
+    written = _skyrl_fsdp_problems(files, "policy")[2]
     if written and written != {world}:
         sizes = ", ".join(map(str, sorted(written)))
         yield error(
