@@ -38,11 +38,18 @@ from contract.skyrl_env import rehearsal_python
 from hubserver import hub_environment, serve_hub
 from objectstores import ObjectStoreServer
 from rlaunch.builders import BuildError, materialize_artifacts
+from rlaunch.executors import ExecutorOptions
+from rlaunch.executors.follow import Redactor, stream
+from rlaunch.executors.local import LocalExecutor
+from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV
 from rlaunch.paths import ATTEMPT_ENV, run_paths
 from rlaunch.preflight import World, run_preflight
 from rlaunch.preflight.commands import with_ledger
+from rlaunch.render import LaunchDocument
 from rlaunch.runtimes.skyrl import REHEARSE_FLAG
+from rlaunch.runtimes.staging import NODE_CACHE_ENV
 from rlaunch.spec import RunExport, parse_spec
+from rlaunch.status import AttemptStatus
 
 MODEL_REPO = "rlaunch-tests/tiny-qwen2-chat"
 MODEL_COMMIT = "c0ffee0000000000000000000000000000000001"
@@ -335,7 +342,7 @@ def test_an_eval_stage_rehearses_skyrls_eval_only_entrypoint_on_the_first_stages
 
 
 # What SkyRL's own loop wrote, read again by rlaunch: the weight syncs to the CPU engines, the
-# resume rules, the adapter's refusal of checkpoints trained from another
+# resume rules and SkyRL's resume, the adapter's refusal of checkpoints trained from another
 # export, and the launcher's record of an export.
 
 STAGE1, STAGE2 = "tiny-gsm8k-grpo", "tiny-gsm8k-grpo-stage2"
@@ -380,6 +387,30 @@ def adapter_again(scratch: ScratchRepo, python: str, launch_yaml: Path,
     return subprocess.run([python, "-m", "rlaunch.runtimes.skyrl", str(launch_yaml),
                            REHEARSE_FLAG], env=env, capture_output=True, text=True,
                           timeout=600, check=False)
+
+
+def rehearse_again(scratch: ScratchRepo, python: str, launch_yaml: Path,
+                   attempt: str) -> tuple[AttemptStatus, str]:
+    """The SkyRL adapter with --rehearse on a launch YAML of the rehearsal, submitted to the
+    module's Ray head by the local executor as a rehearsal submits it (the rehearsal
+    environment, the job's settings and credentials), but not through the launcher, which
+    would first remove the previous rehearsal (docs/rehearsal.md). Returns the job's end and
+    its output."""
+    launch = LaunchDocument.parse(yaml.safe_load(launch_yaml.read_text()))
+    options = ExecutorOptions(
+        say=lambda message: None, runtime_args=(REHEARSE_FLAG,),
+        job_python=(REHEARSAL_PYTHON_ENV, python), keep_head=True,
+        head_state_dir=Path(scratch.env["RLAUNCH_LOCAL_HEAD_DIR"]))
+    credentials = {name: scratch.env[name] for name in launch.execution.env}
+    output: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(NODE_CACHE_ENV, scratch.env[NODE_CACHE_ENV])
+        with LocalExecutor(options) as executor:
+            submission = executor.submit(launch_yaml, launch, env=credentials,
+                                         attempt_id=attempt)
+            status = stream(executor, submission, echo=output.append,
+                            redact=Redactor(credentials.values()), files=None)
+    return status, "".join(output)
 
 
 def safetensors_tensors(blob: bytes) -> dict[str, bytes]:
@@ -462,6 +493,41 @@ def test_the_resume_rules_accept_the_root_skyrls_loop_wrote(
         f"policy/{kind}_world_size_2_rank_{rank}.pt"
         for kind in ("model", "optim", "extra_state") for rank in (0, 1)}
     assert findings == []
+
+
+@pytest.fixture(scope="module")
+def resumed(stage2: Stage2, scratch: ScratchRepo, python: str,
+            s3_server: ObjectStoreServer) -> tuple[AttemptStatus, str, str]:
+    """The second stage's adapter run again, unchanged, on the root SkyRL wrote: SkyRL's
+    `resume_mode latest` reads its own pointer. Returns the run and the sha256 of the step-4
+    export before it."""
+    export = f"{stage2.launch['artifacts']['export_root']}/global_step_4/policy"
+    before = hashlib.sha256(s3_server.filesystem().cat_file(
+        f"{export}/model.safetensors")).hexdigest()
+    started = time.monotonic()
+    status, out = rehearse_again(scratch, python, stage2.launch_yaml, "resumed")
+    print(f"the second stage again, resumed: {time.monotonic() - started:.0f} s")
+    return status, out, before
+
+
+def test_skyrl_resumes_the_checkpoint_its_own_loop_wrote(
+    resumed: tuple[AttemptStatus, str, str], stage2: Stage2, s3_server: ObjectStoreServer
+) -> None:
+    status, out, before = resumed
+    assert status == AttemptStatus.SUCCEEDED, out
+    ckpt = stage2.launch["artifacts"]["checkpoint_root"]
+    export = f"{stage2.launch['artifacts']['export_root']}/global_step_4/policy"
+    # RayPPOTrainer.load_checkpoints reads latest_ckpt_global_step.txt and loads step 4; the
+    # rehearsal's one epoch of 4 batches is then done: no step trains, the final save and
+    # export are of step 4 again, with the weights it resumed.
+    assert f"Loading checkpoint from: {ckpt}/global_step_4" in out
+    assert "Resuming from global_step: 4" in out
+    assert "Finished: 'step'" not in out
+    [(_, sync, digest)] = weight_syncs(out)
+    assert (sync, digest) == (1, export_digest(s3_server, export))
+    fs = s3_server.filesystem()
+    assert hashlib.sha256(fs.cat_file(f"{export}/model.safetensors")).hexdigest() == before
+    assert f"rlaunch: done: step 4; export {export} " in out
 
 
 def test_checkpoints_trained_from_another_export_are_not_resumed(
