@@ -153,8 +153,7 @@ def _first_stuck(groups: list[Group], nodes: int, width: int
                 rest, left = rest - 1, 0
             _add(free, have, rest)
         if left:
-            return index, tuple(sorted(((gpus, count) for gpus, count in free.items()),
-                                       reverse=True))
+            return index, tuple(sorted(free.items(), reverse=True))
     return None, ()
 
 

@@ -144,7 +144,7 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
     if listing is None or listing.files is None:
         return
     spec, files = check.spec, listing.files
-    count = 0  # what `missing` leaves out
+    unlisted = 0  # missing files counted but not in `missing` (a role's past its first SHOWN)
     if spec.runtime.profile == "smoke":
         missing = [] if "trainer_state.json" in files else ["trainer_state.json"]
         ranks = sorted(_smoke_ranks(files))
@@ -161,7 +161,7 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
                     missing.append(f"{role}/ (the Megatron checkpoint)")
                 continue
             shown, lacking, _ = _skyrl_fsdp_problems(files, role)
-            count += lacking - len(shown)
+            unlisted += lacking - len(shown)
             missing += shown
         if "data.pt" not in files and not missing:
             yield warning(
@@ -172,7 +172,7 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
                 " restart of the data.",
             )
     if missing:
-        count += len(missing)
+        count = len(missing) + unlisted
         shown = ", ".join(missing[:SHOWN]) + (f" and {count - SHOWN} more" if count > SHOWN
                                               else "")
         yield error(
