@@ -7,7 +7,6 @@ module of the package, this one included."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal
@@ -187,8 +186,8 @@ def run_preflight(
         entry[2] = _calls(entry[1])
     if unchecked:
         findings = [
-            replace(finding, message=f"{finding.message}; not checked without it:"
-                                     f" {', '.join(unchecked)}")
+            finding._replace(message=f"{finding.message}; not checked without it:"
+                                      f" {', '.join(unchecked)}")
             if finding.code == STORE_CODE and not finding.paths else finding
             for finding in findings
         ]
