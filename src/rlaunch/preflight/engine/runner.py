@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Literal
 
 from rlaunch.preflight.engine.check import Check, forget_counts
@@ -51,7 +51,9 @@ Outcome = tuple[tuple[Finding, ...], bool]
 BESIDE_PLAN = tuple(name for name in RunSpec.model_fields if name != "role_plan")
 """The RunSpec fields a rule declared with `reads_plan=False` may read: every one but
 `role_plan`."""
-_beside_plan_values = attrgetter(*BESIDE_PLAN)
+_beside_plan_values = itemgetter(*BESIDE_PLAN)
+"""A spec's BESIDE_PLAN values, read from its `__dict__` (where pydantic keeps its fields): one C
+call, where 21 attribute reads of a pydantic model each go through its `__getattr__` hook."""
 
 Step = tuple[Rule, Outcome | None]
 """A rule to run, or a rule and its outcome already known."""
@@ -69,7 +71,7 @@ one."""
 def _beside_plan_entry(spec: RunSpec, rules: tuple[Rule, ...]) -> list[Any]:
     """`[values, steps or None, calls or None]` for a preflight by `rules` of specs whose
     BESIDE_PLAN values are `spec`'s very objects."""
-    values = (rules, *_beside_plan_values(spec))
+    values = (rules, *_beside_plan_values(spec.__dict__))
     key = tuple(map(id, values))
     entry = _BESIDE_PLAN_STEPS.get(key)
     if entry is None:
