@@ -118,15 +118,18 @@ class SmokeOf(SpecModel):
 
 
 class CatalogLookup:
-    """A spec's last settings-catalog lookup, with the runtime pin it was for. Not the spec's
-    content: every lookup equals every other, so a spec that has asked for its catalog still
-    equals one that has not. Copies of a spec (parse_spec reuses one per part beside the plan)
-    share it; the pin's identity says whether it applies."""
+    """A spec's last settings-catalog lookup and SkyRL release, each with the runtime pin it was
+    for. Not the spec's content: every lookup equals every other, so a spec that has asked for
+    its catalog still equals one that has not. Copies of a spec (parse_spec reuses one per part
+    beside the plan) share it; the pin's identity says whether it applies."""
 
-    __slots__ = ("known",)
+    __slots__ = ("known", "release", "defaults")
 
     def __init__(self) -> None:
         self.known: tuple[RuntimePin, SettingsCatalog | str] | None = None
+        self.release: tuple[RuntimePin, str] | None = None
+        self.defaults: tuple[RuntimePin, dict[str, Any]] | None = None
+        """The defaults `skyrl_setting` has read for the pin, by name."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CatalogLookup)
@@ -213,14 +216,21 @@ class RunSpec(SpecModel):
     def skyrl_release(self) -> str:
         """The SkyRL release whose config names the launch YAML's `skyrl` subtree is written in:
         the pinned release of a SkyRL run, else SkyRL 0.3.0 (the names the smoke runtime reads,
-        and the release a SkyRL pin the catalog does not know is rendered for)."""
+        and the release a SkyRL pin the catalog does not know is rendered for). Kept with the
+        pin it was for, as the catalog is: preflight asks for every plan."""
         runtime = self.runtime
+        lookup = self.__pydantic_private__["_catalog"]
+        known = lookup.release
+        if known is not None and known[0] is runtime:
+            return known[1]
+        version = SKYRL_RELEASE
         if runtime.profile == "skyrl":
             release = resolve(runtime.profile, package=runtime.package,
                               commit=runtime.git.commit if runtime.git is not None else None)
             if release is not None:
-                return release.version
-        return SKYRL_RELEASE
+                version = release.version
+        lookup.release = (runtime, version)
+        return version
 
     @model_validator(mode="after")
     def _settings_exist(self) -> RunSpec:
@@ -279,14 +289,27 @@ class RunSpec(SpecModel):
         when given, else the pinned release's own default (its catalog), else SkyRL 0.3.0's
         (the names are SkyRL's; a runtime that does not read one runs as SkyRL's default
         would). KeyError for a name SkyRL 0.3.0 does not have."""
-        if name in self.settings:
-            return self.settings[name]
+        settings = self.settings
+        if name in settings:
+            return settings[name]
         if default is not None:
             return default
+        # Kept per pin and name, as the catalog is: preflight reads tens of defaults per plan.
+        runtime = self.runtime
+        lookup = self.__pydantic_private__["_catalog"]
+        known = lookup.defaults
+        if known is None or known[0] is not runtime:
+            known = lookup.defaults = (runtime, {})
+        defaults = known[1]
+        if name in defaults:
+            return defaults[name]
         catalog = self.settings_catalog()
         if not isinstance(catalog, str) and name in catalog.fields:
-            return catalog.default(name)
-        return SKYRL_0_3_0_SETTINGS.default(name)
+            value = catalog.default(name)
+        else:
+            value = SKYRL_0_3_0_SETTINGS.default(name)
+        defaults[name] = value
+        return value
 
     @property
     def build_sources(self) -> BuildSources | None:
