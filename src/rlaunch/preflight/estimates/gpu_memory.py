@@ -539,7 +539,7 @@ def _reference(estimate: Estimate, model: Sizes, shape: Parallelism, activations
     _activations(add, model, activations, True, False, True)
 
 
-def weight_sync(facts: ModelFacts, shape: Parallelism, weights: Term, *, offload: bool
+def weight_sync(facts: ModelFacts, shape: Parallelism, weights: Term, offload: bool
                 ) -> Estimate:
     """The weight sync under `colocate_all`: the policy's weights (fp32 under FSDP, bf16 under
     Megatron; none when offloaded) beside one engine rank's."""

@@ -234,7 +234,8 @@ identity while the entry lives."""
 
 _ESTIMATES: Memo[tuple[Any, ...], tuple[ModelFacts, Estimate]] = Memo(8192)
 """A trainer phase's inputs as plain values (its estimate's function, the facts by identity,
-what the formulas read of the layout, the micro batch, the settings) -> `(facts, estimate)`:
+what the formulas read of the layout, the micro batch or for the weight sync the engine's
+weights, the settings) -> `(facts, estimate)`:
 the facts held, so no other object takes their identity while the entry lives. A search
 sees the same phases plan after plan; the key costs less than the sum."""
 
@@ -250,8 +251,9 @@ def _layout(shape: Parallelism) -> tuple[Any, ...]:
 
 def _estimate(key: tuple[Any, ...], facts: ModelFacts, check: Check, role: str) -> Estimate:
     """The estimate of `key` = (its function, id(facts), the layout as `_layout` reads it, the
-    micro batch, the function's other arguments in order): `function(facts, the role's
-    parallelism, micro batch, *the others)`, once per distinct key."""
+    micro batch or for the weight sync the engine's weights, the function's other arguments in
+    order): `function(facts, the role's parallelism, micro batch, *the others)`, once per
+    distinct key."""
     known = _ESTIMATES.get(key)
     if known is None:
         function, _, _, activations, *flags = key
@@ -338,8 +340,7 @@ def _verdict(code: str, paths: tuple[str, ...], what: str, estimate: Estimate,
     fail when only longer sequences overflow; a warning above 90% otherwise."""
     shortest = (1 if shape.token_cap else shape.micro_batch) * SHORTEST_SEQUENCE / shape.split
     gpu = memory.gpu
-    if estimate.total <= THIN * gpu and estimate.at(shortest) <= gpu and (
-            estimate.tokens or estimate.total <= gpu):
+    if estimate.total <= THIN * gpu and estimate.fixed + estimate.per_token * shortest <= gpu:
         return ()  # fits with room, the common case: each of _judge's conditions is false
     padding = bool(memory.settings.padding_removal)
     key = (id(estimate), code, id(paths), what, id(fix), gpu, memory.accelerator, shape,
@@ -657,8 +658,9 @@ def weight_sync_fits(check: Check) -> tuple[Finding, ...]:
     if engine is None or not check.plan.placement.colocate_all:
         return ()
     memory, budget = engine
-    sync = weight_sync(memory.facts, check.parallelism("policy"), budget[1],
-                       offload=memory.offload)
+    facts = memory.facts
+    sync = _estimate((weight_sync, id(facts), memory.layout, budget[1], memory.offload), facts,
+                     check, "policy")
     return _verdict("MEM006", _SYNC_PATHS, "The weight sync (policy and engine weights together)",
                     sync, memory, memory.activations, _SYNC_FIX)
 
