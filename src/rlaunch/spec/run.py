@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, PrivateAttr, ValidationError, model_validator
@@ -117,19 +118,50 @@ class SmokeOf(SpecModel):
     """The full run's extra SkyRL settings (absent: none)."""
 
 
-class CatalogLookup:
-    """A spec's last settings-catalog lookup and SkyRL release, each with the runtime pin it was
-    for. Not the spec's content: every lookup equals every other, so a spec that has asked for
-    its catalog still equals one that has not. Copies of a spec (parse_spec reuses one per part
-    beside the plan) share it; the pin's identity says whether it applies."""
+def _by_pin(lookup: Callable[..., Any], runtime: RuntimePin) -> Any:
+    """`lookup` (the catalog's `settings_catalog` or `resolve`) for a runtime pin."""
+    return lookup(runtime.profile, package=runtime.package,
+                  commit=runtime.git.commit if runtime.git is not None else None)
 
-    __slots__ = ("known", "release", "defaults")
+
+def _catalog_of(runtime: RuntimePin) -> SettingsCatalog | str:
+    return _by_pin(settings_catalog, runtime)
+
+
+def _release_of(runtime: RuntimePin) -> str:
+    release = _by_pin(resolve, runtime) if runtime.profile == "skyrl" else None
+    return SKYRL_RELEASE if release is None else release.version
+
+
+def _no_defaults(runtime: RuntimePin) -> dict[str, Any]:
+    return {}
+
+
+class CatalogLookup:
+    """What a spec has looked up about its runtime pin (its settings catalog, its SkyRL release,
+    the setting defaults read), each kept with the pin it was for: preflight asks for them on
+    every plan. Not the spec's content: every lookup equals every other, so a spec that has
+    asked still equals one that has not. Copies of a spec (parse_spec reuses one per part beside
+    the plan) share it; the pin's identity says whether a value applies. Each value is written
+    with its pin as one pair, so threads asking for copies with other pins never read one pin's
+    value as another's."""
+
+    __slots__ = ("catalog", "release", "defaults")
 
     def __init__(self) -> None:
-        self.known: tuple[RuntimePin, SettingsCatalog | str] | None = None
+        self.catalog: tuple[RuntimePin, SettingsCatalog | str] | None = None
         self.release: tuple[RuntimePin, str] | None = None
         self.defaults: tuple[RuntimePin, dict[str, Any]] | None = None
         """The defaults `skyrl_setting` has read for the pin, by name."""
+
+    def kept(self, slot: str, pin: RuntimePin, compute: Callable[[RuntimePin], Any]) -> Any:
+        """The value in `slot` for `pin`, computed by `compute(pin)` when the slot holds none or
+        another pin's."""
+        known = getattr(self, slot)
+        if known is None or known[0] is not pin:
+            known = (pin, compute(pin))
+            setattr(self, slot, known)
+        return known[1]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CatalogLookup)
@@ -194,43 +226,24 @@ class RunSpec(SpecModel):
 
     _build_sources: BuildSources | None = PrivateAttr(default=None)
     _catalog: CatalogLookup = PrivateAttr(default_factory=CatalogLookup)
-    """The catalog last looked up: preflight asks it for tens of settings per spec."""
+    """What the spec has looked up about its runtime pin (`CatalogLookup`)."""
+
+    def _pinned(self, slot: str, compute: Callable[[RuntimePin], Any]) -> Any:
+        """`CatalogLookup.kept` for this spec's runtime pin. The private attributes' dict is
+        read directly: `self._catalog` goes through pydantic's __getattr__, which costs more
+        than the rest of a setting's lookup."""
+        return self.__pydantic_private__["_catalog"].kept(slot, self.runtime, compute)
 
     def settings_catalog(self) -> SettingsCatalog | str:
         """The settings the pinned runtime release reads, or why the catalog has none."""
-        runtime = self.runtime
-        # The private attributes' dict, read directly: `self._catalog` goes through pydantic's
-        # __getattr__, which costs more than the rest of a setting's lookup.
-        lookup = self.__pydantic_private__["_catalog"]
-        known = lookup.known
-        if known is not None and known[0] is runtime:
-            return known[1]
-        catalog = settings_catalog(
-            runtime.profile, package=runtime.package,
-            commit=runtime.git.commit if runtime.git is not None else None,
-        )
-        lookup.known = (runtime, catalog)
-        return catalog
+        return self._pinned("catalog", _catalog_of)
 
     @property
     def skyrl_release(self) -> str:
         """The SkyRL release whose config names the launch YAML's `skyrl` subtree is written in:
         the pinned release of a SkyRL run, else SkyRL 0.3.0 (the names the smoke runtime reads,
-        and the release a SkyRL pin the catalog does not know is rendered for). Kept with the
-        pin it was for, as the catalog is: preflight asks for every plan."""
-        runtime = self.runtime
-        lookup = self.__pydantic_private__["_catalog"]
-        known = lookup.release
-        if known is not None and known[0] is runtime:
-            return known[1]
-        version = SKYRL_RELEASE
-        if runtime.profile == "skyrl":
-            release = resolve(runtime.profile, package=runtime.package,
-                              commit=runtime.git.commit if runtime.git is not None else None)
-            if release is not None:
-                version = release.version
-        lookup.release = (runtime, version)
-        return version
+        and the release a SkyRL pin the catalog does not know is rendered for)."""
+        return self._pinned("release", _release_of)
 
     @model_validator(mode="after")
     def _settings_exist(self) -> RunSpec:
@@ -294,13 +307,7 @@ class RunSpec(SpecModel):
             return settings[name]
         if default is not None:
             return default
-        # Kept per pin and name, as the catalog is: preflight reads tens of defaults per plan.
-        runtime = self.runtime
-        lookup = self.__pydantic_private__["_catalog"]
-        known = lookup.defaults
-        if known is None or known[0] is not runtime:
-            known = lookup.defaults = (runtime, {})
-        defaults = known[1]
+        defaults = self._pinned("defaults", _no_defaults)
         if name in defaults:
             return defaults[name]
         catalog = self.settings_catalog()
