@@ -117,6 +117,20 @@ def test_equal_role_plan_sections_are_the_very_same_objects() -> None:
         "batch", "critic", "placement", "policy", "reference", "rollout"]
 
 
+def test_a_checks_plan_holds_the_role_plans_fields_and_answers_as_it_does() -> None:
+    """Check.plan is the plan's fields as plain attributes (rules read it ~100 times a spec):
+    every field the very object the RolePlan holds, and its methods the RolePlan's answers."""
+    for name in sorted(WORKED_EXAMPLES):
+        spec = parse_spec(worked_example(name))
+        plan = Check(spec).plan
+        assert plan.model is spec.role_plan
+        for field in RolePlan.model_fields:
+            assert getattr(plan, field) is getattr(spec.role_plan, field), (name, field)
+        for role in ("policy", "reference", "critic"):
+            assert plan.parallelism(role) == spec.role_plan.parallelism(role), (name, role)
+        assert plan.geometry() == spec.role_plan.geometry()
+
+
 def test_a_section_equal_in_value_but_not_in_type_is_not_reused() -> None:
     """`True == 1`: a section whose count is `True` is refused, however often `1` was seen."""
     document = worked_example("colocated-1x8")

@@ -62,7 +62,7 @@ def placement_groups(check: Check) -> list[Group]:
 
 
 def _placement_groups(check: Check) -> list[Group]:
-    plan = check.spec.role_plan
+    plan = check.plan
     rollout = plan.rollout
     total = rollout.total_gpus
     engines = _GROUPS.get(("rollout", total))

@@ -80,7 +80,7 @@ def megatron_constraints(check: Check) -> list[Finding]:
     nccl or gloo), so the rule is the same for both releases; the message names the run's."""
     findings: list[Finding] = []
     spec = check.spec
-    plan = spec.role_plan
+    plan = check.plan
     if plan.strategy != "megatron":
         return findings
     rollout = plan.rollout

@@ -31,7 +31,7 @@ def reference_when_kl(check: Check) -> list[Finding]:
     `use_kl_in_reward`)."""
     findings: list[Finding] = []
     spec = check.spec
-    reference = spec.role_plan.reference
+    reference = check.plan.reference
     if check.use_kl and reference is None:
         findings.append(error(
             "GEO010", ("role_plan.reference", "algorithm.kl"),
@@ -113,7 +113,7 @@ def critic_when_gae(check: Check) -> list[Finding]:
     findings: list[Finding] = []
     spec = check.spec
     estimator = spec.algorithm.advantage_estimator
-    critic = spec.role_plan.critic
+    critic = check.plan.critic
     if estimator == "gae" and critic is None:
         findings.append(error(
             "GEO012", ("role_plan.critic", "algorithm.advantage_estimator"),

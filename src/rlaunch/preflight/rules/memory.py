@@ -177,7 +177,7 @@ def _memory_of(check: Check) -> Memory | None:
     reference_facts = getattr(reference, "facts", None) if reference is not None else facts
     if reference_facts is None or not usable_facts(reference_facts):
         return None
-    lengths, plan = spec.lengths, spec.role_plan
+    lengths, plan = spec.lengths, check.plan
     first = lengths.max_input_length if lengths.max_turns > 1 else lengths.max_prompt_length
     sequence = first + lengths.max_generate_length
     if not 0 < sequence <= facts.max_position_embeddings:
@@ -215,8 +215,7 @@ def _forward_micro_batch(check: Check, settings: Settings) -> int:
     or all a GPU has when it has fewer (`SampleBasedBatchIterator` chunks what it is given): the
     mini batch's share of a DP rank with `trainer.recompute_old_logprobs_per_minibatch` (the
     default), else the whole training batch's."""
-    spec = check.spec
-    batch = spec.role_plan.batch
+    batch = check.plan.batch
     micro = batch.micro_forward_batch_size_per_gpu
     dp = check.policy_dp
     if dp is None:
@@ -286,7 +285,7 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
     its own model (`critic_model`, else the policy's) without the LM head, FSDP over the
     critic's GPUs with the policy's sizes, `trainer.critic.*` offload and LoRA as set."""
     spec = check.spec
-    if spec.role_plan.critic is None:
+    if check.plan.critic is None:
         return None
     model = spec.critic_model
     facts = getattr(model, "facts", None) if model is not None else memory.facts
@@ -302,7 +301,7 @@ def _critic(check: Check, memory: Memory, *, training: bool) -> Estimate | None:
                bool(settings.checkpointing), offload, rank, "critic")
     else:
         key = (policy_forward, id(facts), _layout(shape), memory.forward, offload,
-               not offload and not spec.role_plan.placement.colocate_all, rank, "critic")
+               not offload and not check.plan.placement.colocate_all, rank, "critic")
     return _estimate(key, facts, check, "critic")
 
 

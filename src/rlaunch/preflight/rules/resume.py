@@ -154,7 +154,7 @@ def step_folder_complete(check: Check) -> Iterator[Finding]:
             missing.append("policy_rank<r>/ (no rank at all)")
     else:
         missing = [] if "trainer_state.pt" in files else ["trainer_state.pt"]
-        roles = ["policy"] + (["critic"] if spec.role_plan.critic is not None else [])
+        roles = ["policy"] + (["critic"] if check.plan.critic is not None else [])
         for role in roles:
             if check.parallelism(role).megatron:
                 if not any(name.startswith(f"{role}/") for name in files):

@@ -82,7 +82,7 @@ def lora_needs_vllm(check: Check) -> list[Finding]:
     findings: list[Finding] = []
     spec = check.spec
     rank = spec.skyrl_setting(LORA_RANK)
-    backend = spec.role_plan.rollout.backend
+    backend = check.plan.rollout.backend
     if rank > 0 and backend != "vllm":
         findings.append(error(
             "SET001", (_set(LORA_RANK), "role_plan.rollout.backend"),
@@ -127,9 +127,9 @@ def profiler_needs_native_offload(check: Check) -> list[Finding]:
     `torch.utils.swap_tensors`, which conflicts with the profiler's references."""
     findings: list[Finding] = []
     spec = check.spec
-    placement = spec.role_plan.placement
+    placement = check.plan.placement
     colocated = placement.colocate_all or placement.colocate_policy_ref
-    if (spec.skyrl_setting(PROFILER) and spec.role_plan.strategy == "fsdp" and colocated
+    if (spec.skyrl_setting(PROFILER) and check.plan.strategy == "fsdp" and colocated
             and not spec.skyrl_setting(CPU_OFFLOAD)):
         findings.append(error(
             "SET003",
@@ -154,7 +154,7 @@ def lora_enforce_eager(check: Check) -> list[Finding]:
     findings: list[Finding] = []
     spec = check.spec
     if (spec.settings.get(ENFORCE_EAGER) is True and _uses_lora_weight_sync(spec)
-            and spec.role_plan.rollout.backend == "vllm"):
+            and check.plan.rollout.backend == "vllm"):
         findings.append(warning(
             "SET004", (_set(ENFORCE_EAGER), _set(LORA_RANK)),
             f"{ENFORCE_EAGER} is true with LoRA weight sync (rank "
@@ -181,7 +181,7 @@ def setting_without_effect(check: Check) -> list[Finding]:
     misleads whoever reads the recipe."""
     findings: list[Finding] = []
     spec = check.spec
-    plan = spec.role_plan
+    plan = check.plan
     if not plan.placement.colocate_all:
         for name in OFFLOAD_AFTER_STEP:
             if name in spec.settings:
@@ -234,7 +234,7 @@ def fake_int4_qat(check: Check) -> list[Finding]:
     missing = []
     if spec.skyrl_setting(LORA_RANK) <= 0:
         missing.append(f"{LORA_RANK} > 0")
-    if spec.role_plan.strategy != "megatron":
+    if check.plan.strategy != "megatron":
         missing.append("role_plan.strategy megatron")
     if spec.skyrl_setting(MERGE_LORA):
         missing.append(f"{MERGE_LORA} false")
@@ -263,7 +263,7 @@ def megatron_only_settings(check: Check) -> list[Finding]:
     if chunk is not None and chunk <= 0:
         problems.append(("trainer.logprobs_chunk_size", f"logprobs_chunk_size is {chunk}",
                          "a positive integer"))
-    if spec.role_plan.strategy != "megatron":
+    if check.plan.strategy != "megatron":
         if "trainer.logprobs_chunk_size" in spec.settings and chunk is None:
             problems.append(("trainer.logprobs_chunk_size",
                              "logprobs_chunk_size None (no chunking) is Megatron-only",
@@ -274,7 +274,7 @@ def megatron_only_settings(check: Check) -> list[Finding]:
     for name, what, fix in problems:
         findings.append(error(
             "SET007", (_set(name), "role_plan.strategy"),
-            f"{what} (strategy {spec.role_plan.strategy}); {_skyrl(check)} refuses it at start-up",
+            f"{what} (strategy {check.plan.strategy}); {_skyrl(check)} refuses it at start-up",
             f"Set {name} to {fix}.",
         ))
     return findings
@@ -508,7 +508,7 @@ def engine_settings(check: Check) -> list[Finding]:
     engines to return routed experts)."""
     findings: list[Finding] = []
     spec = check.spec
-    plan = spec.role_plan
+    plan = check.plan
     rollout = plan.rollout
     settings, runtime = spec.settings, spec.runtime
     key = (id(settings), id(runtime), rollout.num_engines, plan.strategy,

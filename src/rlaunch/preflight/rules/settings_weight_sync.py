@@ -53,7 +53,7 @@ def offload_kv_needs_disaggregated_full_weights(check: Check) -> list[Finding]:
     spec = check.spec
     if not spec.skyrl_setting(OFFLOAD_KV):
         return findings
-    if spec.role_plan.placement.colocate_all:
+    if check.plan.placement.colocate_all:
         findings.append(error(
             "SET015", (_set(OFFLOAD_KV), "role_plan.placement.colocate_all"),
             f"{OFFLOAD_KV} with role_plan.placement.colocate_all: SkyRL 0.4.0 offloads the KV "
@@ -97,9 +97,9 @@ def lora_sync_mode(check: Check) -> list[Finding]:
         return findings
     if mode != "memory":
         return findings
-    strategy, rank = spec.role_plan.strategy, spec.skyrl_setting(LORA_RANK)
+    strategy, rank = check.plan.strategy, spec.skyrl_setting(LORA_RANK)
     merge = spec.skyrl_setting(MERGE_LORA)
-    backend = spec.role_plan.rollout.weight_sync_backend
+    backend = check.plan.rollout.weight_sync_backend
     unmet = []
     if strategy != "megatron":
         unmet.append(("role_plan.strategy", f"strategy {strategy} (needs megatron)"))
