@@ -231,12 +231,14 @@ cache bytes per token, the KV formula))`: the facts held, so no other object tak
 identity while the entry lives."""
 
 
-_ESTIMATES: Memo[tuple[Any, ...], tuple[ModelFacts, Estimate]] = Memo(8192)
+_ESTIMATES: Memo[tuple[Any, ...], tuple[ModelFacts, Estimate]] = Memo(32768)
 """A trainer phase's inputs as plain values (its estimate's function, the facts by identity,
 what the formulas read of the layout, the micro batch or for the weight sync the engine's
 weights, the settings) -> `(facts, estimate)`:
 the facts held, so no other object takes their identity while the entry lives. A search
-sees the same phases plan after plan; the key costs less than the sum."""
+sees the same phases plan after plan; the key costs less than the sum. Random plans over the
+worked examples' six models meet about 20,000 distinct phases in 30,000 plans: at 8,192 entries a
+third of the lookups missed, at 32,768 a tenth (about 2 MB more)."""
 
 
 def _layout(shape: Parallelism) -> tuple[Any, ...]:
