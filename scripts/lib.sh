@@ -31,13 +31,13 @@ print("%d.%d %s %s" % (sys.version_info[0], sys.version_info[1],
   printf '%s' "${out#"$want CPython "}"
 }
 
-# rl_find_python VERSION ENV_NAME WHY HOW_TO_INSTALL: print the path of a working CPython VERSION,
-# looked for in this order: $ENV_NAME; pythonVERSION on PATH; pyenv's installed VERSION.* (under
-# `pyenv root`, and ~/.pyenv when pyenv is not on PATH). A set but broken $ENV_NAME is an error, not
-# skipped: the user asked for that interpreter. With none found, say what was looked for and how to
-# get one.
+# rl_find_python VERSION ENV_NAME WHY HOW_TO_INSTALL [PREFERRED]: print the path of a working CPython
+# VERSION, looked for in this order: $ENV_NAME; PREFERRED (a path) when given; pythonVERSION on
+# PATH; pyenv's installed VERSION.* (under `pyenv root`, and ~/.pyenv when pyenv is not on PATH). A
+# set but broken $ENV_NAME is an error, not skipped: the user asked for that interpreter. With none
+# found, say what was looked for and how to get one.
 rl_find_python() {
-  local want=$1 env_name=$2 why=$3 how=$4 candidate found root
+  local want=$1 env_name=$2 why=$3 how=$4 preferred=${5:-} candidate found root
   local -a looked=() roots=()
   local from_env=${!env_name:-}
   if [[ -n $from_env ]]; then
@@ -51,6 +51,14 @@ rl_find_python() {
     return 1
   fi
   looked+=("\$$env_name: not set")
+
+  if [[ -n $preferred ]]; then
+    if found=$(rl_probe_python "$want" "$preferred"); then
+      printf '%s' "$found"
+      return 0
+    fi
+    looked+=("$preferred: not a CPython $want that runs")
+  fi
 
   if candidate=$(command -v "python$want" 2>/dev/null); then
     if found=$(rl_probe_python "$want" "$candidate"); then
@@ -207,8 +215,13 @@ rl_plan_runtime() {
   sha=$(rl_short_sha "$lock") || return 1
   dir="$RL_CACHE_ROOT/runtime/$sha"
   if ! rl_venv_ready "$dir"; then
+    # The OS's CPython first: Debian's and Ubuntu's are built with profile-guided and link-time
+    # optimization, the interpreter linked into the executable; pyenv's default build is neither
+    # (no --enable-optimizations, a shared libpython), and runs preflight with 14% more
+    # instructions, 11 to 15% slower (benchmarks/preflight_throughput.py; docs/plans.md).
     python=$(rl_find_python 3.11 RLAUNCH_PYTHON311 "the project runtime needs CPython 3.11" \
-      "pyenv install 3.11 (https://github.com/pyenv/pyenv), or your OS's python3.11 and python3.11-venv packages") ||
+      "pyenv install 3.11 (https://github.com/pyenv/pyenv), or your OS's python3.11 and python3.11-venv packages" \
+      /usr/bin/python3.11) ||
       return 1
     rl_pending "$dir" "$python" \
       "installing project runtime (CPython 3.11, 3rdparty/requirements.lock)" "$lock"

@@ -109,6 +109,38 @@ def test_a_pants_python_that_is_not_39_is_an_error_not_skipped(
     )
 
 
+def find_python(repo_root: Path, env: dict[str, str], preferred: str
+                ) -> subprocess.CompletedProcess[str]:
+    script = 'source scripts/lib.sh && rl_find_python 3.11 NO_SUCH_PYTHON why how "$1"'
+    return subprocess.run(["bash", "-c", script, "find_python", preferred], cwd=repo_root,
+                          env=env, capture_output=True, text=True)
+
+
+def test_the_preferred_interpreter_comes_before_path_and_pyenv(
+    tmp_path: Path, repo_root: Path
+) -> None:
+    """The runtime prefers the OS's CPython 3.11 (/usr/bin/python3.11: an optimized build) to one
+    on PATH; one that is missing is said and passed over."""
+    env = bare_environment(tmp_path)
+    on_path = tmp_path / "bin" / "python3.11"
+    on_path.symlink_to(sys.executable)
+    preferred = tmp_path / "os" / "python3.11"
+    preferred.parent.mkdir()
+    preferred.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    preferred.chmod(0o755)
+    result = find_python(repo_root, env, str(preferred))
+    assert (result.returncode, result.stdout, result.stderr) == (0, sys.executable, "")
+    on_path.unlink()
+    result = find_python(repo_root, env, str(tmp_path / "missing" / "python3.11"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[:4] == [
+        "error: why, and none was found. Looked for:",
+        "  - $NO_SUCH_PYTHON: not set",
+        f"  - {tmp_path}/missing/python3.11: not a CPython 3.11 that runs",
+        "  - python3.11 on PATH: not found",
+    ]
+
+
 # The venv builder shared by ./pants and scripts/runtime, driven directly on a tiny venv.
 
 
