@@ -94,7 +94,7 @@ class PlanFields:
     `Check.plan` is (`model` is the RolePlan itself). Rules read the plan about a hundred times
     a spec. A pydantic model's attribute read goes through BaseModel's `__getattr__` hook, which
     CPython 3.11 cannot specialize: about 250 instructions a read, against about 20 for a plain
-    object's (callgrind, benchmarks/preflight_throughput.py: 4% of a random plan's
+    object's (callgrind, benchmarks/preflight_throughput.py: 3% of a random plan's parse and
     preflight). Read-only by convention, as the frozen model is."""
 
     def __init__(self, plan: RolePlan) -> None:
