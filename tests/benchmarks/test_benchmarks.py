@@ -113,7 +113,8 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
         lines[2]), lines[2]
     assert re.fullmatch(
         r"random plans, parse_spec's and run_preflight's memos emptied before each: [\d,]+ plans"
-        r" per CPU second \(\d+ us/plan; load average [\d.]+ on \d+ cores\)", lines[3]), lines[3]
+        r" per CPU second \(\d+ us/plan; load average [\d.]+ on \d+ cores; CPython 3\.11\.\d+ from"
+        r" /\S+\)", lines[3]), lines[3]
 
 
 @pytest.mark.parametrize(("args", "allowing"), [
