@@ -54,8 +54,7 @@ def with_pip(cache: Path, parts: list[str]) -> list[str]:
     started = time.time()
     steps = []
     for part in parts:
-        find = ("rl_find_python 3.9 PANTS_PYTHON x x" if part == "pants"
-                else "rl_find_python 3.11 RLAUNCH_PYTHON311 x x")
+        find = "rl_find_python 3.9 PANTS_PYTHON x x" if part == "pants" else "rl_runtime_python"
         python = subprocess.run(["bash", "-c", f"source scripts/lib.sh && {find}"], cwd=REPO,
                                 check=True, capture_output=True, text=True).stdout.strip()
         venv = cache / part

@@ -206,6 +206,17 @@ rl_build_pending() {
   return "$failed"
 }
 
+# rl_runtime_python: print the CPython 3.11 the project runtime is built from (or say why there is
+# none). The OS's CPython first: Debian's and Ubuntu's are built with profile-guided and link-time
+# optimization, the interpreter linked into the executable; pyenv's default build is neither (no
+# --enable-optimizations, a shared libpython), and runs preflight with 14% more instructions, 11 to
+# 15% slower (benchmarks/preflight_throughput.py; docs/plans.md).
+rl_runtime_python() {
+  rl_find_python 3.11 RLAUNCH_PYTHON311 "the project runtime needs CPython 3.11" \
+    "pyenv install 3.11 (https://github.com/pyenv/pyenv), or your OS's python3.11 and python3.11-venv packages" \
+    /usr/bin/python3.11
+}
+
 # rl_plan_runtime: the project runtime (CPython 3.11 venv with 3rdparty/requirements.lock); set
 # RL_RUNTIME_PYTHON to its interpreter and, when it is not built yet, find CPython 3.11 (or say
 # why not) and plan its build (rl_build_pending). The project itself is not installed into it
@@ -215,14 +226,7 @@ rl_plan_runtime() {
   sha=$(rl_short_sha "$lock") || return 1
   dir="$RL_CACHE_ROOT/runtime/$sha"
   if ! rl_venv_ready "$dir"; then
-    # The OS's CPython first: Debian's and Ubuntu's are built with profile-guided and link-time
-    # optimization, the interpreter linked into the executable; pyenv's default build is neither
-    # (no --enable-optimizations, a shared libpython), and runs preflight with 14% more
-    # instructions, 11 to 15% slower (benchmarks/preflight_throughput.py; docs/plans.md).
-    python=$(rl_find_python 3.11 RLAUNCH_PYTHON311 "the project runtime needs CPython 3.11" \
-      "pyenv install 3.11 (https://github.com/pyenv/pyenv), or your OS's python3.11 and python3.11-venv packages" \
-      /usr/bin/python3.11) ||
-      return 1
+    python=$(rl_runtime_python) || return 1
     rl_pending "$dir" "$python" \
       "installing project runtime (CPython 3.11, 3rdparty/requirements.lock)" "$lock"
   fi
