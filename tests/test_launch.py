@@ -34,6 +34,7 @@ from executors.support import (
     shared_store,
     wait_gone,
 )
+from rlaunch import launch as launch_module
 from rlaunch.cli import main
 from rlaunch.executors import ExecutorOptions, Submission
 from rlaunch.executors.local import LocalExecutor
@@ -484,3 +485,20 @@ def test_a_launch_request_is_frozen_and_keyword_only(world: World) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'dry_run'"):
         request.dry_run = False  # type: ignore[misc]
     assert (request.follow, request.store, request.upstream_runs_first) == (True, None, ())
+
+
+def test_a_ctrl_c_a_finalizer_dropped_still_stops_the_launch_before_it_submits() -> None:
+    """Python prints and drops a KeyboardInterrupt raised in a `__del__` (a file lock's, seen
+    when Ctrl-C landed while the inputs were verified): the launch asks again before it
+    submits."""
+
+    class Finalized:
+        def __del__(self) -> None:
+            launch_module.interrupt(signal.SIGINT, None)
+
+    try:
+        Finalized()  # its KeyboardInterrupt is printed and dropped
+        with pytest.raises(KeyboardInterrupt):
+            launch_module._raise_if_interrupted()
+    finally:
+        launch_module._INTERRUPTED.clear()

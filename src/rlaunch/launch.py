@@ -16,10 +16,12 @@ import hashlib
 import os
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rlaunch.builders import BuildError, materialize
@@ -551,6 +553,7 @@ def _check_handoffs(
         raise LaunchRefused(str(err)) from None
     materialize_inputs(plan, say, verify=verify)
     laps.lap("inputs")
+    _raise_if_interrupted()
     attempt_id = f"check-{new_attempt_id()}"
     credentials = credential_values(spec.execution.credentials, env)
     try:
@@ -573,6 +576,25 @@ def _check_handoffs(
         f"{'passed' if status == AttemptStatus.SUCCEEDED else f'FAILED ({status})'}")
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
                         followed=True, laps=laps)
+
+
+_INTERRUPTED = threading.Event()
+"""Set by `interrupt` (the launch command's SIGINT and SIGTERM handler), never cleared: the
+command ends with the launch it interrupted."""
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C (SIGINT) and SIGTERM, as KeyboardInterrupt, and kept: Python prints and drops an
+    exception raised while a finalizer runs (a file lock's `__del__`, say), so a Ctrl-C landing
+    there would be lost and the run submitted; the launch asks again before it submits."""
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _raise_if_interrupted() -> None:
+    """KeyboardInterrupt when `interrupt` ran, though its own exception was dropped."""
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
 
 
 def _submit_and_follow(
@@ -604,6 +626,7 @@ def _submit_and_follow(
             raise LaunchRefused(f"recording the run exports {spec.identity} reads failed: {err}")
         attempt_id = new_attempt_id()
         job_yaml = attempt_copy(plan, rendered, attempt_id)
+        _raise_if_interrupted()
     except KeyboardInterrupt:
         # Up to here no attempt is recorded (the inputs, the exports they read, the attempt's
         # copy of the YAML); the executor stops the head it was starting.

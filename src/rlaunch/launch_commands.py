@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import click
 
@@ -27,6 +26,7 @@ from rlaunch.executors.job_progress import JobProgress
 from rlaunch.launch import (
     LaunchRefused,
     LaunchRequest,
+    interrupt,
     launch,
     record_status,
     rehearsal_store,
@@ -48,14 +48,11 @@ def _say(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _interrupt_on_sigterm() -> None:
-    """`pants run` and process managers stop with SIGTERM: handle it as Ctrl-C, so the job is
-    stopped and the head released just the same."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
+def _interrupt_on_signals() -> None:
+    """Ctrl-C, and SIGTERM as Ctrl-C (`pants run` and process managers stop with it), so the
+    job is stopped and the head released just the same (`rlaunch.launch.interrupt`)."""
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 @click.command("launch")
@@ -122,7 +119,7 @@ def launch_command(
     except SpecError as err:
         _say(err.render())
         sys.exit(1)
-    _interrupt_on_sigterm()
+    _interrupt_on_signals()
     if spec.run_exports() and not only and not check_handoffs:
         out_dir = out.parent if out is not None else Path("dist")
         try:
