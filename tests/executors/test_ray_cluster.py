@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -338,3 +338,23 @@ def test_a_clusters_interpreter_without_gcsfs_is_refused_before_submitting(
     )
     ray_executor().check_cluster_python(launch, cluster, contract_python(),
                                         f"probe-ok-{os.getpid()}")
+
+
+def test_a_log_stream_ray_ends_early_still_gives_the_whole_output(cluster: str) -> None:
+    """Ray's head ends a job's log stream at once when the job's supervisor had not started
+    (`JobHead.tail_job_logs`) or its socket to the node's agent closed: the follow then reads
+    the full log until the job ends. The stream's early end is the one thing replaced here."""
+    from ray.job_submission import JobSubmissionClient
+
+    class EndedStream(JobSubmissionClient):
+        async def tail_job_logs(self, job_id: str) -> AsyncIterator[str]:
+            for _ in ():
+                yield ""
+
+    job = f"rlaunch-ended-stream-{os.getpid()}"
+    code = "import time; print('first', flush=True); time.sleep(4); print('last', flush=True)"
+    jobs_api.submit(cluster, entrypoint=shlex.join([sys.executable, "-c", code]),
+                    submission_id=job, env_vars={})
+    text = "".join(jobs_api._follow(EndedStream(cluster), cluster, job))
+    assert text.splitlines()[-2:] == ["first", "last"]
+    assert jobs_api.status(cluster, job) == AttemptStatus.SUCCEEDED

@@ -31,6 +31,8 @@ _AGENT_RETRY_S = 90.0
 """How long a submission waits for a just-started head's job agent. The agent registers after
 the head answers; on a loaded 2-core machine that was seen to take over 30 s."""
 _IDLE_POLL_S = 0.5
+_LOG_POLL_S = 2.0
+"""How often a job whose log stream ended before the job did has its full log read."""
 
 
 def _auth_headers() -> dict[str, str]:
@@ -251,9 +253,12 @@ _END = object()
 
 
 def _follow(client: Any, address: str, submission_id: str) -> Iterator[str]:
-    """Ray's log stream, read on a thread of its own. Ray closes the stream some seconds after
-    the job ends; so while no output comes, the job's status is polled, and once it is terminal
-    the rest of the output is taken from the full log instead of waiting for the stream."""
+    """Ray's log stream, read on a thread of its own. The stream's end does not prove the
+    output complete: Ray closes it some seconds after the job ends, but also at once when the
+    head loses its socket to the node's agent, or when the job's supervisor had not started
+    yet. So while no output comes the job's status is polled, and once it is terminal the
+    rest of the output is taken from the full log; after a stream that ended early, the full
+    log is read every `_LOG_POLL_S` until the job ends."""
     chunks: queue.Queue[Any] = queue.Queue()
 
     def pump() -> None:
@@ -269,27 +274,38 @@ def _follow(client: Any, address: str, submission_id: str) -> Iterator[str]:
 
     threading.Thread(target=pump, name=f"rlaunch-logs-{submission_id}", daemon=True).start()
     emitted = 0
+    streaming = True
     while True:
-        try:
-            item = chunks.get(timeout=_IDLE_POLL_S)
-        except queue.Empty:
-            if not status(address, submission_id).is_terminal():
-                continue
+        item = None
+        if streaming:
             try:
-                rest = client.get_job_logs(submission_id)[emitted:]
-            except (RuntimeError, OSError) as err:
-                raise ExecutorError(f"cannot read the logs of job {submission_id}: {err}") from None
-            if rest:
-                yield rest
-            return
-        if item is _END:
-            return
+                item = chunks.get(timeout=_IDLE_POLL_S)
+            except queue.Empty:
+                pass
+        else:
+            time.sleep(_LOG_POLL_S)
         if isinstance(item, BaseException):
             raise ExecutorError(
                 f"lost the log stream of job {submission_id} at {address}: {item}"
             ) from None
-        emitted += len(item)
-        yield item
+        if isinstance(item, str):
+            emitted += len(item)
+            yield item
+            continue
+        streaming = streaming and item is not _END
+        terminal = status(address, submission_id).is_terminal()
+        if streaming and not terminal:
+            continue
+        # Terminal, or a stream that ended early: the full log has the rest, so far.
+        try:
+            rest = client.get_job_logs(submission_id)[emitted:]
+        except (RuntimeError, OSError) as err:
+            raise ExecutorError(f"cannot read the logs of job {submission_id}: {err}") from None
+        if rest:
+            emitted += len(rest)
+            yield rest
+        if terminal:
+            return
 
 
 def stop(address: str, submission_id: str) -> None:
