@@ -501,4 +501,31 @@ def test_a_ctrl_c_a_finalizer_dropped_still_stops_the_launch_before_it_submits()
         with pytest.raises(KeyboardInterrupt):
             launch_module._raise_if_interrupted()
     finally:
-        launch_module._INTERRUPTED.clear()
+        launch_module._SIGNALS.count = 0
+
+
+def test_a_ctrl_c_while_the_attempt_is_recorded_waits_for_the_record_then_fails_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C landing inside the ledger write that records the attempt (seen on a loaded
+    machine: it escaped the launch as a bare "Aborted!", exit 1) is held until the write ends:
+    the attempt is recorded whole, then failed, and nothing is submitted."""
+    recorded = launch_module.start_attempt
+
+    def interrupted_while_recording(record, **fields):
+        launch_module.interrupt(signal.SIGINT, None)  # what the signal calls, here
+        return recorded(record, **fields)
+
+    monkeypatch.setattr(launch_module, "start_attempt", interrupted_while_recording)
+    spec = world.spec(name="echo-ctrl-c-record")
+    try:
+        result, output, said = run(world, spec)
+    finally:
+        launch_module._SIGNALS.count = 0
+    assert (result.interrupted, result.submission, result.exit_code) == (True, None, 130)
+    [attempt] = world.ledger.read("echo-ctrl-c-record", "dev")["attempts"]
+    assert (attempt["status"], attempt["submission"]) == ("submit-failed", None)
+    assert attempt["error"] == "interrupted (Ctrl-C) while submitting"
+    assert (f"rlaunch: interrupted while submitting echo-ctrl-c-record@dev; attempt "
+            f"{attempt['attempt_id']} recorded as submit-failed") in said
+    assert output == ""

@@ -16,9 +16,9 @@ import hashlib
 import os
 import secrets
 import sys
-import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -578,22 +578,46 @@ def _check_handoffs(
                         followed=True, laps=laps)
 
 
-_INTERRUPTED = threading.Event()
-"""Set by `interrupt` (the launch command's SIGINT and SIGTERM handler), never cleared: the
-command ends with the launch it interrupted."""
+@dataclass
+class _Signals:
+    """What the launch command's SIGINT and SIGTERM handler (`interrupt`) has seen."""
+
+    count: int = 0
+    """Interrupts so far, never reset: the command ends with the launch it interrupted."""
+    held: int = 0
+    """Depth of `_interrupts_held` blocks: an interrupt in one is raised at its end."""
+
+
+_SIGNALS = _Signals()
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C (SIGINT) and SIGTERM, as KeyboardInterrupt, and kept: Python prints and drops an
-    exception raised while a finalizer runs (a file lock's `__del__`, say), so a Ctrl-C landing
-    there would be lost and the run submitted; the launch asks again before it submits."""
-    _INTERRUPTED.set()
-    raise KeyboardInterrupt
+    """Ctrl-C (SIGINT) and SIGTERM, as KeyboardInterrupt, and counted: Python prints and drops
+    an exception raised while a finalizer runs (a file lock's `__del__`, say), so a Ctrl-C
+    landing there would be lost and the run submitted; the launch asks again before it
+    submits. Inside `_interrupts_held` it is only counted."""
+    _SIGNALS.count += 1
+    if not _SIGNALS.held:
+        raise KeyboardInterrupt
 
 
 def _raise_if_interrupted() -> None:
     """KeyboardInterrupt when `interrupt` ran, though its own exception was dropped."""
-    if _INTERRUPTED.is_set():
+    if _SIGNALS.count:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """A Ctrl-C in the block waits for its end, then is raised: a ledger write the attempt's
+    fate depends on is made whole, and the handler that follows sees what it wrote."""
+    seen = _SIGNALS.count
+    _SIGNALS.held += 1
+    try:
+        yield
+    finally:
+        _SIGNALS.held -= 1
+    if _SIGNALS.count != seen:
         raise KeyboardInterrupt
 
 
@@ -636,56 +660,60 @@ def _submit_and_follow(
                             interrupted=True)
     yaml_path, digest, document = rendered.path, rendered.digest, rendered.document
     smoke_of = f"{spec.smoke_of.name}@{spec.smoke_of.version}" if spec.smoke_of else None
-    ledger.update(spec.name, spec.version, lambda record: start_attempt(
-        record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
-        runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
-        launcher_commit=plan.launcher_commit, yaml_digest=digest, yaml_path=str(job_yaml),
-        smoke_of=smoke_of, skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed,
-        runtime_pin=spec.runtime.pin_label,
-        fingerprint_beside_runtime=spec.fingerprint_beside_runtime))
     credentials = credential_values(spec.execution.credentials, env)
+    files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,
+                         attempt_id)
+    # One try from the attempt's record to the job's end, so that a Ctrl-C anywhere in it is
+    # handled by what it interrupted: a submission (recorded as failed) or a job (stopped).
+    submission: Submission | None = None
+    status: AttemptStatus | None = None
+    interrupted = False
     try:
+        with _interrupts_held():
+            ledger.update(spec.name, spec.version, lambda record: start_attempt(
+                record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
+                runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
+                launcher_commit=plan.launcher_commit, yaml_digest=digest,
+                yaml_path=str(job_yaml), smoke_of=smoke_of,
+                skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed,
+                runtime_pin=spec.runtime.pin_label,
+                fingerprint_beside_runtime=spec.fingerprint_beside_runtime))
         # The job checks the YAML it reads against the digest recorded above.
         submission = executor.submit(job_yaml, document, attempt_id=attempt_id,
                                      env={**credentials, LAUNCH_DIGEST_ENV: digest})
-    except ExecutorError as err:
-        reason = str(err)
-        ledger.update(spec.name, spec.version,
-                      lambda record: set_status(record, attempt_id, AttemptStatus.SUBMIT_FAILED,
-                                           error=reason))
-        raise LaunchRefused(reason) from None
-    except KeyboardInterrupt:
-        # E.g. while the local head starts: it is stopped (by the executor), no job was made.
-        ledger.update(spec.name, spec.version, lambda record: set_status(
-            record, attempt_id, AttemptStatus.SUBMIT_FAILED,
-            error="interrupted (Ctrl-C) while submitting"))
-        say(f"rlaunch: interrupted while submitting {spec.identity}; attempt {attempt_id} "
-            f"recorded as {AttemptStatus.SUBMIT_FAILED}")
-        return LaunchResult(spec.identity, yaml_path, digest, False, interrupted=True)
-    ledger.update(spec.name, spec.version,
-                  lambda record: set_submission(record, attempt_id, submission.to_dict()))
-    files = AttemptFiles(run_paths(plan.store_prefix, spec.name, spec.version).attempts_root,
-                         attempt_id)
-    files.write_submission(submission)
-    laps.lap("head and submission")
-    say(f"rlaunch: submitted {spec.identity} as {submission.submission_id} "
-        f"({submission.executor} at {submission.address}); attempt {attempt_id}")
-    if not follow:
-        say(f"rlaunch: detached; follow with `rlaunch logs {spec.identity} --follow`")
-        return LaunchResult(spec.identity, yaml_path, digest, False, submission,
-                            AttemptStatus.PENDING)
-    interrupted = False
-    status: AttemptStatus | None = None
-    try:
+        submitted = submission.to_dict()
+        with _interrupts_held():
+            ledger.update(spec.name, spec.version,
+                          lambda record: set_submission(record, attempt_id, submitted))
+            files.write_submission(submission)
+        laps.lap("head and submission")
+        say(f"rlaunch: submitted {spec.identity} as {submission.submission_id} "
+            f"({submission.executor} at {submission.address}); attempt {attempt_id}")
+        if not follow:
+            say(f"rlaunch: detached; follow with `rlaunch logs {spec.identity} --follow`")
+            return LaunchResult(spec.identity, yaml_path, digest, False, submission,
+                                AttemptStatus.PENDING)
         status = follow_job(executor, submission, echo=echo,
                             redact=Redactor(credentials.values()), files=files)
+    except ExecutorError as err:
+        if submission is not None:
+            say(f"rlaunch: lost the job's log stream ({err}); asking for its status")
+            status = _settle(executor, submission, say, stop=False)
+        else:
+            _record_submit_failed(ledger, spec, attempt_id, str(err))
+            raise LaunchRefused(str(err)) from None
     except KeyboardInterrupt:
-        interrupted = True
+        if submission is None:
+            # E.g. while the local head starts: it is stopped (by the executor), no job was
+            # made.
+            _record_submit_failed(ledger, spec, attempt_id,
+                                  "interrupted (Ctrl-C) while submitting")
+            say(f"rlaunch: interrupted while submitting {spec.identity}; attempt {attempt_id} "
+                f"recorded as {AttemptStatus.SUBMIT_FAILED}")
+            return LaunchResult(spec.identity, yaml_path, digest, False, interrupted=True)
         say(f"rlaunch: interrupted; stopping job {submission.submission_id}")
         status = _settle(executor, submission, say, stop=True)
-    except ExecutorError as err:
-        say(f"rlaunch: lost the job's log stream ({err}); asking for its status")
-        status = _settle(executor, submission, say, stop=False)
+        interrupted = True
     laps.lap("job")
     runtime_timings = None
     if status is not None:
@@ -694,6 +722,12 @@ def _submit_and_follow(
             runtime_timings = _runtime_timings(ledger, spec.name, spec.version, attempt_id)
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status, interrupted,
                         followed=True, laps=laps, runtime_timings=runtime_timings)
+
+
+def _record_submit_failed(ledger: Ledger, spec: RunSpec, attempt_id: str, reason: str) -> None:
+    with _interrupts_held():
+        ledger.update(spec.name, spec.version, lambda record: set_status(
+            record, attempt_id, AttemptStatus.SUBMIT_FAILED, error=reason))
 
 
 def _runtime_timings(ledger: Ledger, name: str, version: str,

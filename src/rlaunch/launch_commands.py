@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -24,6 +25,7 @@ from rlaunch.executors import (
 from rlaunch.executors.follow import wait_terminal
 from rlaunch.executors.job_progress import JobProgress
 from rlaunch.launch import (
+    EXIT_INTERRUPTED,
     LaunchRefused,
     LaunchRequest,
     interrupt,
@@ -127,9 +129,13 @@ def launch_command(
         except LaunchRefused as err:
             _say(f"rlaunch: launch refused\n{err}")
             sys.exit(err.exit_code)
-        sys.exit(run_pipeline([spec], title=spec.identity, source=spec_path, out_dir=out_dir,
-                              store=pipeline_store, repo=repo, dry_run=dry_run,
-                              line=click.echo, say=_say, rehearse=rehearse))
+        try:
+            code = run_pipeline([spec], title=spec.identity, source=spec_path, out_dir=out_dir,
+                                store=pipeline_store, repo=repo, dry_run=dry_run,
+                                line=click.echo, say=_say, rehearse=rehearse)
+        except KeyboardInterrupt:
+            _interrupted(spec, spec_path)
+        sys.exit(code)
     try:
         request = LaunchRequest(
             spec=spec, source=spec_path, dry_run=dry_run, follow=follow,
@@ -140,6 +146,8 @@ def launch_command(
     except LaunchRefused as err:
         _say(f"rlaunch: launch refused\n{err}")
         sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        _interrupted(spec, spec_path)
     # A handoff check trains nothing: there are no curves to plot.
     if result.followed and result.submission is not None and not check_handoffs:
         _plot_curves(spec, rehearsal_store(spec, store) if rehearse else store,
@@ -149,6 +157,14 @@ def launch_command(
     if result.laps is not None:
         _say(result.timings_line(_pants_started_at()))
     sys.exit(result.exit_code)
+
+
+def _interrupted(spec: RunSpec, spec_path: str) -> NoReturn:
+    """A Ctrl-C the launch did not handle itself (in its preflight, say, or a second one while
+    it recorded the first): the head it started is stopped on the way out; exit 130."""
+    _say(f"rlaunch: interrupted; what {spec.identity} has recorded: "
+         f"`rlaunch status {spec_path}`")
+    sys.exit(EXIT_INTERRUPTED)
 
 
 PANTS_STARTED_ENV = "RLAUNCH_PANTS_STARTED_AT"
