@@ -34,6 +34,7 @@ from executors.support import (
     shared_store,
     wait_gone,
 )
+from rlaunch import interrupts
 from rlaunch import launch as launch_module
 from rlaunch.cli import main
 from rlaunch.executors import ExecutorOptions, Submission
@@ -494,14 +495,25 @@ def test_a_ctrl_c_a_finalizer_dropped_still_stops_the_launch_before_it_submits()
 
     class Finalized:
         def __del__(self) -> None:
-            launch_module.interrupt(signal.SIGINT, None)
+            interrupts.interrupt(signal.SIGINT, None)
 
     try:
         Finalized()  # its KeyboardInterrupt is printed and dropped
         with pytest.raises(KeyboardInterrupt):
-            launch_module._raise_if_interrupted()
+            interrupts.raise_if_interrupted()
     finally:
-        launch_module._SIGNALS.count = 0
+        interrupts.forget_interrupts()
+
+
+def interrupted_launch(world: World, name: str):
+    """run() of a spec NAME whose launch calls the Ctrl-C handler itself (the count is
+    forgotten after): (result, job output, messages, its one attempt's record)."""
+    try:
+        result, output, said = run(world, world.spec(name=name))
+    finally:
+        interrupts.forget_interrupts()
+    [attempt] = world.ledger.read(name, "dev")["attempts"]
+    return result, output, said, attempt
 
 
 def test_a_ctrl_c_while_the_attempt_is_recorded_waits_for_the_record_then_fails_it(
@@ -513,19 +525,40 @@ def test_a_ctrl_c_while_the_attempt_is_recorded_waits_for_the_record_then_fails_
     recorded = launch_module.start_attempt
 
     def interrupted_while_recording(record, **fields):
-        launch_module.interrupt(signal.SIGINT, None)  # what the signal calls, here
+        interrupts.interrupt(signal.SIGINT, None)  # what the signal calls, here
         return recorded(record, **fields)
 
     monkeypatch.setattr(launch_module, "start_attempt", interrupted_while_recording)
-    spec = world.spec(name="echo-ctrl-c-record")
-    try:
-        result, output, said = run(world, spec)
-    finally:
-        launch_module._SIGNALS.count = 0
+    result, output, said, attempt = interrupted_launch(world, "echo-ctrl-c-record")
     assert (result.interrupted, result.submission, result.exit_code) == (True, None, 130)
-    [attempt] = world.ledger.read("echo-ctrl-c-record", "dev")["attempts"]
     assert (attempt["status"], attempt["submission"]) == ("submit-failed", None)
     assert attempt["error"] == "interrupted (Ctrl-C) while submitting"
     assert (f"rlaunch: interrupted while submitting echo-ctrl-c-record@dev; attempt "
             f"{attempt['attempt_id']} recorded as submit-failed") in said
     assert output == ""
+
+
+def test_a_ctrl_c_during_the_submission_request_lets_it_return_then_stops_the_job(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while Ray's Jobs API takes the job: the request returns, the submission is
+    recorded, then the interrupt is raised and the job it made is stopped, not left running
+    unrecorded. Ray's client is the real one; the signal's arrival is made by calling its
+    handler inside the request."""
+    from ray.job_submission import JobSubmissionClient
+
+    from rlaunch.executors import jobs_api
+
+    class InterruptedDuringRequest(JobSubmissionClient):
+        def submit_job(self, **request):
+            interrupts.interrupt(signal.SIGINT, None)
+            return super().submit_job(**request)
+
+    monkeypatch.setattr(jobs_api, "_client", InterruptedDuringRequest)
+    result, _, said, attempt = interrupted_launch(world, "echo-ctrl-c-request")
+    assert result.interrupted and result.exit_code == 130
+    assert result.submission is not None
+    assert attempt["submission"]["submission_id"] == result.submission.submission_id
+    assert attempt["status"] == result.status.value
+    assert result.status in (AttemptStatus.STOPPED, AttemptStatus.SUCCEEDED)
+    assert f"rlaunch: interrupted; stopping job {result.submission.submission_id}" in said

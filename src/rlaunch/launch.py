@@ -17,11 +17,9 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from rlaunch.builders import BuildError, materialize
@@ -40,6 +38,7 @@ from rlaunch.executors.follow import AttemptFiles, Redactor, credential_values, 
 from rlaunch.executors.follow import wait_terminal as wait_job
 from rlaunch.executors.job_progress import JobProgress
 from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV, rehearsal_python
+from rlaunch.interrupts import interrupts_held, raise_if_interrupted
 from rlaunch.ledger import (
     Ledger,
     LedgerError,
@@ -553,7 +552,7 @@ def _check_handoffs(
         raise LaunchRefused(str(err)) from None
     materialize_inputs(plan, say, verify=verify)
     laps.lap("inputs")
-    _raise_if_interrupted()
+    raise_if_interrupted()
     attempt_id = f"check-{new_attempt_id()}"
     credentials = credential_values(spec.execution.credentials, env)
     try:
@@ -565,6 +564,7 @@ def _check_handoffs(
     say(f"rlaunch: checking the handoffs of {spec.identity} as {submission.submission_id} "
         f"({submission.executor} at {submission.address}); nothing trains")
     try:
+        raise_if_interrupted()  # one the submission request deferred: the job is stopped
         status = follow_job(executor, submission, echo=echo,
                             redact=Redactor(credentials.values()), files=None)
     except KeyboardInterrupt:
@@ -576,49 +576,6 @@ def _check_handoffs(
         f"{'passed' if status == AttemptStatus.SUCCEEDED else f'FAILED ({status})'}")
     return LaunchResult(spec.identity, yaml_path, digest, False, submission, status,
                         followed=True, laps=laps)
-
-
-@dataclass
-class _Signals:
-    """What the launch command's SIGINT and SIGTERM handler (`interrupt`) has seen."""
-
-    count: int = 0
-    """Interrupts so far, never reset: the command ends with the launch it interrupted."""
-    held: int = 0
-    """Depth of `_interrupts_held` blocks: an interrupt in one is raised at its end."""
-
-
-_SIGNALS = _Signals()
-
-
-def interrupt(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C (SIGINT) and SIGTERM, as KeyboardInterrupt, and counted: Python prints and drops
-    an exception raised while a finalizer runs (a file lock's `__del__`, say), so a Ctrl-C
-    landing there would be lost and the run submitted; the launch asks again before it
-    submits. Inside `_interrupts_held` it is only counted."""
-    _SIGNALS.count += 1
-    if not _SIGNALS.held:
-        raise KeyboardInterrupt
-
-
-def _raise_if_interrupted() -> None:
-    """KeyboardInterrupt when `interrupt` ran, though its own exception was dropped."""
-    if _SIGNALS.count:
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """A Ctrl-C in the block waits for its end, then is raised: a ledger write the attempt's
-    fate depends on is made whole, and the handler that follows sees what it wrote."""
-    seen = _SIGNALS.count
-    _SIGNALS.held += 1
-    try:
-        yield
-    finally:
-        _SIGNALS.held -= 1
-    if _SIGNALS.count != seen:
-        raise KeyboardInterrupt
 
 
 def _submit_and_follow(
@@ -650,7 +607,7 @@ def _submit_and_follow(
             raise LaunchRefused(f"recording the run exports {spec.identity} reads failed: {err}")
         attempt_id = new_attempt_id()
         job_yaml = attempt_copy(plan, rendered, attempt_id)
-        _raise_if_interrupted()
+        raise_if_interrupted()
     except KeyboardInterrupt:
         # Up to here no attempt is recorded (the inputs, the exports they read, the attempt's
         # copy of the YAML); the executor stops the head it was starting.
@@ -669,7 +626,7 @@ def _submit_and_follow(
     status: AttemptStatus | None = None
     interrupted = False
     try:
-        with _interrupts_held():
+        with interrupts_held():
             ledger.update(spec.name, spec.version, lambda record: start_attempt(
                 record, attempt_id=attempt_id, fingerprint=spec.fingerprint,
                 runtime_fingerprint=spec.runtime_fingerprint, geometry=role_geometry(spec),
@@ -682,7 +639,7 @@ def _submit_and_follow(
         submission = executor.submit(job_yaml, document, attempt_id=attempt_id,
                                      env={**credentials, LAUNCH_DIGEST_ENV: digest})
         submitted = submission.to_dict()
-        with _interrupts_held():
+        with interrupts_held():
             ledger.update(spec.name, spec.version,
                           lambda record: set_submission(record, attempt_id, submitted))
             files.write_submission(submission)
@@ -725,7 +682,7 @@ def _submit_and_follow(
 
 
 def _record_submit_failed(ledger: Ledger, spec: RunSpec, attempt_id: str, reason: str) -> None:
-    with _interrupts_held():
+    with interrupts_held():
         ledger.update(spec.name, spec.version, lambda record: set_status(
             record, attempt_id, AttemptStatus.SUBMIT_FAILED, error=reason))
 

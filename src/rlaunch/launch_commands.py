@@ -28,12 +28,12 @@ from rlaunch.launch import (
     EXIT_INTERRUPTED,
     LaunchRefused,
     LaunchRequest,
-    interrupt,
     launch,
     record_status,
     rehearsal_store,
     resolve_store,
 )
+from rlaunch.interrupts import interrupt
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import attempt_status, set_status
 from rlaunch.paths import resolve_store_prefix
@@ -52,7 +52,7 @@ def _say(message: str) -> None:
 
 def _interrupt_on_signals() -> None:
     """Ctrl-C, and SIGTERM as Ctrl-C (`pants run` and process managers stop with it), so the
-    job is stopped and the head released just the same (`rlaunch.launch.interrupt`)."""
+    job is stopped and the head released just the same (`rlaunch.interrupts`)."""
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
 

@@ -64,6 +64,7 @@ from rlaunch.executors.base import (
 )
 from rlaunch.executors.job import job_settings, rlaunch_source_root
 from rlaunch.executors.runtime_python import SHIPPED_WITH_RLAUNCH
+from rlaunch.interrupts import interrupts_deferred
 from rlaunch.paths import ATTEMPT_ENV
 from rlaunch.render.launchdoc import LaunchDocument
 from rlaunch.spec.catalog import profile
@@ -330,7 +331,10 @@ class IrisExecutor(Executor):
         arguments = self.submit_arguments(launch_yaml_path, launch, env, attempt_id)
         _, client = self._client(target, field)
         try:
-            job = client.submit(**arguments)
+            # A first Ctrl-C waits for the controller's answer: a job it made is then recorded
+            # and stopped, never left running unseen (rlaunch.interrupts).
+            with interrupts_deferred():
+                job = client.submit(**arguments)
         except (ConnectError, ValueError) as err:
             raise ExecutorError(f"the Iris controller at {target} refused the job: {err}") from None
         return Submission(

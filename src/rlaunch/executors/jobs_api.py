@@ -21,6 +21,7 @@ from http.client import HTTPException
 from typing import Any
 
 from rlaunch.executors.base import ExecutorError
+from rlaunch.interrupts import interrupts_deferred
 from rlaunch.spec.execution import Allocation
 from rlaunch.status import AttemptStatus
 
@@ -203,12 +204,15 @@ def submit(
     deadline = time.monotonic() + _AGENT_RETRY_S
     while True:
         try:
-            return client.submit_job(
-                entrypoint=entrypoint,
-                submission_id=submission_id,
-                runtime_env=runtime_env,
-                metadata=dict(metadata or {}),
-            )
+            # A first Ctrl-C waits for Ray's answer: a job it made is then recorded and
+            # stopped, never left running unseen (rlaunch.interrupts).
+            with interrupts_deferred():
+                return client.submit_job(
+                    entrypoint=entrypoint,
+                    submission_id=submission_id,
+                    runtime_env=runtime_env,
+                    metadata=dict(metadata or {}),
+                )
         except (RuntimeError, OSError) as err:
             # The message can echo the request; never let it carry the runtime env out.
             text = str(err)
