@@ -562,3 +562,31 @@ def test_a_ctrl_c_during_the_submission_request_lets_it_return_then_stops_the_jo
     assert attempt["status"] == result.status.value
     assert result.status in (AttemptStatus.STOPPED, AttemptStatus.SUCCEEDED)
     assert f"rlaunch: interrupted; stopping job {result.submission.submission_id}" in said
+
+
+def test_a_ctrl_c_before_the_attempt_is_recorded_records_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C as the record of the attempt begins, before the ledger is written: nothing is
+    recorded, nothing is failed that does not exist, and the launch says so."""
+    spec = world.spec(name="echo-ctrl-c-early")
+    original = launch_module.interrupts_held
+    calls = []
+
+    def interrupted_at_the_first_record():
+        calls.append(1)
+        if len(calls) == 1:
+            interrupts.interrupt(signal.SIGINT, None)  # outside any block: it raises
+        return original()
+
+    monkeypatch.setattr(launch_module, "interrupts_held", interrupted_at_the_first_record)
+    try:
+        result, output, said = run(world, spec)
+    finally:
+        interrupts.forget_interrupts()
+    assert (result.interrupted, result.submission, result.exit_code) == (True, None, 130)
+    assert "rlaunch: interrupted before an attempt of echo-ctrl-c-early@dev was recorded; " \
+           "nothing was submitted" in said
+    record = world.ledger.read("echo-ctrl-c-early", "dev")
+    assert record is None or record.get("attempts", []) == []
+    assert output == ""

@@ -622,6 +622,7 @@ def _submit_and_follow(
                          attempt_id)
     # One try from the attempt's record to the job's end, so that a Ctrl-C anywhere in it is
     # handled by what it interrupted: a submission (recorded as failed) or a job (stopped).
+    recorded = False
     submission: Submission | None = None
     status: AttemptStatus | None = None
     interrupted = False
@@ -635,6 +636,7 @@ def _submit_and_follow(
                 skip_smoke_gate=plan.skip_smoke_gate, run_exports=consumed,
                 runtime_pin=spec.runtime.pin_label,
                 fingerprint_beside_runtime=spec.fingerprint_beside_runtime))
+            recorded = True  # a Ctrl-C in the block waits for its end
         # The job checks the YAML it reads against the digest recorded above.
         submission = executor.submit(job_yaml, document, attempt_id=attempt_id,
                                      env={**credentials, LAUNCH_DIGEST_ENV: digest})
@@ -660,6 +662,10 @@ def _submit_and_follow(
             _record_submit_failed(ledger, spec, attempt_id, str(err))
             raise LaunchRefused(str(err)) from None
     except KeyboardInterrupt:
+        if not recorded:
+            say(f"rlaunch: interrupted before an attempt of {spec.identity} was recorded; "
+                "nothing was submitted")
+            return LaunchResult(spec.identity, yaml_path, digest, False, interrupted=True)
         if submission is None:
             # E.g. while the local head starts: it is stopped (by the executor), no job was
             # made.
