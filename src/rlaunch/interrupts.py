@@ -28,7 +28,7 @@ class _Signals:
     count: int = 0
     """Interrupts so far, never reset: the command ends with the launch it interrupted."""
     held: int = 0
-    """Depth of `interrupts_held` blocks."""
+    """Depth of the `interrupts_deferred` and `interrupts_held` blocks being run."""
     deferred: bool = False
     """An interrupt arrived in a block and waits for its end."""
 

@@ -296,7 +296,8 @@ def _follow(client: Any, address: str, submission_id: str) -> Iterator[str]:
             emitted += len(item)
             yield item
             continue
-        streaming = streaming and item is not _END
+        if item is _END:
+            streaming = False
         terminal = status(address, submission_id).is_terminal()
         if streaming and not terminal:
             continue
