@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from ray.job_submission import JobSubmissionClient
 
 from executors.helpers import release
 from executors.support import (
@@ -37,7 +38,7 @@ from executors.support import (
 from rlaunch import interrupts
 from rlaunch import launch as launch_module
 from rlaunch.cli import main
-from rlaunch.executors import ExecutorOptions, Submission
+from rlaunch.executors import ExecutorOptions, Submission, jobs_api
 from rlaunch.executors.local import LocalExecutor
 from rlaunch.executors.local_head import STATE_DIR_ENV, read_record
 from rlaunch.launch import LaunchRefused, LaunchRequest, launch
@@ -506,14 +507,16 @@ def test_a_ctrl_c_a_finalizer_dropped_still_stops_the_launch_before_it_submits()
 
 
 def interrupted_launch(world: World, name: str):
-    """run() of a spec NAME whose launch calls the Ctrl-C handler itself (the count is
-    forgotten after): (result, job output, messages, its one attempt's record)."""
+    """run() of a spec NAME with the launch command's Ctrl-C handler installed, as `rlaunch
+    launch` installs it (the test raises SIGINT in the launch; the handler and the count are
+    put back after): (result, job output, messages)."""
+    previous = signal.signal(signal.SIGINT, interrupts.interrupt)
     try:
         result, output, said = run(world, world.spec(name=name))
     finally:
+        signal.signal(signal.SIGINT, previous)
         interrupts.forget_interrupts()
-    [attempt] = world.ledger.read(name, "dev")["attempts"]
-    return result, output, said, attempt
+    return result, output, said
 
 
 def test_a_ctrl_c_while_the_attempt_is_recorded_waits_for_the_record_then_fails_it(
@@ -525,11 +528,12 @@ def test_a_ctrl_c_while_the_attempt_is_recorded_waits_for_the_record_then_fails_
     recorded = launch_module.start_attempt
 
     def interrupted_while_recording(record, **fields):
-        interrupts.interrupt(signal.SIGINT, None)  # what the signal calls, here
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C, inside the ledger write
         return recorded(record, **fields)
 
     monkeypatch.setattr(launch_module, "start_attempt", interrupted_while_recording)
-    result, output, said, attempt = interrupted_launch(world, "echo-ctrl-c-record")
+    result, output, said = interrupted_launch(world, "echo-ctrl-c-record")
+    [attempt] = world.ledger.read("echo-ctrl-c-record", "dev")["attempts"]
     assert (result.interrupted, result.submission, result.exit_code) == (True, None, 130)
     assert (attempt["status"], attempt["submission"]) == ("submit-failed", None)
     assert attempt["error"] == "interrupted (Ctrl-C) while submitting"
@@ -545,17 +549,15 @@ def test_a_ctrl_c_during_the_submission_request_lets_it_return_then_stops_the_jo
     recorded, then the interrupt is raised and the job it made is stopped, not left running
     unrecorded. Ray's client is the real one; the signal's arrival is made by calling its
     handler inside the request."""
-    from ray.job_submission import JobSubmissionClient
-
-    from rlaunch.executors import jobs_api
 
     class InterruptedDuringRequest(JobSubmissionClient):
         def submit_job(self, **request):
-            interrupts.interrupt(signal.SIGINT, None)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, as the request goes out
             return super().submit_job(**request)
 
     monkeypatch.setattr(jobs_api, "_client", InterruptedDuringRequest)
-    result, _, said, attempt = interrupted_launch(world, "echo-ctrl-c-request")
+    result, _, said = interrupted_launch(world, "echo-ctrl-c-request")
+    [attempt] = world.ledger.read("echo-ctrl-c-request", "dev")["attempts"]
     assert result.interrupted and result.exit_code == 130
     assert result.submission is not None
     assert attempt["submission"]["submission_id"] == result.submission.submission_id
@@ -569,21 +571,17 @@ def test_a_ctrl_c_before_the_attempt_is_recorded_records_nothing(
 ) -> None:
     """Ctrl-C as the record of the attempt begins, before the ledger is written: nothing is
     recorded, nothing is failed that does not exist, and the launch says so."""
-    spec = world.spec(name="echo-ctrl-c-early")
     original = launch_module.interrupts_held
     calls = []
 
     def interrupted_at_the_first_record():
         calls.append(1)
         if len(calls) == 1:
-            interrupts.interrupt(signal.SIGINT, None)  # outside any block: it raises
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, outside any block: it raises
         return original()
 
     monkeypatch.setattr(launch_module, "interrupts_held", interrupted_at_the_first_record)
-    try:
-        result, output, said = run(world, spec)
-    finally:
-        interrupts.forget_interrupts()
+    result, output, said = interrupted_launch(world, "echo-ctrl-c-early")
     assert (result.interrupted, result.submission, result.exit_code) == (True, None, 130)
     assert "rlaunch: interrupted before an attempt of echo-ctrl-c-early@dev was recorded; " \
            "nothing was submitted" in said

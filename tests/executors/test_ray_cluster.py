@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -340,22 +340,78 @@ def test_a_clusters_interpreter_without_gcsfs_is_refused_before_submitting(
                                         f"probe-ok-{os.getpid()}")
 
 
+class StreamCutter:
+    """A TCP relay on 127.0.0.1 in front of a Ray dashboard that passes every connection through,
+    except a job's log stream: that one gets the head's answer to the WebSocket upgrade, then a
+    normal close frame (1000), as the head sends when its own `tail_job_logs` returns early. Ray's
+    client, head and job are the real ones; only that early end is made here."""
+
+    CLOSE_NORMAL = b"\x88\x02\x03\xe8"  # FIN + close opcode, 2 bytes of payload: code 1000
+
+    def __init__(self, dashboard_url: str) -> None:
+        host, port = dashboard_url.removeprefix("http://").split(":")
+        self.upstream = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.cut = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: socket.socket) -> None:
+        with client, socket.create_connection(self.upstream) as server:
+            request = client.recv(65536)
+            server.sendall(request)
+            if b"/logs/tail" not in request.split(b"\r\n", 1)[0]:
+                threading.Thread(target=_pipe, args=(server, client), daemon=True).start()
+                _pipe(client, server)
+                return
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += server.recv(65536)
+            client.sendall(answer.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n" + self.CLOSE_NORMAL)
+            self.cut += 1
+            client.recv(64)  # the client's own close frame
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _pipe(source: socket.socket, target: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            target.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end in (source, target):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 def test_a_log_stream_ray_ends_early_still_gives_the_whole_output(cluster: str) -> None:
-    """Ray's head ends a job's log stream at once when the job's supervisor had not started
-    (`JobHead.tail_job_logs`) or its socket to the node's agent closed: the follow then reads
-    the full log until the job ends. The stream's early end is the one thing replaced here."""
-    from ray.job_submission import JobSubmissionClient
-
-    class EndedStream(JobSubmissionClient):
-        async def tail_job_logs(self, job_id: str) -> AsyncIterator[str]:
-            for _ in ():
-                yield ""
-
+    """Ray's head ends a job's log stream with a normal close when the job's supervisor had not
+    started (`JobHead.tail_job_logs`) or its own socket to the node's agent closed, and Ray's
+    client then ends the stream as if the job were done: the follow reads the full log until the
+    job ends instead."""
+    cutter = StreamCutter(cluster)
     job = f"rlaunch-ended-stream-{os.getpid()}"
     code = "import time; print('first', flush=True); time.sleep(4); print('last', flush=True)"
-    jobs_api.submit(cluster, entrypoint=shlex.join([sys.executable, "-c", code]),
-                    submission_id=job, env_vars={})
-    text = "".join(jobs_api._follow(EndedStream(cluster), cluster, job))
+    try:
+        jobs_api.submit(cluster, entrypoint=shlex.join([sys.executable, "-c", code]),
+                        submission_id=job, env_vars={})
+        text = "".join(jobs_api.logs(cutter.url, job, follow=True))
+    finally:
+        cutter.close()
+    assert cutter.cut == 1
     assert jobs_api.status(cluster, job) == AttemptStatus.SUCCEEDED
     # Ray's own line ("Running entrypoint ...") may come before or after the job's first one:
     # the supervisor's write is buffered until the job has started.
