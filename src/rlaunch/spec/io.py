@@ -220,7 +220,28 @@ def _validate(data: dict[str, Any]) -> RunSpec:
         execution = _execution(data["execution"])
     except ValidationError:
         return RunSpec.model_validate(data)
-    return base.model_copy(update={"role_plan": plan, "execution": execution})
+    return _with_plan(base, plan, execution)
+
+
+_new_model = object.__new__
+_set_slot = object.__setattr__
+
+
+def _with_plan(base: RunSpec, plan: RolePlan, execution: Execution) -> RunSpec:
+    """`base.model_copy(update={"role_plan": plan, "execution": execution})`, both validated, as
+    pydantic's `BaseModel.__copy__` makes a copy (its fields' dict with the two replaced, the
+    fields set, no extras: forbidden) without its calls through the hook of a model's attribute
+    reads. The private attributes are copied as they are (their lookup of the runtime pin's
+    catalog is shared: `CatalogLookup`)."""
+    spec = _new_model(RunSpec)
+    fields = base.__dict__.copy()
+    fields["role_plan"] = plan
+    fields["execution"] = execution
+    _set_slot(spec, "__dict__", fields)
+    _set_slot(spec, "__pydantic_extra__", None)
+    _set_slot(spec, "__pydantic_fields_set__", set(base.__pydantic_fields_set__))
+    _set_slot(spec, "__pydantic_private__", dict(base.__pydantic_private__))
+    return spec
 
 
 def forget_parsed() -> None:

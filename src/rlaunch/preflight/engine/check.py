@@ -47,22 +47,23 @@ def usable_facts(facts: ModelFacts) -> bool:
 
 
 Counts = list[tuple[str, int]]
-_NONPOSITIVE: Memo[tuple[str, tuple[str, ...], int], tuple[Any, Counts]] = Memo(4096)
-"""A section's path, the counts read and its identity -> the section, held (no other object
-takes its identity while the entry lives), and its counts below 1: parse_spec hands the plans
-of a search equal sections as the very same objects."""
+_NONPOSITIVE: Memo[tuple[str, int, int], tuple[Any, tuple[str, ...], Counts]] = Memo(4096)
+"""A section's path and the identities of the names of the counts read and of the section ->
+the section and the names, held (no other object takes their identities while the entry
+lives), and its counts below 1: parse_spec hands the plans of a search equal sections as the very same
+objects. (A tuple's hash is not cached: the names' identity spares hashing eight strings.)"""
 
 
 def _nonpositive(prefix: str, section: Any, names: tuple[str, ...]) -> list[tuple[str, int]]:
     """`(path, value)` of the counts `names` of `section` (at `prefix`) below 1. The list is
     shared: callers copy it before adding to it."""
-    key = (prefix, names, id(section))
+    key = (prefix, id(names), id(section))
     known = _NONPOSITIVE.get(key)
     if known is not None:
-        return known[1]
+        return known[2]
     found = [(f"{prefix}.{name}", value) for name in names
              if (value := getattr(section, name)) < 1]
-    _NONPOSITIVE.put(key, (section, found))
+    _NONPOSITIVE.put(key, (section, names, found))
     return found
 
 
