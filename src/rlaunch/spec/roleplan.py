@@ -58,6 +58,21 @@ _LAYOUTS: Memo[tuple[str, str, int, int], tuple[SpecModel, SpecModel, Parallelis
 parse_spec hands every plan of a search equal sections as the very same objects."""
 
 
+def role_parallelism(role: str, strategy: Strategy, footprint: PolicyRole | AuxRole,
+                     policy: PolicyRole, reference: ReferenceRole | None) -> Parallelism:
+    """`RolePlan.parallelism` of a role the plan has, from the plan's fields (read once by
+    preflight: `Check.plan`)."""
+    sizes = reference if role == "reference" and reference is not None else policy
+    key = (role, strategy, id(footprint), id(sizes))
+    known = _LAYOUTS.get(key)
+    if known is not None:
+        return known[2]
+    found = Parallelism.of(role, strategy, nodes=footprint.num_nodes,
+                           gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
+    _LAYOUTS.put(key, (footprint, sizes, found))
+    return found
+
+
 def forget_layouts() -> None:
     """Empty the parallelism memo (parse_spec's cold start: rlaunch.spec.io.forget_parsed)."""
     _LAYOUTS.clear()
@@ -152,16 +167,7 @@ class RolePlan(SpecModel):
         return self._parallelism("policy", self.policy)
 
     def _parallelism(self, role: str, footprint: PolicyRole | AuxRole) -> Parallelism:
-        sizes = (self.reference if role == "reference" and self.reference is not None
-                 else self.policy)
-        key = (role, self.strategy, id(footprint), id(sizes))
-        known = _LAYOUTS.get(key)
-        if known is not None:
-            return known[2]
-        found = Parallelism.of(role, self.strategy, nodes=footprint.num_nodes,
-                               gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
-        _LAYOUTS.put(key, (footprint, sizes, found))
-        return found
+        return role_parallelism(role, self.strategy, footprint, self.policy, self.reference)
 
     def geometry(self) -> dict:
         """Everything about where roles run, without batch sizes: what a smoke must share."""

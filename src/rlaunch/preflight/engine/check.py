@@ -14,7 +14,7 @@ from rlaunch.memo import Memo, per_object
 from rlaunch.preflight.engine.world import World
 from rlaunch.spec.artifacts import Artifact, ModelFacts
 from rlaunch.spec.parallelism import Parallelism, dimensions
-from rlaunch.spec.roleplan import RolePlan
+from rlaunch.spec.roleplan import RolePlan, role_parallelism
 from rlaunch.spec.run import RunSpec
 
 # A trainer role's counts: its footprint and every parallel size (rlaunch.spec.parallelism), so a
@@ -103,7 +103,11 @@ class PlanFields:
         self.model = plan
 
     def parallelism(self, role: str) -> Parallelism | None:
-        return self.model.parallelism(role)
+        """`RolePlan.parallelism`, from the fields read once."""
+        footprint = getattr(self, role)
+        if footprint is None:
+            return None
+        return role_parallelism(role, self.strategy, footprint, self.policy, self.reference)
 
     def geometry(self) -> dict:
         return self.model.geometry()

@@ -101,7 +101,7 @@ def _run_calls(calls: tuple[Callable[[Check], Iterable[Finding]], ...], check: C
     findings: list[Finding] = []
     try:
         for call in calls:
-            findings.extend(call(check))
+            findings += call(check)  # an operator, where `extend` is a method call
     except Exception:  # noqa: BLE001 - the per-rule path runs again and reports the rule
         return None
     return findings
