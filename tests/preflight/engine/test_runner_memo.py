@@ -25,6 +25,7 @@ from rlaunch.memo import Memo, per_object
 from rlaunch.preflight import Finding, all_rules, run_preflight
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine import registry
+from rlaunch.preflight.engine import runner
 from rlaunch.preflight.engine.runner import _rules_for_release, forget_reused, rules_for
 from rlaunch.spec import RunSpec, SpecError, parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
@@ -288,3 +289,33 @@ def test_a_spec_equals_its_reparse_whatever_the_memos_and_lookups_did() -> None:
         run_preflight(spec)
         forget_parsed()
         assert parse_spec(spec.model_dump(mode="json"), name) == spec, name
+
+
+def test_a_value_derived_beside_the_plan_is_derived_once_per_part_beside_it() -> None:
+    """Check.shared: the Checks run_preflight makes for specs whose fields beside the plan are
+    the very same objects share one dict (a search's plans; parse_spec reuses that part), a spec
+    with another part beside the plan has its own, and so does a Check made on its own."""
+    forget_parsed()
+    forget_reused()
+    derived: list[str] = []
+
+    def policy_name(check: Check) -> str:
+        derived.append(check.spec.model.name)
+        return check.spec.model.name
+
+    first, second = benchmark().random_plans(2, seed=1)
+    second = {**copy.deepcopy(first), "role_plan": second["role_plan"]}
+    other = copy.deepcopy(first)
+    other["lengths"]["max_generate_length"] += 1
+    specs = [parse_spec(document) for document in (first, second, other)]
+    assert specs[1].role_plan != specs[0].role_plan
+
+    def shared_check(spec: RunSpec) -> Check:
+        run_preflight(spec)
+        return Check(spec, None, runner._beside_plan_entry(spec)[4])
+
+    answers = [shared_check(spec).shared(policy_name) for spec in specs]
+    assert answers == [specs[0].model.name] * 3
+    assert len(derived) == 2  # the first two specs share theirs; the third derives its own
+    assert Check(specs[0]).shared(policy_name) == specs[0].model.name
+    assert len(derived) == 3

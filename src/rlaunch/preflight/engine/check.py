@@ -72,6 +72,24 @@ def forget_counts() -> None:
     _NONPOSITIVE.clear()
 
 
+def _use_kl(check: Check) -> bool:
+    kl = check.spec.algorithm.kl
+    return kl.use_kl_loss or kl.use_kl_in_reward
+
+
+def _usable_model_facts(check: Check) -> ModelFacts | None:
+    facts = getattr(check.spec.model, "facts", None)
+    if facts is None:
+        return None
+    return facts if usable_facts(facts) else None
+
+
+def _settings_read(check: Check) -> dict[str, Any]:
+    """The SkyRL settings `Check.setting` has read for a part beside the plan, by name (filled
+    as they are asked for)."""
+    return {}
+
+
 class cached_property(Generic[T]):  # noqa: N801 - used like functools.cached_property
     """functools.cached_property without its per-access lock (Python 3.11 takes one on the
     first access of every instance, which costs more than most rules). A Check is used by one
@@ -116,7 +134,8 @@ class PlanFields:
 class Check:
     """One spec under preflight. Rules read `spec`, `world` and the cached derived values."""
 
-    def __init__(self, spec: RunSpec, world: World | None = None) -> None:
+    def __init__(self, spec: RunSpec, world: World | None = None,
+                 shared: dict[Any, Any] | None = None) -> None:
         self.spec = spec
         plan = spec.role_plan
         self.plan = PlanFields(plan) if plan is not None else plan
@@ -125,6 +144,9 @@ class Check:
         none: a rule that reads it fails.)"""
         self.world = world
         self._derived: dict[Any, Any] = {}
+        self._shared: dict[Any, Any] = {} if shared is None else shared
+        """`shared`'s values (see there): run_preflight hands every spec with the same values
+        beside the plan the same dict, at spec scope; a Check of its own has its own."""
         self._layouts: dict[str, Parallelism | None] = {}
 
     def derived(self, compute: Callable[[Check], T]) -> T:
@@ -135,6 +157,26 @@ class Check:
         value = self._derived.get(compute, _UNKNOWN)
         if value is _UNKNOWN:
             value = self._derived[compute] = compute(self)
+        return value
+
+    def shared(self, compute: Callable[[Check], T]) -> T:
+        """`compute(self)`, computed once per distinct part of the spec beside the role plan
+        (every RunSpec field but `role_plan`, each the very same object; run_preflight keeps
+        them): a value `compute` derives from those alone, never from `plan`, a value derived
+        from it, or the world. A search's plans share it, as they share the rules' outcomes that
+        read nothing of the plan."""
+        value = self._shared.get(compute, _UNKNOWN)
+        if value is _UNKNOWN:
+            value = self._shared[compute] = compute(self)
+        return value
+
+    def setting(self, name: str) -> Any:
+        """`spec.skyrl_setting(name)`, read once per distinct part beside the plan (`settings`
+        and `runtime` are in it): the rules that read the plan read their settings here."""
+        values = self.shared(_settings_read)
+        value = values.get(name, _UNKNOWN)
+        if value is _UNKNOWN:
+            value = values[name] = self.spec.skyrl_setting(name)
         return value
 
     @cached_property
@@ -186,16 +228,12 @@ class Check:
 
     @cached_property
     def use_kl(self) -> bool:
-        kl = self.spec.algorithm.kl
-        return kl.use_kl_loss or kl.use_kl_in_reward
+        return self.shared(_use_kl)
 
     @cached_property
     def facts(self) -> ModelFacts | None:
         """The policy model's facts when present and usable (every count positive)."""
-        facts = getattr(self.spec.model, "facts", None)
-        if facts is None:
-            return None
-        return facts if usable_facts(facts) else None
+        return self.shared(_usable_model_facts)
 
     # -- data parallel sizes ----------------------------------------------------------------------
 

@@ -58,24 +58,26 @@ call, where 21 attribute reads of a pydantic model each go through its `__getatt
 Step = tuple[Rule, Outcome | None]
 """A rule to run, or a rule and its outcome already known."""
 _BESIDE_PLAN_STEPS: Memo[tuple[int, ...], list[Any]] = Memo(256)
-"""The identities of the rules run and of a spec's BESIDE_PLAN values -> `[those, steps, calls]`:
-held (so no other object can take their identities while the entry lives), and once a preflight
-of such a spec has run, its steps (every rule that reads the plan, and those that do not with
-their outcome, left out when they found nothing) and the same as `calls` for the fast path: per
-step a function of the Check giving its findings (the rule's own, or one giving the known
-findings). A search, and parse_spec's reuse of the part beside the plan (rlaunch.spec.io), hand
-preflight the very same objects plan after plan; an equal copy is a new entry, never a wrong
-one."""
+"""The identities of a spec's BESIDE_PLAN values -> `[those, rules, steps, calls, shared]`: held
+(so no other object can take their identities while the entry lives); the spec-scope rules of
+its SkyRL release; once a preflight of such a spec has run, its steps (every rule that reads the
+plan, and those that do not with their outcome, left out when they found nothing) and the same
+as `calls` for the fast path: per step a function of the Check giving its findings (the rule's
+own, or one giving the known findings); `shared`, the values its Checks derive from those values
+alone (`Check.shared`). A search, and parse_spec's reuse of the part beside the plan
+(rlaunch.spec.io), hand preflight the very same objects plan after plan; an equal copy is a new
+entry, never a wrong one."""
 
 
-def _beside_plan_entry(spec: RunSpec, rules: tuple[Rule, ...]) -> list[Any]:
-    """`[values, steps or None, calls or None]` for a preflight by `rules` of specs whose
-    BESIDE_PLAN values are `spec`'s very objects."""
-    values = (rules, *_beside_plan_values(spec.__dict__))
+def _beside_plan_entry(spec: RunSpec) -> list[Any]:
+    """`[values, rules, steps or None, calls or None, shared]` for a spec-scope preflight of
+    specs whose BESIDE_PLAN values are `spec`'s very objects."""
+    values = _beside_plan_values(spec.__dict__)
     key = tuple(map(id, values))
     entry = _BESIDE_PLAN_STEPS.get(key)
     if entry is None:
-        entry = _BESIDE_PLAN_STEPS.put(key, [values, None, None])
+        entry = _BESIDE_PLAN_STEPS.put(key, [
+            values, _rules_for_release("spec", spec.skyrl_release), None, None, {}])
     return entry
 
 
@@ -160,16 +162,22 @@ def run_preflight(
             "scope 'all' needs a world: pass world=rlaunch.preflight.current_world() or one"
             " built by the launcher"
         )
-    check = Check(spec, world if scope == "all" else None)
-    rules = _rules_for_release(scope, spec.skyrl_release)
-    entry = _beside_plan_entry(spec, rules) if check.world is None else None
-    if entry is not None and entry[2] is not None:
-        fast = _run_calls(entry[2], check)
-        if fast is not None:
-            fast.sort(key=_after_errors)
-            return fast
-        check = Check(spec)  # a rule raised: every rule again, one by one, on a fresh Check
-    known: list[Step] | None = entry[1] if entry is not None else None
+    if scope == "spec":
+        entry = _beside_plan_entry(spec)
+        rules, shared = entry[1], entry[4]
+        check = Check(spec, None, shared)
+        if entry[3] is not None:
+            fast = _run_calls(entry[3], check)
+            if fast is not None:
+                fast.sort(key=_after_errors)
+                return fast
+            # A rule raised: every rule again, one by one, on a fresh Check.
+            check = Check(spec, None, shared)
+    else:
+        entry = None
+        rules = _rules_for_release(scope, spec.skyrl_release)
+        check = Check(spec, world)
+    known: list[Step] | None = entry[2] if entry is not None else None
     steps = known if known is not None else [(rule, None) for rule in rules]
     ran: list[tuple[Rule, Outcome]] = []
     findings: list[Finding] = []
@@ -183,9 +191,9 @@ def run_preflight(
         if store_unavailable:
             unchecked.append(rule.code)
     if entry is not None and known is None:
-        entry[1] = [(rule, None if rule.reads_plan else outcome) for rule, outcome in ran
+        entry[2] = [(rule, None if rule.reads_plan else outcome) for rule, outcome in ran
                     if rule.reads_plan or outcome != ((), False)]
-        entry[2] = _calls(entry[1])
+        entry[3] = _calls(entry[2])
     if unchecked:
         findings = [
             finding._replace(message=f"{finding.message}; not checked without it:"

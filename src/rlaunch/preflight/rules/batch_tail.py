@@ -200,15 +200,15 @@ def dataset_covers_batches(check: Check) -> list[Finding]:
     epoch leaves out: the loader shuffles every epoch, so no row is lost for good; the fix offers
     train and mini batch sizes that leave out fewer and keep every batch rule."""
     findings: list[Finding] = []
-    data = check.spec.train_data
-    rows = getattr(data, "rows", None)  # a model in the data slot (ART003) has no rows
+    data = check.shared(_train_rows)
     train = check.plan.batch.train_batch_size
-    if rows is None or train < 1:
+    if data is None or train < 1:
         return findings
+    rows, name, version = data
     if rows < train:
         findings.append(error(
             "BATCH010", _COVER_PATHS,
-            f"train_data {data.name}@{data.version} has {rows} rows, fewer than train_batch_size"
+            f"train_data {name}@{version} has {rows} rows, fewer than train_batch_size"
             f" {train}: not one training step",
             f"Use a larger split, or make train_batch_size at most {rows}.",
         ))
@@ -217,12 +217,29 @@ def dataset_covers_batches(check: Check) -> list[Finding]:
         return findings
     # trainer_utils.build_dataloader: shuffle=True, drop_last=True for the train split.
     choices = _train_size_choices(check, rows) if check.batch_ok else ()
-    key = (data.name, data.version, rows, train, choices)
+    key = (name, version, rows, train, choices)
     found = _LEFT_OUT.get(key)
     if found is None:
         found = _LEFT_OUT.put(key, _left_out(*key))
     findings.append(found)
     return findings
+
+
+def _rows(data: Any) -> tuple[int, str, str] | None:
+    """A data slot's rows, name and version; None for an artifact without rows (a model in the
+    data slot, ART003)."""
+    rows = getattr(data, "rows", None)
+    return None if rows is None else (rows, data.name, data.version)
+
+
+def _train_rows(check: Check) -> tuple[int, str, str] | None:
+    """`_rows` of `train_data` (once per distinct part beside the plan: `Check.shared`)."""
+    return _rows(check.spec.train_data)
+
+
+def _eval_rows(check: Check) -> tuple[int, str, str] | None:
+    """`_rows` of `eval_data` (once per distinct part beside the plan: `Check.shared`)."""
+    return _rows(check.spec.eval_data)
 
 
 _COVER_PATHS = ("train_data.rows", f"{BATCH}.train_batch_size")
@@ -261,16 +278,16 @@ def eval_batch_fits(check: Check) -> list[Finding]:
     """Warning. An eval batch larger than the eval data runs as one partial batch (the eval loader
     keeps it, `drop_last=False`)."""
     findings: list[Finding] = []
-    data = check.spec.eval_data
+    data = check.shared(_eval_rows)
     size = check.plan.batch.eval_batch_size
-    rows = getattr(data, "rows", None)
-    if rows is None or size < 1:
+    if data is None or size < 1:
         return findings
+    rows, name, version = data
     if size > rows:
         findings.append(warning(
             "BATCH011", ("role_plan.batch.eval_batch_size", "eval_data.rows"),
             f"eval_batch_size {size} exceeds the {rows} rows of eval_data"
-            f" {data.name}@{data.version}: evaluation runs one partial batch",
+            f" {name}@{version}: evaluation runs one partial batch",
             f"Set role_plan.batch.eval_batch_size to at most {rows}.",
         ))
     return findings

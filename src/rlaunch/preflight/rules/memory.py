@@ -167,35 +167,54 @@ def memory_of(check: Check) -> Memory | None:
 
 
 def _memory_of(check: Check) -> Memory | None:
+    base = check.shared(_memory_base)
+    if base is None or not check.roles_ok or check.nonpositive_batch_counts:
+        return None
+    gpu, accelerator, facts, reference_facts, sequence, settings, cap, optimizer = base
+    plan = check.plan
+    policy = plan.policy
+    megatron = plan.strategy == "megatron"
+    split = policy.context_parallel_size if megatron else policy.sequence_parallel_size
+    tensor = policy.tensor_parallel_size if megatron else 1
+    return Memory(  # positional: a named tuple's keywords cost twice its positions
+        gpu, accelerator, facts, reference_facts,
+        _activations(plan.batch.micro_train_batch_size_per_gpu, sequence, split, tensor, cap),
+        _activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
+        sequence, settings, _layout(check.parallelism("policy")),
+        not megatron and bool(settings.cpu_offload), optimizer if megatron else NO_OFFLOAD)
+
+
+MemoryBase = tuple[float, str, ModelFacts, ModelFacts, int, Settings, int, OptimizerOffload]
+"""What the memory picture reads beside the role plan (Memory's fields of those names): the
+GPU's bytes, the accelerator, the facts, the sequence, the settings, the token cap and
+Megatron's optimizer offload."""
+
+
+def _memory_base(check: Check) -> MemoryBase | None:
+    """The part of the memory picture beside the role plan (once per distinct part, shared by a
+    search's plans: `Check.shared`), or None when the rules cannot apply: simulated GPUs, an
+    unknown accelerator (MEM001), unusable facts (other rules report them), a sequence vLLM
+    refuses."""
     spec = check.spec
     accelerator = spec.execution.allocation.accelerator
     gpu = accelerator_memory(accelerator)
     facts = check.facts
-    if gpu is None or facts is None or not check.roles_ok or check.nonpositive_batch_counts:
+    if gpu is None or facts is None:
         return None
     reference = spec.reference_model
     reference_facts = getattr(reference, "facts", None) if reference is not None else facts
     if reference_facts is None or not usable_facts(reference_facts):
         return None
-    lengths, plan = spec.lengths, check.plan
+    lengths = spec.lengths
     first = lengths.max_input_length if lengths.max_turns > 1 else lengths.max_prompt_length
     sequence = first + lengths.max_generate_length
     if not 0 < sequence <= facts.max_position_embeddings:
         return None  # CTX001, CTX002: vLLM refuses such a sequence before memory matters
-    policy = plan.policy
-    megatron = plan.strategy == "megatron"
-    split = policy.context_parallel_size if megatron else policy.sequence_parallel_size
-    tensor = policy.tensor_parallel_size if megatron else 1
     settings = memory_settings(check)
     cap = settings.token_cap
-    cap = cap if isinstance(cap, int) and cap > 0 else 0
-    return Memory(  # positional: a named tuple's keywords cost twice its positions
-        gpu * GIB, accelerator, facts, reference_facts,
-        _activations(plan.batch.micro_train_batch_size_per_gpu, sequence, split, tensor, cap),
-        _activations(_forward_micro_batch(check, settings), sequence, split, tensor, cap),
-        sequence, settings, _layout(check.parallelism("policy")),
-        not megatron and bool(settings.cpu_offload),
-        optimizer_offload(settings.megatron_optimizer) if megatron else NO_OFFLOAD)
+    return (gpu * GIB, accelerator, facts, reference_facts, sequence, settings,
+            cap if isinstance(cap, int) and cap > 0 else 0,
+            optimizer_offload(settings.megatron_optimizer))
 
 
 _SHAPES: Memo[tuple[int, int, int, int, int], Activations] = Memo(1024)

@@ -13,6 +13,7 @@ from rlaunch.spec.catalog import (
     FIXES,
     PROFILES,
     SKYRL_EVAL_ENTRYPOINT,
+    RuntimeProfile,
     RuntimeRelease,
     profile,
     resolve,
@@ -144,6 +145,16 @@ def entrypoint_exists(check: Check) -> Iterator[Finding]:
         )
 
 
+def _profile_and_task(check: Check) -> tuple[RuntimeProfile, str, str] | None:
+    """The runtime's profile, the task and the advantage estimator (RT004 reads them beside the
+    plan: once per distinct part, `Check.shared`); None for a profile the catalog lacks."""
+    spec = check.spec
+    known = profile(spec.runtime.profile)
+    if known is None:
+        return None
+    return known, spec.algorithm.environment, spec.algorithm.advantage_estimator
+
+
 @rule(
     "RT004",
     "The runtime profile supports the strategy, the rollout backend, the weight sync, the task"
@@ -155,20 +166,20 @@ def entrypoint_exists(check: Check) -> Iterator[Finding]:
 )
 def runtime_supports_plan(check: Check) -> list[Finding]:
     findings: list[Finding] = []
-    known = profile(check.spec.runtime.profile)
-    if known is None:
+    beside = check.shared(_profile_and_task)
+    if beside is None:
         return findings
+    known, environment, estimator = beside
     plan = check.plan
+    rollout = plan.rollout
     wanted = [
         ("role_plan.strategy", "strategy", plan.strategy, known.strategies),
-        ("role_plan.rollout.backend", "rollout backend", plan.rollout.backend,
+        ("role_plan.rollout.backend", "rollout backend", rollout.backend,
          known.rollout_backends),
         ("role_plan.rollout.weight_sync_backend", "weight sync backend",
-         plan.rollout.weight_sync_backend, known.weight_sync_backends),
-        ("algorithm.environment", "task", check.spec.algorithm.environment,
-         known.environments),
-        ("algorithm.advantage_estimator", "advantage estimator",
-         check.spec.algorithm.advantage_estimator, known.estimators),
+         rollout.weight_sync_backend, known.weight_sync_backends),
+        ("algorithm.environment", "task", environment, known.environments),
+        ("algorithm.advantage_estimator", "advantage estimator", estimator, known.estimators),
     ]
     for path, what, value, supported in wanted:
         # None: the catalog does not list them (the runtime's own check refuses one it lacks).

@@ -81,7 +81,7 @@ def lora_needs_vllm(check: Check) -> list[Finding]:
     ("LoRA enabled requires vLLM backend")."""
     findings: list[Finding] = []
     spec = check.spec
-    rank = spec.skyrl_setting(LORA_RANK)
+    rank = check.setting(LORA_RANK)
     backend = check.plan.rollout.backend
     if rank > 0 and backend != "vllm":
         findings.append(error(
@@ -129,8 +129,8 @@ def profiler_needs_native_offload(check: Check) -> list[Finding]:
     spec = check.spec
     placement = check.plan.placement
     colocated = placement.colocate_all or placement.colocate_policy_ref
-    if (spec.skyrl_setting(PROFILER) and check.plan.strategy == "fsdp" and colocated
-            and not spec.skyrl_setting(CPU_OFFLOAD)):
+    if (check.setting(PROFILER) and check.plan.strategy == "fsdp" and colocated
+            and not check.setting(CPU_OFFLOAD)):
         findings.append(error(
             "SET003",
             (_set(PROFILER), _set(CPU_OFFLOAD), "role_plan.placement.colocate_all",
@@ -158,7 +158,7 @@ def lora_enforce_eager(check: Check) -> list[Finding]:
         findings.append(warning(
             "SET004", (_set(ENFORCE_EAGER), _set(LORA_RANK)),
             f"{ENFORCE_EAGER} is true with LoRA weight sync (rank "
-            f"{spec.skyrl_setting(LORA_RANK)}): {_skyrl(check)} sets it back to false",
+            f"{check.setting(LORA_RANK)}): {_skyrl(check)} sets it back to false",
             f"Remove {ENFORCE_EAGER}.",
         ))
     return findings
@@ -229,14 +229,14 @@ def fake_int4_qat(check: Check) -> list[Finding]:
     `megatron_config.lora_config.merge_lora=false`)."""
     findings: list[Finding] = []
     spec = check.spec
-    if not spec.skyrl_setting(QAT):
+    if not check.setting(QAT):
         return findings
     missing = []
-    if spec.skyrl_setting(LORA_RANK) <= 0:
+    if check.setting(LORA_RANK) <= 0:
         missing.append(f"{LORA_RANK} > 0")
     if check.plan.strategy != "megatron":
         missing.append("role_plan.strategy megatron")
-    if spec.skyrl_setting(MERGE_LORA):
+    if check.setting(MERGE_LORA):
         missing.append(f"{MERGE_LORA} false")
     if missing:
         findings.append(error(
@@ -258,7 +258,7 @@ def megatron_only_settings(check: Check) -> list[Finding]:
     `logprobs_chunk_size` must be a positive integer."""
     findings: list[Finding] = []
     spec = check.spec
-    chunk = spec.skyrl_setting("trainer.logprobs_chunk_size")
+    chunk = check.setting("trainer.logprobs_chunk_size")
     problems = []
     if chunk is not None and chunk <= 0:
         problems.append(("trainer.logprobs_chunk_size", f"logprobs_chunk_size is {chunk}",
@@ -268,7 +268,7 @@ def megatron_only_settings(check: Check) -> list[Finding]:
             problems.append(("trainer.logprobs_chunk_size",
                              "logprobs_chunk_size None (no chunking) is Megatron-only",
                              "a positive integer, e.g. SkyRL's default 1024"))
-        if spec.skyrl_setting("trainer.fused_lm_head_logprob"):
+        if check.setting("trainer.fused_lm_head_logprob"):
             problems.append(("trainer.fused_lm_head_logprob",
                              "fused_lm_head_logprob is Megatron-only", "false"))
     for name, what, fix in problems:

@@ -51,7 +51,7 @@ def offload_kv_needs_disaggregated_full_weights(check: Check) -> list[Finding]:
     does not go through the sleep/wake broadcast) and a weight sync backend other than delta."""
     findings: list[Finding] = []
     spec = check.spec
-    if not spec.skyrl_setting(OFFLOAD_KV):
+    if not check.setting(OFFLOAD_KV):
         return findings
     if check.plan.placement.colocate_all:
         findings.append(error(
@@ -62,7 +62,7 @@ def offload_kv_needs_disaggregated_full_weights(check: Check) -> list[Finding]:
             f"Drop the {OFFLOAD_KV} setting, or place the engines apart "
             f"(role_plan.placement.colocate_all: false).",
         ))
-    rank = spec.skyrl_setting(LORA_RANK)
+    rank = check.setting(LORA_RANK)
     if rank > 0:
         findings.append(error(
             "SET015", (_set(OFFLOAD_KV), _set(LORA_RANK)),
@@ -87,7 +87,7 @@ def lora_sync_mode(check: Check) -> list[Finding]:
     tensors over the base model's transport)."""
     findings: list[Finding] = []
     spec = check.spec
-    mode = spec.skyrl_setting(SYNC_MODE)
+    mode = check.setting(SYNC_MODE)
     if mode not in SYNC_MODES:
         findings.append(error(
             "SET016", (_set(SYNC_MODE),),
@@ -97,8 +97,8 @@ def lora_sync_mode(check: Check) -> list[Finding]:
         return findings
     if mode != "memory":
         return findings
-    strategy, rank = check.plan.strategy, spec.skyrl_setting(LORA_RANK)
-    merge = spec.skyrl_setting(MERGE_LORA)
+    strategy, rank = check.plan.strategy, check.setting(LORA_RANK)
+    merge = check.setting(MERGE_LORA)
     backend = check.plan.rollout.weight_sync_backend
     unmet = []
     if strategy != "megatron":
