@@ -50,8 +50,9 @@ Counts = list[tuple[str, int]]
 _NONPOSITIVE: Memo[tuple[str, int, int], tuple[Any, tuple[str, ...], Counts]] = Memo(4096)
 """A section's path and the identities of the names of the counts read and of the section ->
 the section and the names, held (no other object takes their identities while the entry
-lives), and its counts below 1: parse_spec hands the plans of a search equal sections as the very same
-objects. (A tuple's hash is not cached: the names' identity spares hashing eight strings.)"""
+lives), and its counts below 1: parse_spec hands the plans of a search equal sections as the
+very same objects. (A tuple's hash is not cached: the names' identity spares hashing eight
+strings.)"""
 
 
 def _nonpositive(prefix: str, section: Any, names: tuple[str, ...]) -> list[tuple[str, int]]:

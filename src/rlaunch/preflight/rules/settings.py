@@ -80,7 +80,6 @@ def lora_needs_vllm(check: Check) -> list[Finding]:
     `trainer.policy.model.lora.rank > 0`, `generator.inference_engine.backend` must be `vllm`
     ("LoRA enabled requires vLLM backend")."""
     findings: list[Finding] = []
-    spec = check.spec
     rank = check.setting(LORA_RANK)
     backend = check.plan.rollout.backend
     if rank > 0 and backend != "vllm":
@@ -126,7 +125,6 @@ def profiler_needs_native_offload(check: Check) -> list[Finding]:
     and `policy.fsdp_config.cpu_offload=false`, the trainer offloads models with
     `torch.utils.swap_tensors`, which conflicts with the profiler's references."""
     findings: list[Finding] = []
-    spec = check.spec
     placement = check.plan.placement
     colocated = placement.colocate_all or placement.colocate_policy_ref
     if (check.setting(PROFILER) and check.plan.strategy == "fsdp" and colocated
@@ -228,7 +226,6 @@ def fake_int4_qat(check: Check) -> list[Finding]:
     `lora.rank > 0`) and `TrainerConfig.__post_init__` (QAT needs `strategy=megatron` and
     `megatron_config.lora_config.merge_lora=false`)."""
     findings: list[Finding] = []
-    spec = check.spec
     if not check.setting(QAT):
         return findings
     missing = []

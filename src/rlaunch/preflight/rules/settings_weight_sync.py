@@ -50,7 +50,6 @@ def offload_kv_needs_disaggregated_full_weights(check: Check) -> list[Finding]:
     weights/KV cache around sync"), `trainer.policy.model.lora.rank == 0` (the LoRA adapter swap
     does not go through the sleep/wake broadcast) and a weight sync backend other than delta."""
     findings: list[Finding] = []
-    spec = check.spec
     if not check.setting(OFFLOAD_KV):
         return findings
     if check.plan.placement.colocate_all:
@@ -86,7 +85,6 @@ def lora_sync_mode(check: Check) -> list[Finding]:
     false, and `generator.inference_engine.weight_sync_backend` nccl (it ships the adapter
     tensors over the base model's transport)."""
     findings: list[Finding] = []
-    spec = check.spec
     mode = check.setting(SYNC_MODE)
     if mode not in SYNC_MODES:
         findings.append(error(
