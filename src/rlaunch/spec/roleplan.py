@@ -7,7 +7,7 @@ gives by role name, so they are never written down twice.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from rlaunch.memo import Memo
 from rlaunch.spec.base import SpecModel
@@ -58,16 +58,21 @@ _LAYOUTS: Memo[tuple[str, str, int, int], tuple[SpecModel, SpecModel, Parallelis
 parse_spec hands every plan of a search equal sections as the very same objects."""
 
 
-def role_parallelism(role: str, strategy: Strategy, footprint: PolicyRole | AuxRole,
-                     policy: PolicyRole, reference: ReferenceRole | None) -> Parallelism:
-    """`RolePlan.parallelism` of a role the plan has, from the plan's fields (read once by
-    preflight: `Check.plan`)."""
-    sizes = reference if role == "reference" and reference is not None else policy
-    key = (role, strategy, id(footprint), id(sizes))
+def role_parallelism(plan: Any, role: str) -> Parallelism | None:
+    """`plan`'s `role` (`policy`, `reference`, `critic`) parallelism; None for a role the plan
+    leaves out. `plan` is a RolePlan or an object with its fields (preflight's `Check.plan`,
+    which reads them once). The reference runs its own sizes; the critic runs the policy's on
+    its own footprint (it is FSDP only, and its SP is rendered from the policy's)."""
+    footprint = getattr(plan, role)
+    if footprint is None:
+        return None
+    reference = plan.reference
+    sizes = reference if role == "reference" and reference is not None else plan.policy
+    key = (role, plan.strategy, id(footprint), id(sizes))
     known = _LAYOUTS.get(key)
     if known is not None:
         return known[2]
-    found = Parallelism.of(role, strategy, nodes=footprint.num_nodes,
+    found = Parallelism.of(role, plan.strategy, nodes=footprint.num_nodes,
                            gpus_per_node=footprint.num_gpus_per_node, sizes=sizes)
     _LAYOUTS.put(key, (footprint, sizes, found))
     return found
@@ -154,20 +159,13 @@ class RolePlan(SpecModel):
     """Batch sizes."""
 
     def parallelism(self, role: str) -> Parallelism | None:
-        """A trainer role's (`policy`, `reference`, `critic`) parallelism; None for a role the
-        plan leaves out. The reference runs its own sizes; the critic runs the policy's on its
-        own footprint (it is FSDP only, and its SP is rendered from the policy's)."""
-        footprint = getattr(self, role)
-        if footprint is None:
-            return None
-        return self._parallelism(role, footprint)
+        """A trainer role's parallelism (`role_parallelism`); None for a role the plan leaves
+        out."""
+        return role_parallelism(self, role)
 
     @property
     def policy_parallelism(self) -> Parallelism:
-        return self._parallelism("policy", self.policy)
-
-    def _parallelism(self, role: str, footprint: PolicyRole | AuxRole) -> Parallelism:
-        return role_parallelism(role, self.strategy, footprint, self.policy, self.reference)
+        return role_parallelism(self, "policy")
 
     def geometry(self) -> dict:
         """Everything about where roles run, without batch sizes: what a smoke must share."""

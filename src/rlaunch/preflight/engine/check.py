@@ -123,10 +123,7 @@ class PlanFields:
 
     def parallelism(self, role: str) -> Parallelism | None:
         """`RolePlan.parallelism`, from the fields read once."""
-        footprint = getattr(self, role)
-        if footprint is None:
-            return None
-        return role_parallelism(role, self.strategy, footprint, self.policy, self.reference)
+        return role_parallelism(self, role)
 
     def geometry(self) -> dict:
         return self.model.geometry()

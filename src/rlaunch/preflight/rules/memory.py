@@ -102,24 +102,8 @@ class Settings(NamedTuple):
 SETTINGS_READ = (CHECKPOINTING, CPU_OFFLOAD, LORA_RANK, REF_OFFLOAD, CRITIC_OFFLOAD,
                  CRITIC_LORA_RANK, TRAINER_BF16, PADDING_REMOVAL, TOKEN_CAP, PER_MINIBATCH,
                  GPU_MEMORY, ENGINE_DTYPE, MEGATRON_OPTIMIZER_KWARGS)
-"""The names of Settings' fields, in their order."""
-_SETTINGS: Memo[tuple[int, int], tuple[object, object, Settings]] = Memo(64)
-"""The identities of a spec's `settings` and `runtime` (all `skyrl_setting` reads) ->
-`(settings, runtime, Settings)`: held, so no other object takes their identities while the
-entry lives. A search hands preflight the very same two objects plan after plan (parse_spec
-reuses the part beside the plan); an equal copy is a new entry, never a wrong one."""
-
-
-def memory_settings(check: Check) -> Settings:
-    """The settings the memory rules read, read once per spec `settings` and `runtime`."""
-    spec = check.spec
-    settings, runtime = spec.settings, spec.runtime
-    key = (id(settings), id(runtime))
-    known = _SETTINGS.get(key)
-    if known is None:
-        known = _SETTINGS.put(key, (settings, runtime, Settings._make(
-            spec.skyrl_setting(name) for name in SETTINGS_READ)))
-    return known[2]
+"""The names of Settings' fields, in their order (read through `Check.setting`: once per
+distinct part of the spec beside the plan)."""
 
 
 class Memory(NamedTuple):
@@ -210,7 +194,7 @@ def _memory_base(check: Check) -> MemoryBase | None:
     sequence = first + lengths.max_generate_length
     if not 0 < sequence <= facts.max_position_embeddings:
         return None  # CTX001, CTX002: vLLM refuses such a sequence before memory matters
-    settings = memory_settings(check)
+    settings = Settings._make(map(check.setting, SETTINGS_READ))
     cap = settings.token_cap
     return (gpu * GIB, accelerator, facts, reference_facts, sequence, settings,
             cap if isinstance(cap, int) and cap > 0 else 0,
