@@ -1,6 +1,7 @@
 """Ctrl-C (SIGINT) and SIGTERM as the launch command takes them: a KeyboardInterrupt, counted.
 
-`interrupt` is the handler `rlaunch launch` installs. Two things it adds to Python's own:
+`interrupt` is the handler `rlaunch launch` and `rlaunch sweep` install (`install`). Two things it
+adds to Python's own:
 - The count is kept, so an interrupt Python drops is still seen: one raised while a finalizer
   runs (a file lock's `__del__`, say) is printed and lost. `raise_if_interrupted` asks again
   before the launch submits.
@@ -15,6 +16,7 @@ Without the handler installed (Python's default one), the blocks change nothing.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +46,19 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
         SIGNALS.deferred = True
         return
     raise KeyboardInterrupt
+
+
+def install() -> None:
+    """Take Ctrl-C, and SIGTERM as Ctrl-C (`pants run` and process managers stop with it), with
+    `interrupt`: a command's jobs are then stopped and recorded just the same."""
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def interrupts_seen() -> int:
+    """How many interrupts `interrupt` has taken so far, deferred ones included (a thread that
+    waits for others, as a sweep's, asks: a deferred one raises in the thread that held it)."""
+    return SIGNALS.count
 
 
 def raise_if_interrupted() -> None:

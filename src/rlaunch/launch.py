@@ -432,6 +432,9 @@ class LaunchRequest:
     """Run the launch YAML through SkyRL's own training loop on this machine's CPU: the local
     executor, the rehearsal environment, the rehearsal store (`rehearsal_store`: nothing is
     recorded in the store itself), the model shrunk and a few steps (docs/rehearsal.md)."""
+    on_submitted: Callable[[Submission], None] | None = None
+    """Told the job's submission once the ledger holds it, from the launching thread (a sweep
+    that launches points at once stops their jobs on Ctrl-C)."""
 
 
 def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stderr) -> LaunchResult:
@@ -521,7 +524,8 @@ def launch(request: LaunchRequest, *, echo: Say | None = None, say: Say = _stder
         with executor:
             result = _submit_and_follow(plan, executor, ledger, rendered,
                                         env=env, follow=follow, echo=echo, say=say,
-                                        verify=request.verify, laps=laps)
+                                        verify=request.verify, laps=laps,
+                                        on_submitted=request.on_submitted)
     finally:
         lock.release()
     if rehearse and result.followed:
@@ -590,6 +594,7 @@ def _submit_and_follow(
     say: Say,
     verify: bool,
     laps: Laps,
+    on_submitted: Callable[[Submission], None] | None,
 ) -> LaunchResult:
     spec = plan.spec
     _refuse_if_running(ledger, spec, executor.options, say)
@@ -645,6 +650,8 @@ def _submit_and_follow(
             ledger.update(spec.name, spec.version,
                           lambda record: set_submission(record, attempt_id, submitted))
             files.write_submission(submission)
+        if on_submitted is not None:
+            on_submitted(submission)
         laps.lap("head and submission")
         say(f"rlaunch: submitted {spec.identity} as {submission.submission_id} "
             f"({submission.executor} at {submission.address}); attempt {attempt_id}")

@@ -7,7 +7,6 @@ a run in the ledger (by spec file or `name@version`) and ask its executor.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -33,7 +32,7 @@ from rlaunch.launch import (
     rehearsal_store,
     resolve_store,
 )
-from rlaunch.interrupts import interrupt
+from rlaunch.interrupts import install as install_interrupts
 from rlaunch.ledger import Ledger, LedgerError, last_attempt
 from rlaunch.ledger.records import attempt_status, set_status
 from rlaunch.paths import resolve_store_prefix
@@ -48,13 +47,6 @@ from rlaunch.view.plot import CURVES_FILE, plot_finished_run
 
 def _say(message: str) -> None:
     click.echo(message, err=True)
-
-
-def _interrupt_on_signals() -> None:
-    """Ctrl-C, and SIGTERM as Ctrl-C (`pants run` and process managers stop with it), so the
-    job is stopped and the head released just the same (`rlaunch.interrupts`)."""
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 @click.command("launch")
@@ -121,7 +113,7 @@ def launch_command(
     except SpecError as err:
         _say(err.render())
         sys.exit(1)
-    _interrupt_on_signals()
+    install_interrupts()
     if spec.run_exports() and not only and not check_handoffs:
         out_dir = out.parent if out is not None else Path("dist")
         try:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from rlaunch.launch import EXIT_OK, LaunchRefused, resolve_store
+from rlaunch.interrupts import install as install_interrupts
+from rlaunch.launch import EXIT_INTERRUPTED, EXIT_OK, LaunchRefused, resolve_store
 from rlaunch.spec import SpecError, load_spec
 from rlaunch.sweep.runner import SweepPoint, run_sweep
 from rlaunch.view import RunStore, ViewError
@@ -37,7 +38,9 @@ def sweep_command(spec_paths: tuple[str, ...], out_dir: Path, store: str | None,
     """Launch every SPEC of a sweep: smokes first, then the points in order, each exactly as
     `rlaunch launch SPEC` would. Prints one line per point as it starts and ends, then where the
     curves of the full points are. Exit 0 only if every point succeeded, else the exit code of
-    the first that did not (1 refused, 3 failed or stopped, 130 interrupted)."""
+    the first that did not (1 refused, 3 failed or stopped), and 130 when Ctrl-C or SIGTERM
+    interrupted it: no point starts after it, and the jobs of the points running are stopped
+    and recorded (a second Ctrl-C while the sweep waits for that leaves at once)."""
     points = []
     for path in spec_paths:
         try:
@@ -45,11 +48,20 @@ def sweep_command(spec_paths: tuple[str, ...], out_dir: Path, store: str | None,
         except SpecError as err:
             _say(err.render())
             sys.exit(1)
-    outcomes = run_sweep(points, out_dir=out_dir, store=store, repo=repo,
-                         max_parallel=max_parallel, line=click.echo, say=_say)
+    install_interrupts()
+    try:
+        outcomes = run_sweep(points, out_dir=out_dir, store=store, repo=repo,
+                             max_parallel=max_parallel, line=click.echo, say=_say)
+    except KeyboardInterrupt:
+        # One no launch handled itself (in a point's preflight, say, or a second one while a
+        # launch recorded the first); the head the sweep started is stopped on the way out.
+        _say("sweep: interrupted; what each point has recorded: `rlaunch status NAME@VERSION`")
+        sys.exit(EXIT_INTERRUPTED)
     succeeded = sum(1 for outcome in outcomes if outcome.status == "SUCCEEDED")
     click.echo(f"sweep: {succeeded} of {len(outcomes)} runs succeeded")
     _plot([p for p in points if p.spec.smoke_of is None], store, out_dir / CURVES_FILE)
+    if any(outcome.exit_code == EXIT_INTERRUPTED for outcome in outcomes):
+        sys.exit(EXIT_INTERRUPTED)
     failed = [outcome.exit_code for outcome in outcomes if outcome.exit_code != EXIT_OK]
     sys.exit(failed[0] if failed else EXIT_OK)
 

@@ -8,17 +8,33 @@ alone, so a sweep refuses nothing that a launch of the point would accept. Job o
 attempt's job.log (`rlaunch logs NAME@VERSION`); the sweep prints one line per point on stdout
 as it starts and ends, and rlaunch's own messages (builds, the head, preflight warnings) on
 stderr, each tagged with its point.
+
+Ctrl-C (or SIGTERM) stops the sweep: no point starts after it. A point launched one after
+another handles it as `rlaunch launch` does (its job stopped and recorded). With points at
+once, the sweep stops every job they submitted, before or after the Ctrl-C, through its
+executor; each launch then records its job as stopped. A second Ctrl-C while it waits for that
+leaves at once, naming the points whose jobs may still run.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlaunch.executors import local_head
+from rlaunch.executors import (
+    ExecutorError,
+    ExecutorOptions,
+    Submission,
+    load_executor,
+    local_head,
+)
+from rlaunch.interrupts import interrupts_seen
 from rlaunch.launch import (
     EXIT_INTERRUPTED,
     LaunchRefused,
@@ -31,6 +47,7 @@ from rlaunch.ledger.smoke import recorded_smoke_success, share_smoke_result
 from rlaunch.preflight.launch_checks.smoke_gate import smoke_mismatch
 from rlaunch.progress import progress
 from rlaunch.spec import RunSpec
+from rlaunch.status import AttemptStatus
 from rlaunch.view import RunStore, ViewError, summarize
 
 SEQUENTIAL_EXECUTORS = frozenset({"local"})
@@ -97,6 +114,12 @@ class PointLauncher:
         self.advance = advance
         self.done = 0
         self.interrupted = False
+        """Ctrl-C came: no point starts after it."""
+        self._submitted: dict[str, Submission] = {}
+        """The jobs of the points launched at once, by identity, as their launches record
+        them (`launch_group` stops them on Ctrl-C)."""
+        self._stopped: set[str] = set()
+        self._lock = threading.Lock()
 
     def launch_point(self, index: int, point: SweepPoint) -> PointOutcome:
         spec = point.spec
@@ -109,7 +132,8 @@ class PointLauncher:
             request = LaunchRequest(spec=spec, source=point.source, follow=True,
                                     store=self.store, hold_head=True, repo=self.repo,
                                     out=self.out_dir / spec.name / "launch.yaml",
-                                    rehearse=self.rehearse)
+                                    rehearse=self.rehearse,
+                                    on_submitted=lambda job: self._record(spec.identity, job))
             result = launch(request, echo=lambda text: None,
                             say=lambda text: self.say(f"{tag} {text}"))
         except LaunchRefused as err:
@@ -125,17 +149,72 @@ class PointLauncher:
             self.advance(1)
             return PointOutcome(spec.identity, DRY_RUN, result.exit_code)
         status = str(result.status) if result.status is not None else "unknown"
+        if result.status == AttemptStatus.STOPPED and spec.identity in self._stopped:
+            self.line(f"{tag} {spec.identity}: interrupted (its job stopped by the sweep)")
+            return PointOutcome(spec.identity, "interrupted", EXIT_INTERRUPTED)
         self.line(f"{tag} " + result_line(spec, self.store, status,
                                            time.monotonic() - started))
         self.advance(1)
         return PointOutcome(spec.identity, status, result.exit_code)
 
+    def _record(self, identity: str, submission: Submission) -> None:
+        with self._lock:
+            self._submitted[identity] = submission
+
     def launch_group(self, group: Sequence[tuple[int, SweepPoint]],
                      workers: int) -> list[PointOutcome]:
         if workers == 1:
             return [self.launch_point(index, point) for index, point in group]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda numbered: self.launch_point(*numbered), group))
+        pool = ThreadPoolExecutor(max_workers=workers)
+        futures = [pool.submit(self.launch_point, index, point) for index, point in group]
+        seen = interrupts_seen()
+        try:
+            while wait(futures, timeout=0.5).not_done:
+                if interrupts_seen() != seen:
+                    raise KeyboardInterrupt  # deferred: raised in the point that held it
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self._stop_jobs(futures, [point for _, point in group])
+        pool.shutdown(wait=True)
+        return [future.result() for future in futures]
+
+    def _stop_jobs(self, futures: list[Future[PointOutcome]], points: list[SweepPoint]) -> None:
+        """After a Ctrl-C: stop every job the points submitted, including those submitted
+        after it, until every point's launch has ended (and recorded its job's end); a second
+        Ctrl-C leaves at once."""
+        running = [p.spec.identity for f, p in zip(futures, points) if not f.done()]
+        self.say(f"sweep: interrupted; stopping the jobs of {len(running)} point(s) still "
+                 f"running: {', '.join(running)}")
+        seen = interrupts_seen()
+        try:
+            while True:
+                with self._lock:
+                    due = [(identity, job) for identity, job in self._submitted.items()
+                           if identity not in self._stopped]
+                    self._stopped.update(identity for identity, _ in due)
+                for identity, job in due:
+                    self._stop(identity, job)
+                if not wait(futures, timeout=0.5).not_done:
+                    return
+                if interrupts_seen() != seen:
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            left = [p.spec.identity for f, p in zip(futures, points) if not f.done()]
+            self.say(f"sweep: a second Ctrl-C: leaving now; the jobs of {', '.join(left)} may "
+                     "still run (`rlaunch status NAME@VERSION`, `rlaunch stop NAME@VERSION`)")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)  # the launch threads would hold the exit until they end
+
+    def _stop(self, identity: str, submission: Submission) -> None:
+        try:
+            with load_executor(submission.executor, ExecutorOptions(say=self.say)) as executor:
+                executor.stop(submission)
+        except ExecutorError as err:
+            self.say(f"sweep: could not stop the job of {identity} ({submission.submission_id})"
+                     f": {err}; `rlaunch stop {identity}`")
+            return
+        self.say(f"sweep: stopping {identity} ({submission.submission_id})")
 
 
 def _ledger(spec: RunSpec, store: str | None) -> Ledger:
