@@ -17,6 +17,7 @@ get_ray_pg_ready_with_timeout gives up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from rlaunch.memo import Memo
@@ -81,9 +82,16 @@ def _placement_groups(check: Check) -> list[Group]:
     return groups
 
 
+_BUNDLE = attrgetter("bundle")
+_SHAPE = attrgetter("bundle", "count")
+"""A group's bundle, and its bundle and count: read in C (`map`), where a generator expression
+costs a frame per plan."""
+
+
 def bundles_fit_nodes(check: Check) -> bool:
-    width = check.spec.execution.allocation.gpus_per_node
-    return all(group.bundle <= width for group in placement_groups(check))
+    """Whether every bundle fits in a node of the allocation (there is always a group)."""
+    return max(map(_BUNDLE, placement_groups(check))) <= (
+        check.spec.execution.allocation.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ def first_unplaced(groups: list[Group], nodes: int, width: int) -> Unplaced | No
     no node, or None. A node stays the fullest that fits until it no longer fits a bundle, so a
     group fills the nodes in order of their free GPUs, fewest first, as many bundles each as
     fit."""
-    key = (tuple((group.bundle, group.count) for group in groups), nodes, width)
+    key = (tuple(map(_SHAPE, groups)), nodes, width)
     stuck = _STUCK.get(key)
     if stuck is None:
         stuck = _STUCK.put(key, _first_stuck(groups, nodes, width))

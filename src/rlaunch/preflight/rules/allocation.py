@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -47,6 +48,10 @@ def _role_gpus(check: Check) -> tuple[tuple[str, str, int], ...]:
     if not plan.placement.colocate_all:
         roles.append(("rollout", "role_plan.rollout", plan.rollout.total_gpus))
     return tuple(roles)
+
+
+_GPUS = itemgetter(2)
+"""A role's GPUs in `role_gpus`' tuples (summed in C)."""
 
 
 def _roles_sum(roles: tuple[tuple[str, str, int], ...]) -> str:
@@ -100,7 +105,7 @@ _USE: Memo[tuple[Any, ...], tuple[Finding, ...]] = Memo(1024)
 
 def _use_of(roles: tuple[tuple[str, str, int], ...], num_nodes: int, gpus_per_node: int
             ) -> Iterator[Finding]:
-    used = sum(gpus for _, _, gpus in roles)
+    used = sum(map(_GPUS, roles))
     total = num_nodes * gpus_per_node
     if used == total:
         return
@@ -149,7 +154,7 @@ def bundles_pack(check: Check) -> list[Finding]:
     if not check.roles_ok or not bundles_fit_nodes(check):
         return findings
     allocation = check.spec.execution.allocation
-    if sum(gpus for _, _, gpus in check.derived(_role_gpus)) > allocation.total_gpus:
+    if sum(map(_GPUS, check.derived(_role_gpus))) > allocation.total_gpus:
         return findings  # ALLOC001 reports it
     stuck = first_unplaced(placement_groups(check), allocation.num_nodes, allocation.gpus_per_node)
     if stuck is None:

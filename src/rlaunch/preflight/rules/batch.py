@@ -54,7 +54,12 @@ def _mini_batches(check: Check) -> list[MiniBatch]:
 
 
 def sharded(check: Check) -> list[MiniBatch]:
-    """The mini batches whose DP is defined, with at least one sequence per GPU."""
+    """The mini batches whose DP is defined, with at least one sequence per GPU (listed once
+    per check: BATCH005 and BATCH006 read them)."""
+    return check.derived(_sharded)
+
+
+def _sharded(check: Check) -> list[MiniBatch]:
     samples = check.plan.batch.n_samples_per_prompt
     return [m for m in mini_batches(check) if m.dp is not None and m.per_gpu(samples) > 0]
 
