@@ -188,9 +188,10 @@ class PointLauncher:
         seen = interrupts_seen()
         try:
             while True:
+                pending = {p.spec.identity for f, p in zip(futures, points) if not f.done()}
                 with self._lock:
                     due = [(identity, job) for identity, job in self._submitted.items()
-                           if identity not in self._stopped]
+                           if identity in pending and identity not in self._stopped]
                     self._stopped.update(identity for identity, _ in due)
                 for identity, job in due:
                     self._stop(identity, job)
