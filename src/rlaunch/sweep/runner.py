@@ -165,17 +165,16 @@ class PointLauncher:
                      workers: int) -> list[PointOutcome]:
         if workers == 1:
             return [self.launch_point(index, point) for index, point in group]
-        pool = ThreadPoolExecutor(max_workers=workers)
-        futures = [pool.submit(self.launch_point, index, point) for index, point in group]
-        seen = interrupts_seen()
-        try:
-            while wait(futures, timeout=0.5).not_done:
-                if interrupts_seen() != seen:
-                    raise KeyboardInterrupt  # deferred: raised in the point that held it
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self._stop_jobs(futures, [point for _, point in group])
-        pool.shutdown(wait=True)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self.launch_point, index, point) for index, point in group]
+            seen = interrupts_seen()
+            try:
+                while wait(futures, timeout=0.5).not_done:
+                    if interrupts_seen() != seen:
+                        raise KeyboardInterrupt  # deferred: raised in the point that held it
+            except KeyboardInterrupt:
+                self.interrupted = True
+                self._stop_jobs(futures, [point for _, point in group])
         return [future.result() for future in futures]
 
     def _stop_jobs(self, futures: list[Future[PointOutcome]], points: list[SweepPoint]) -> None:
