@@ -26,8 +26,8 @@ from ray.job_submission import JobSubmissionClient
 
 from executors.helpers import release
 from executors.support import (
-    ECHO_CLI,
     HeadWatch,
+    echo_cli,
     clean_git_repo,
     echo_profiles,
     echo_spec,
@@ -102,18 +102,8 @@ def run(world: World, spec, *, name: str | None = None, **options):
 
 
 def cli(world: World, *args: str, **env: str) -> subprocess.Popen:
-    """`rlaunch ARGS` in a process of its own (with the echo runtime profile), with Ctrl-C's
-    default disposition: a suite started in the background of a script inherits SIGINT ignored,
-    and Python then installs no KeyboardInterrupt handler."""
-    return subprocess.Popen(
-        [sys.executable, str(ECHO_CLI), *args], cwd=world.root, env={**os.environ, **env},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_default_sigint,  # noqa: PLW1509 (a signal disposition, no lock is taken)
-    )
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    """`rlaunch ARGS` in the module's root (`echo_cli`), the environment's `env` added."""
+    return echo_cli(*args, cwd=world.root, env={**os.environ, **env})
 
 
 def read_until(launcher: subprocess.Popen, text: str, timeout_s: float = 120) -> None:

@@ -157,6 +157,21 @@ def shared_store(basetemp: Path) -> Path:
     return basetemp / "echo-store"
 
 
+def echo_cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    """`rlaunch ARGS` in a process of its own (with the echo runtime profile), with Ctrl-C's
+    default disposition: a suite started in the background of a script inherits SIGINT ignored,
+    and Python then installs no KeyboardInterrupt handler."""
+    return subprocess.Popen(
+        [sys.executable, str(ECHO_CLI), *args], cwd=cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,  # noqa: PLW1509 (a signal disposition, no lock is taken)
+    )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def job_env(**extra: str) -> dict[str, str]:
     """The environment of a test launcher: rlaunch's sources and the echo runtime importable."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(ECHO_DIR)])}

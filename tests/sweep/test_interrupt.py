@@ -5,15 +5,13 @@ Both jobs end STOPPED at Ray and in the ledger, and the sweep exits 130."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from executors.support import ECHO_CLI, HeadWatch, clean_git_repo, echo_spec, job_env, shared_store
+from executors.support import HeadWatch, clean_git_repo, echo_cli, echo_spec, job_env, shared_store
 from rlaunch.executors import Submission, jobs_api
 from rlaunch.executors.local_head import read_record
 from rlaunch.ledger import Ledger, last_attempt
@@ -29,11 +27,6 @@ def cluster(echo_head: HeadWatch) -> str:
     record = read_record(echo_head.state_dir)
     assert record is not None
     return record.dashboard_url
-
-
-def _default_sigint() -> None:
-    # A suite started in the background of a script inherits SIGINT ignored.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _submissions(ledger: Ledger) -> dict[str, Submission]:
@@ -56,12 +49,9 @@ def test_ctrl_c_stops_the_jobs_of_points_running_at_once_and_records_them(
         path.write_text(yaml.safe_dump(echo_spec(store, name=name, executor="ray",
                                                  address=cluster)))
         specs.append(str(path))
-    sweep = subprocess.Popen(
-        [sys.executable, str(ECHO_CLI), "sweep", *specs, "--out-dir", str(tmp_path / "dist"),
-         "--repo", str(clean_git_repo(tmp_path / "repo")), "--max-parallel", "2"],
-        cwd=tmp_path, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_default_sigint,  # noqa: PLW1509 (a signal disposition, no lock is taken)
-    )
+    sweep = echo_cli("sweep", *specs, "--out-dir", str(tmp_path / "dist"),
+                     "--repo", str(clean_git_repo(tmp_path / "repo")), "--max-parallel", "2",
+                     cwd=tmp_path, env=job_env())
     try:
         deadline = time.monotonic() + 180
         jobs = _submissions(ledger)
