@@ -33,7 +33,7 @@ def test_rules_table_lists_every_code_family_and_scope() -> None:
     assert "VER002    versions    world  A calendar version launched before keeps its" \
         " fingerprint (else: bump the version)." in lines
     # The preflight rules, then the launch checks (the smoke gate, the tokenizer checks).
-    assert len(lines) == 2 + 115 + 3
+    assert len(lines) == 2 + 116 + 3
     assert lines[-3].startswith("LAUNCH001 launch      world  A calendar-versioned full launch")
     assert lines[-1].startswith("LAUNCH003 launch      world  Every model of the run")
 

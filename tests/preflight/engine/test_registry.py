@@ -28,7 +28,7 @@ WORLD_RULES = {"VER002", "VER003", "VER004", "VER005", "VER006", "EXEC004", "EXE
 
 def test_codes_are_unique_stable_and_grouped_by_family() -> None:
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 115
+    assert len(codes) == len(set(codes)) == 116
     prefixes = {
         "geometry": "GEO", "allocation": "ALLOC", "batch": "BATCH", "context": "CTX",
         "algorithm": "ALGO", "artifacts": "ART", "versions": "VER", "paths": "PATH",

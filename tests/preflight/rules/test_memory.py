@@ -205,6 +205,29 @@ def test_megatrons_optimizer_offload_takes_the_offloaded_adam_state_off_the_gpu(
         " of one V100-32GB, 32.0 GiB)")]
 
 
+def test_the_precision_aware_optimizers_dtypes_shrink_the_adam_state_on_the_gpu() -> None:
+    # fp32 state overflows 32 GB (above); bf16 moments and an fp16 master copy fit it.
+    lean = megatron_on_v100_32(use_precision_aware_optimizer=True, main_params_dtype="FP16",
+                               exp_avg_dtype="bf16", exp_avg_sq_dtype=" bfloat16")
+    assert [f[:2] for f in mem_findings(lean)] == [("MEM002", "warning")]
+    assert (f"{ADAM_TERMS}6 B (fp16 master 2 + Adam moments bf16 2 + bf16 2,"
+            " use_precision_aware_optimizer) = 5.3 GiB") in estimates(lean)["policy training"]
+    # fp8 moments, half of them offloaded with their fp16 master copy.
+    offloaded = megatron_on_v100_32(
+        use_precision_aware_optimizer=True, main_params_dtype="fp16", exp_avg_dtype="fp8",
+        exp_avg_sq_dtype="uint8", optimizer_cpu_offload=True, optimizer_offload_fraction=0.5)
+    assert (f"{ADAM_TERMS}2 B ((fp16 master 2 + Adam moments fp8 1 + fp8 1) x 50% on the GPU,"
+            " optimizer_offload_fraction 0.5, use_precision_aware_optimizer) = 1.8 GiB"
+            ) in estimates(offloaded)["policy training"]
+    # Without the precision-aware optimizer the state is fp32 whatever the dtypes say (SET017
+    # refuses such a run); so is a dtype SkyRL refuses, or one a state may not take.
+    for kwargs in ({"exp_avg_dtype": "bf16"},
+                   {"use_precision_aware_optimizer": True, "exp_avg_dtype": "int4"},
+                   {"use_precision_aware_optimizer": True, "main_params_dtype": "bf16"}):
+        assert f"{ADAM_TERMS}12 B = 10.7 GiB" in estimates(
+            megatron_on_v100_32(**kwargs))["policy training"], kwargs
+
+
 def test_the_offload_fraction_counts_as_megatron_core_applies_it() -> None:
     assert optimizer_offload({"optimizer_cpu_offload": True, "optimizer_offload_fraction": 0.25}
                              ) == OptimizerOffload(0.25, False)
@@ -224,6 +247,10 @@ def test_the_offload_fraction_counts_as_megatron_core_applies_it() -> None:
         assert optimizer_offload(kwargs) == NO_OFFLOAD, kwargs
     assert NO_OFFLOAD.bytes == 12
     assert OptimizerOffload(0.5, False).bytes == 8 and OptimizerOffload(0.5, True).bytes == 6
+    assert optimizer_offload({"use_precision_aware_optimizer": True, "exp_avg_dtype": "half",
+                              "main_grads_dtype": "bf16"}
+                             ) == OptimizerOffload(0.0, True, "fp32", ("fp16", "fp32"))
+    assert OptimizerOffload(0.0, True, "fp16", ("bf16", "fp8")).bytes == 5
 
 
 def test_weights_grads_and_adam_are_the_zero_papers_16_bytes_per_parameter() -> None:

@@ -275,3 +275,45 @@ def test_set014_a_smoke_sets_what_its_full_run_sets() -> None:
     )
     assert finding.paths == ("settings.trainer.eval_interval", f"settings.{LORA}")
     assert messages(smoke({LORA: 32}, {LORA: 32}), "SET014") == []
+
+
+OPTIMIZER_KWARGS = "trainer.policy.megatron_config.optimizer_config_kwargs"
+
+
+def test_set017_megatrons_optimizer_dtypes() -> None:
+    def set017(kwargs: dict, base: str = MEGATRON, **edits) -> list[str]:
+        return messages(_settings({OPTIMIZER_KWARGS: kwargs}, base, **edits), "SET017")
+
+    aware = {"use_precision_aware_optimizer": True}
+    assert set017({"exp_avg_dtype": "bf16", "main_grads_dtype": "fp32"}) == [
+        f"{OPTIMIZER_KWARGS} sets exp_avg_dtype 'bf16' without use_precision_aware_optimizer:"
+        " true; Megatron-core's OptimizerConfig asserts fp32 optimizer state otherwise, and the"
+        " policy's workers fail to start"]
+    (finding,) = findings(_settings({OPTIMIZER_KWARGS: {"exp_avg_sq_dtype": "int4"}}, MEGATRON),
+                          "SET017")
+    assert (finding.severity, finding.paths) == ("error", (
+        f"settings.{OPTIMIZER_KWARGS}", "role_plan.strategy"))
+    assert finding.message == (
+        f"{OPTIMIZER_KWARGS}.exp_avg_sq_dtype is 'int4': SkyRL 0.3.0 knows no such dtype and"
+        " refuses it (ValueError) when the policy's optimizer is built")
+    assert finding.fix == (
+        "Use one of bf16, bfloat16, float, float16, float32, float8, fp16, fp32, fp8, half,"
+        " uint8 (bf16, fp16, fp32, fp8 for exp_avg_sq_dtype).")
+    assert set017({**aware, "main_params_dtype": "bf16"},
+                  **{"runtime.package": "skyrl==0.4.0"}) == [
+        f"{OPTIMIZER_KWARGS}.main_params_dtype is 'bf16' (bf16): SkyRL 0.4.0 allows only fp16,"
+        " fp32 for main_params_dtype (Transformer Engine's FusedAdam) and refuses it (ValueError)"
+        " when the policy's optimizer is built"]
+    # Names as SkyRL reads them (stripped, any case); fp32 needs no precision-aware optimizer;
+    # other keys and values SkyRL hands Megatron-core as they are; FSDP ignores the section.
+    for kwargs in ({**aware, "main_params_dtype": " FP16", "exp_avg_dtype": "Float8",
+                    "exp_avg_sq_dtype": "half", "main_grads_dtype": "bf16"},
+                   {"exp_avg_dtype": "float32", "main_params_dtype": "fp32"},
+                   {"params_dtype": "bf16", "exp_avg_dtype": 16, "optimizer_cpu_offload": True,
+                    "optimizer_offload_fraction": 1.0}):
+        assert set017(kwargs) == [], kwargs
+    # SkyRL converts every key ending in `_dtype`, not only the optimizer state's.
+    assert set017({"params_dtype": "fp4"}) == [
+        f"{OPTIMIZER_KWARGS}.params_dtype is 'fp4': SkyRL 0.3.0 knows no such dtype and refuses"
+        " it (ValueError) when the policy's optimizer is built"]
+    assert set017({"exp_avg_dtype": "int4"}, "colocated-1x8") == []

@@ -41,7 +41,7 @@ RULE_MODULES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "runtime": ("runtime",),
     "execution": ("execution",),
     "smoke": ("smoke",),
-    "settings": ("settings", "settings_weight_sync"),
+    "settings": ("settings", "settings_weight_sync", "settings_optimizer"),
     "memory": ("memory",),
     "pipeline": ("pipeline",),
     "resume": ("resume",),

@@ -311,42 +311,90 @@ def _local(add: Add, name: str, dense: float, expert: float, per: int) -> None:
     add(name, (dense + expert) * per, 0, _local_text, dense, expert, per)
 
 
+OPTIMIZER_DTYPES: Mapping[str, str] = MappingProxyType({
+    "fp32": "fp32", "float32": "fp32", "float": "fp32",
+    "bf16": "bf16", "bfloat16": "bf16",
+    "fp16": "fp16", "float16": "fp16", "half": "fp16",
+    "fp8": "fp8", "float8": "fp8", "uint8": "fp8",
+})
+"""The names SkyRL turns into a dtype in Megatron's `optimizer_config_kwargs` (SkyRL 0.3.0 and
+0.4.0 skyrl/backends/skyrl_train/distributed/megatron/optimizer_dtype.py
+`coerce_optimizer_dtype_kwargs`, which strips and lowercases a name first) -> the dtype, as its
+short name. SkyRL raises ValueError for any other name of a key ending in `_dtype`. fp8 state is
+stored as uint8 (Transformer Engine's FusedAdam)."""
+OPTIMIZER_DTYPE_BYTES: Mapping[str, int] = MappingProxyType({
+    "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1})
+OPTIMIZER_STATE_DTYPES: Mapping[str, frozenset[str]] = MappingProxyType({
+    "main_params_dtype": frozenset({"fp32", "fp16"}),
+    "exp_avg_dtype": frozenset({"fp32", "bf16", "fp16", "fp8"}),
+    "exp_avg_sq_dtype": frozenset({"fp32", "bf16", "fp16", "fp8"}),
+})
+"""The optimizer state dtypes Transformer Engine's FusedAdam keeps (the master params and Adam's
+two moments) -> the dtypes SkyRL allows for each (`_LEGAL_FIELD_DTYPES` beside
+`coerce_optimizer_dtype_kwargs`; ValueError for another). Megatron-core takes them only with
+`use_precision_aware_optimizer` (its `OptimizerConfig.__post_init__` asserts fp32 otherwise, as
+it does for `main_grads_dtype`)."""
+
+
+def optimizer_dtype(value: Any) -> str | None:
+    """The dtype SkyRL makes of a `*_dtype` value of `optimizer_config_kwargs`: its short name
+    (`OPTIMIZER_DTYPES`), or None for a string SkyRL refuses or a value that is not a string
+    (SkyRL hands those to Megatron-core as they are)."""
+    return OPTIMIZER_DTYPES.get(value.strip().lower()) if isinstance(value, str) else None
+
+
 class OptimizerOffload(NamedTuple):
-    """Megatron's optimizer CPU offload, as SkyRL hands `optimizer_config_kwargs` to
-    Megatron-core's `OptimizerConfig` (skyrl/backends/skyrl_train/distributed/megatron/
-    optimizer.py `init_megatron_optim_config`, SkyRL 0.3.0 and 0.4.0). With
-    `optimizer_cpu_offload`, Megatron-core wraps the step in `HybridDeviceOptimizer`
-    (megatron/core/optimizer/__init__.py), which moves the optimizer step of the first
-    `optimizer_offload_fraction` of the parameters, by count, to the CPU
-    (cpu_offloading/hybrid_optimizer.py `_get_sub_optimizer_param_groups`): their Adam moments
-    live there. Their fp32 master copy moves too only with `use_precision_aware_optimizer` (the
-    optimizer then holds the master params); without it the distributed optimizer's fp32 main
-    shard stays on the GPU (distrib_optimizer.py `_build_model_and_main_param_groups`)."""
+    """Megatron's optimizer state on the GPU: its CPU offload and the dtypes of its master params
+    and Adam moments, as SkyRL hands `optimizer_config_kwargs` to Megatron-core's
+    `OptimizerConfig` (skyrl/backends/skyrl_train/distributed/megatron/optimizer.py
+    `init_megatron_optim_config`, SkyRL 0.3.0 and 0.4.0). With `optimizer_cpu_offload`,
+    Megatron-core wraps the step in `HybridDeviceOptimizer` (megatron/core/optimizer/__init__.py),
+    which moves the optimizer step of the first `optimizer_offload_fraction` of the parameters, by
+    count, to the CPU (cpu_offloading/hybrid_optimizer.py `_get_sub_optimizer_param_groups`): their
+    Adam moments live there. Their master copy moves too only with
+    `use_precision_aware_optimizer` (the optimizer then holds the master params); without it the
+    distributed optimizer's fp32 main shard stays on the GPU (distrib_optimizer.py
+    `_build_model_and_main_param_groups`). Only the precision-aware optimizer keeps its state in
+    other dtypes than fp32 (`main_params_dtype`, `exp_avg_dtype`, `exp_avg_sq_dtype`:
+    `OPTIMIZER_STATE_DTYPES`)."""
 
     fraction: float
     """Of the parameters whose optimizer state is on the CPU: 0 (no offload) to 1."""
     precision_aware: bool
     """`use_precision_aware_optimizer`: the master params move with the offloaded fraction."""
+    master: str = "fp32"
+    """`main_params_dtype`, as a short name (`OPTIMIZER_DTYPE_BYTES`)."""
+    moments: tuple[str, str] = ("fp32", "fp32")
+    """`exp_avg_dtype` and `exp_avg_sq_dtype`."""
 
     @property
     def bytes(self) -> float:
         """Optimizer bytes per local parameter on the GPU, over DP."""
         kept = 1 - self.fraction
+        master = OPTIMIZER_DTYPE_BYTES[self.master]
+        moments = sum(map(OPTIMIZER_DTYPE_BYTES.__getitem__, self.moments))
         if self.precision_aware:
-            return MEGATRON_OPTIMIZER * kept
-        return MEGATRON_MASTER + (MEGATRON_OPTIMIZER - MEGATRON_MASTER) * kept
+            return (master + moments) * kept
+        return master + moments * kept
 
     def text(self) -> str:
-        """` x 12 B`, or the bytes and how offload makes them."""
-        if not self.fraction:
+        """` x 12 B`, or the bytes and how offload and the state's dtypes make them."""
+        if not self.fraction and self.master == "fp32" and self.moments == ("fp32", "fp32"):
             return f" x {MEGATRON_OPTIMIZER} B"
-        kept = f"{100 * (1 - self.fraction):g}% on the GPU, optimizer_offload_fraction"
+        sizes = OPTIMIZER_DTYPE_BYTES
+        first, second = self.moments
+        master = f"{self.master} master {sizes[self.master]}"
+        moments = (f"Adam moments {MEGATRON_OPTIMIZER - MEGATRON_MASTER}"
+                   if self.moments == ("fp32", "fp32") else
+                   f"Adam moments {first} {sizes[first]} + {second} {sizes[second]}")
+        aware = ", use_precision_aware_optimizer" if self.precision_aware else ""
+        if not self.fraction:
+            return f" x {self.bytes:g} B ({master} + {moments}{aware})"
+        kept = (f"{100 * (1 - self.fraction):g}% on the GPU, optimizer_offload_fraction "
+                f"{self.fraction:g}")
         if self.precision_aware:
-            return (f" x {self.bytes:g} B ((fp32 master {MEGATRON_MASTER} + Adam moments "
-                    f"{MEGATRON_OPTIMIZER - MEGATRON_MASTER}) x {kept} {self.fraction:g},"
-                    " use_precision_aware_optimizer)")
-        return (f" x {self.bytes:g} B (fp32 master {MEGATRON_MASTER} + Adam moments "
-                f"{MEGATRON_OPTIMIZER - MEGATRON_MASTER} x {kept} {self.fraction:g})")
+            return f" x {self.bytes:g} B (({master} + {moments}) x {kept}{aware})"
+        return f" x {self.bytes:g} B ({master} + {moments} x {kept})"
 
 
 NO_OFFLOAD = OptimizerOffload(0.0, False)

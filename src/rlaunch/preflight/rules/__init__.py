@@ -21,6 +21,7 @@ from rlaunch.preflight.rules import (  # noqa: F401
     resume,
     runtime,
     settings,
+    settings_optimizer,
     settings_weight_sync,
     smoke,
     versions,

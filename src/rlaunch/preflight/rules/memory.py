@@ -32,6 +32,7 @@ from rlaunch.preflight.estimates.gpu_memory import (
     DTYPE_BYTES,
     GIB,
     NO_OFFLOAD,
+    OPTIMIZER_STATE_DTYPES,
     SHORTEST_SEQUENCE,
     SIMULATED,
     Activations,
@@ -45,6 +46,7 @@ from rlaunch.preflight.estimates.gpu_memory import (
     gib,
     kv_bytes_per_token,
     of_terms,
+    optimizer_dtype,
     policy_forward,
     policy_training,
     reference_forward,
@@ -128,19 +130,36 @@ class Memory(NamedTuple):
 
 
 def optimizer_offload(kwargs: Any) -> OptimizerOffload:
-    """Megatron's optimizer offload as `optimizer_config_kwargs` sets it (SkyRL fills in the keys
-    a run leaves out with its defaults: no offload, fraction 0): none unless
-    `optimizer_cpu_offload` is true, and then `optimizer_offload_fraction` as Megatron-core's
-    `HybridDeviceOptimizer` applies it, comparing the count offloaded with the fraction x the
-    count (below 0 offloads nothing, above 1 everything). A fraction that is not a finite number
-    offloads nothing here: the sums then keep the whole state on the GPU."""
-    if not isinstance(kwargs, Mapping) or kwargs.get("optimizer_cpu_offload") is not True:
+    """Megatron's optimizer state on the GPU as `optimizer_config_kwargs` sets it (SkyRL fills in
+    the keys a run leaves out with its defaults: no offload, fraction 0, no precision-aware
+    optimizer).
+    - Offload: none unless `optimizer_cpu_offload` is true, and then `optimizer_offload_fraction`
+      as Megatron-core's `HybridDeviceOptimizer` applies it, comparing the count offloaded with
+      the fraction x the count (below 0 offloads nothing, above 1 everything). A fraction that is
+      not a finite number offloads nothing here: the sums then keep the whole state on the GPU.
+    - Dtypes: with `use_precision_aware_optimizer`, `main_params_dtype`, `exp_avg_dtype` and
+      `exp_avg_sq_dtype` as SkyRL converts them; fp32 for one left out, or one SkyRL or
+      Megatron-core refuses (SET017 reports it: the run stops before memory matters).
+      Without it, fp32."""
+    if not isinstance(kwargs, Mapping):
         return NO_OFFLOAD
     fraction = kwargs.get("optimizer_offload_fraction", 0.0)
-    if not isinstance(fraction, (int, float)) or not math.isfinite(fraction) or fraction <= 0:
-        return NO_OFFLOAD
-    return OptimizerOffload(min(float(fraction), 1.0),
-                            kwargs.get("use_precision_aware_optimizer") is True)
+    if (kwargs.get("optimizer_cpu_offload") is not True
+            or not isinstance(fraction, (int, float)) or not math.isfinite(fraction)
+            or fraction <= 0):
+        fraction = 0.0
+    aware = kwargs.get("use_precision_aware_optimizer") is True
+    if not aware:
+        return OptimizerOffload(min(float(fraction), 1.0), False) if fraction else NO_OFFLOAD
+    master, first, second = (_state_dtype(kwargs, name) for name in OPTIMIZER_STATE_DTYPES)
+    return OptimizerOffload(min(float(fraction), 1.0), True, master, (first, second))
+
+
+def _state_dtype(kwargs: Mapping[str, Any], name: str) -> str:
+    """The dtype of the optimizer state `name` (`OPTIMIZER_STATE_DTYPES`): fp32 unless the
+    kwargs set one SkyRL takes for it."""
+    found = optimizer_dtype(kwargs.get(name, "fp32"))
+    return found if found in OPTIMIZER_STATE_DTYPES[name] else "fp32"
 
 
 def memory_of(check: Check) -> Memory | None:
