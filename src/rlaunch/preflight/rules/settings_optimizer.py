@@ -44,9 +44,15 @@ def optimizer_dtypes(check: Check) -> list[Finding]:
     `exp_avg_sq_dtype` fp32, bf16, fp16 or fp8). Megatron-core asserts `main_grads_dtype`,
     `main_params_dtype`, `exp_avg_dtype` and `exp_avg_sq_dtype` are fp32 when
     `use_precision_aware_optimizer` is not true. MEM002 costs the state in the dtypes set."""
+    return check.shared(_refused_dtypes) if check.plan.strategy == "megatron" else []
+
+
+def _refused_dtypes(check: Check) -> list[Finding]:
+    """SET017's findings under Megatron: of the settings alone, so once per distinct part beside
+    the plan (`Check.shared`; callers copy the list, never change it)."""
     findings: list[Finding] = []
     kwargs = check.setting(MEGATRON_OPTIMIZER_KWARGS)
-    if check.plan.strategy != "megatron" or not isinstance(kwargs, Mapping):
+    if not isinstance(kwargs, Mapping):
         return findings
     release = check.spec.skyrl_release
     unaware: list[str] = []
