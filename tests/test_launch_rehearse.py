@@ -13,6 +13,7 @@ import pytest
 from contract.skyrl_env import contract_python
 from rlaunch.executors.runtime_python import REHEARSAL_PYTHON_ENV
 from rlaunch.launch import LaunchRefused, LaunchRequest, launch
+from rlaunch.rehearsal import REHEARSAL_RELEASE
 from rlaunch.spec import parse_spec
 from rlaunch.spec.examples import worked_example
 
@@ -53,7 +54,25 @@ def test_a_gpu_run_rehearses_on_simulated_gpus_from_a_dirty_tree(tmp_path: Path)
                    for text in said for line in text.splitlines()), said
 
 
+def pinned_to(release: str) -> dict:
+    """The changes that pin the worked example's runtime to SkyRL `release`."""
+    return {"runtime": {**worked_example("colocated-1x8")["runtime"],
+                        "name": f"skyrl-{release}", "package": f"skyrl=={release}"}}
+
+
 @pytest.mark.parametrize(("example", "changes", "refusal"), [
+    ("colocated-1x8", pinned_to("0.4.0"), (
+        "--rehearse runs SkyRL 0.3.0's training loop (the rehearsal environment, 3rdparty/"
+        "skyrl-rehearsal.txt), but colocated-1x8@2026.11.29 pins SkyRL 0.4.0: the rehearsal "
+        "would run another release's code than the run. Rehearse a variant pinned to "
+        "skyrl==0.3.0 for its data, config and store handoffs, and smoke the run itself on "
+        "GPUs")),
+    ("colocated-1x8", pinned_to("0.9.0"), (
+        "--rehearse runs SkyRL 0.3.0's training loop (the rehearsal environment, 3rdparty/"
+        "skyrl-rehearsal.txt), but colocated-1x8@2026.11.29 pins skyrl==0.9.0, which the "
+        "runtime catalog does not know: the rehearsal would run another release's code than "
+        "the run. Rehearse a variant pinned to skyrl==0.3.0 for its data, config and store "
+        "handoffs, and smoke the run itself on GPUs")),
     ("megatron-moe-5x8", {}, (
         "--rehearse runs SkyRL's FSDP workers' code on CPU, but megatron-moe-5x8@2026.11.29 trains "
         "with role_plan.strategy 'megatron', whose workers need Megatron-Core on GPUs: a "
@@ -74,3 +93,9 @@ def test_what_the_cpu_workers_cannot_run_is_refused_before_anything(
                              env={}), say=lambda line: None)
     assert str(refused.value) == refusal
     assert not (tmp_path / "store").exists()
+
+
+def test_the_rehearsal_release_is_the_one_the_rehearsal_environment_installs() -> None:
+    listed = (Path(__file__).resolve().parents[1] / "3rdparty" / "skyrl-rehearsal.txt"
+              ).read_text().splitlines()
+    assert f"skyrl=={REHEARSAL_RELEASE}" in listed

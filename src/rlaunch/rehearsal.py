@@ -15,6 +15,7 @@ from rlaunch.ledger.smoke import read_terminal_manifest
 from rlaunch.paths import join, run_paths
 from rlaunch.preflight.rules.settings import LORA_RANK
 from rlaunch.spec import RunSpec
+from rlaunch.spec.catalog import resolve
 from rlaunch.store import StoreError
 from rlaunch.store.fs import open_location
 
@@ -28,6 +29,10 @@ REHEARSAL_EXECUTOR = "local"
 """The executor a rehearsal runs on: a Ray head on this machine."""
 SIMULATED = "sim"
 """The accelerator of a local head's simulated GPUs (EXEC002)."""
+REHEARSAL_RELEASE = "0.3.0"
+"""The SkyRL release the rehearsal environment holds (3rdparty/skyrl-rehearsal.txt) and whose FSDP
+workers rlaunch.runtimes.skyrl_cpu replaces: a run pinned to another is not rehearsed (SkyRL's
+loop would be another release's code than the run's)."""
 REHEARSAL_WAIVED = frozenset({"VER004"})
 """Findings that guard a real launch's record only, not a rehearsal."""
 
@@ -53,6 +58,17 @@ def not_rehearsed(spec: RunSpec) -> str | None:
         return (f"--rehearse runs SkyRL's own training loop, but {spec.identity} uses the "
                 f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
                 "launch it without --rehearse")
+    runtime = spec.runtime
+    pinned = resolve(runtime.profile, package=runtime.package,
+                     commit=runtime.git.commit if runtime.git is not None else None)
+    if pinned is None or pinned.version != REHEARSAL_RELEASE:
+        what = (f"SkyRL {pinned.version}" if pinned is not None else
+                f"{runtime.package or runtime.name}, which the runtime catalog does not know")
+        return (f"--rehearse runs SkyRL {REHEARSAL_RELEASE}'s training loop (the rehearsal "
+                f"environment, 3rdparty/skyrl-rehearsal.txt), but {spec.identity} pins {what}: "
+                "the rehearsal would run another release's code than the run. Rehearse a "
+                f"variant pinned to skyrl=={REHEARSAL_RELEASE} for its data, config and store "
+                "handoffs, and smoke the run itself on GPUs")
     if spec.role_plan.strategy != "fsdp":
         return (f"--rehearse runs SkyRL's FSDP workers' code on CPU, but {spec.identity} trains "
                 f"with role_plan.strategy {spec.role_plan.strategy!r}, whose workers need "
