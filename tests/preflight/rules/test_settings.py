@@ -317,3 +317,6 @@ def test_set017_megatrons_optimizer_dtypes() -> None:
         f"{OPTIMIZER_KWARGS}.params_dtype is 'fp4': SkyRL 0.3.0 knows no such dtype and refuses"
         " it (ValueError) when the policy's optimizer is built"]
     assert set017({"exp_avg_dtype": "int4"}, "colocated-1x8") == []
+    # Megatron-core asserts under `if not use_precision_aware_optimizer`, as Python reads it.
+    assert set017({"exp_avg_dtype": "bf16", "use_precision_aware_optimizer": 1}) == []
+    assert len(set017({"exp_avg_dtype": "bf16", "use_precision_aware_optimizer": None})) == 1

@@ -43,7 +43,8 @@ def optimizer_dtypes(check: Check) -> list[Finding]:
     dtype its TE FusedAdam does not keep (`main_params_dtype` fp32 or fp16; `exp_avg_dtype` and
     `exp_avg_sq_dtype` fp32, bf16, fp16 or fp8). Megatron-core asserts `main_grads_dtype`,
     `main_params_dtype`, `exp_avg_dtype` and `exp_avg_sq_dtype` are fp32 when
-    `use_precision_aware_optimizer` is not true. MEM002 costs the state in the dtypes set."""
+    `use_precision_aware_optimizer` is false (its `if`: any value Python takes as false). MEM002
+    costs the state in the dtypes set."""
     return check.shared(_refused_dtypes) if check.plan.strategy == "megatron" else []
 
 
@@ -79,7 +80,7 @@ def _refused_dtypes(check: Check) -> list[Finding]:
             ))
         elif key in FP32_ONLY and dtype != "fp32":
             unaware.append(f"{key} {value!r}")
-    if unaware and kwargs.get(PRECISION_AWARE) is not True:
+    if unaware and not kwargs.get(PRECISION_AWARE):
         findings.append(error(
             "SET017", _PATHS,
             f"{MEGATRON_OPTIMIZER_KWARGS} sets {', '.join(unaware)} without"
