@@ -137,10 +137,10 @@ def optimizer_offload(kwargs: Any) -> OptimizerOffload:
       as Megatron-core's `HybridDeviceOptimizer` applies it, comparing the count offloaded with
       the fraction x the count (below 0 offloads nothing, above 1 everything). A fraction that is
       not a finite number offloads nothing here: the sums then keep the whole state on the GPU.
-    - Dtypes: with `use_precision_aware_optimizer`, `main_params_dtype`, `exp_avg_dtype` and
-      `exp_avg_sq_dtype` as SkyRL converts them; fp32 for one left out, or one SkyRL or
-      Megatron-core refuses (SET017 reports it: the run stops before memory matters).
-      Without it, fp32."""
+    - Dtypes: with `use_precision_aware_optimizer` (any value Python takes as true),
+      `main_params_dtype`, `exp_avg_dtype` and `exp_avg_sq_dtype` as SkyRL converts them; fp32
+      for one left out, or one SkyRL or Megatron-core refuses (SET017 reports it: the run stops
+      before memory matters). Without it, fp32."""
     if not isinstance(kwargs, Mapping):
         return NO_OFFLOAD
     fraction = kwargs.get("optimizer_offload_fraction", 0.0)
@@ -148,7 +148,8 @@ def optimizer_offload(kwargs: Any) -> OptimizerOffload:
             or not isinstance(fraction, (int, float)) or not math.isfinite(fraction)
             or fraction <= 0):
         fraction = 0.0
-    aware = kwargs.get("use_precision_aware_optimizer") is True
+    # Megatron-core reads it with an `if` (OptimizerConfig.__post_init__), as SET017 does.
+    aware = bool(kwargs.get("use_precision_aware_optimizer"))
     if not aware:
         return OptimizerOffload(min(float(fraction), 1.0), False) if fraction else NO_OFFLOAD
     master, first, second = (_state_dtype(kwargs, name) for name in OPTIMIZER_STATE_DTYPES)
