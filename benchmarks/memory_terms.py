@@ -1,8 +1,8 @@
 """The MEM rules' per-GPU terms against torch's own accounting on CPU (docs/memory.md).
 
 Builds transformers' Qwen2ForCausalLM at Qwen2.5-1.5B-Instruct's widths (hidden 1536, MLP 8960,
-12 heads of 128, 2 KV heads, vocabulary 151936, tied embeddings) with a few layers and random
-weights, and measures what does not need a GPU:
+12 heads of 128, 2 KV heads, vocabulary 151936, tied embeddings) with a few layers (weights of 0
+for the activations, random for the state), and measures what does not need a GPU:
 - parameters, gradients and AdamW state, bytes per parameter by dtype (an fp32 model as SkyRL
   loads the policy, one AdamW step), on a narrow model of the same family;
 - the activations of one packed micro batch (SkyRL's padding removal: one row of T tokens) with
@@ -33,17 +33,30 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers.initialization import no_init_weights
 
 WIDTHS = {"hidden_size": 1536, "intermediate_size": 8960, "num_attention_heads": 12,
           "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True,
           "max_position_embeddings": 32768}
 
 
-def qwen2(layers: int, dtype: torch.dtype, **widths: int) -> Qwen2ForCausalLM:
+def qwen2(layers: int, dtype: torch.dtype, *, zeroed: bool = False, **widths: int
+          ) -> Qwen2ForCausalLM:
+    """The model, its weights random, or with `zeroed` all 0: what a step allocates does not
+    depend on the weights' values, and random values for the full vocabulary's ~230M
+    embeddings (torch's init, then transformers') are most of the benchmark's time on CPU."""
     torch.manual_seed(0)
     config = Qwen2Config(**{**WIDTHS, **widths}, num_hidden_layers=layers,
                          attn_implementation="sdpa", use_cache=False)
-    return Qwen2ForCausalLM(config).to(dtype)
+    if not zeroed:
+        return Qwen2ForCausalLM(config).to(dtype)
+    with no_init_weights():
+        model = Qwen2ForCausalLM(config)
+    model.tie_weights()  # no_init_weights skips transformers' init_weights, which ties them
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+    return model.to(dtype)
 
 
 def live_bytes(region) -> tuple[int, int]:
@@ -80,7 +93,7 @@ def state_bytes_per_parameter() -> dict[str, float]:
 def checkpointed(layers: int, vocab: int = WIDTHS["vocab_size"]) -> Qwen2ForCausalLM:
     """A bf16 model in training mode with gradient checkpointing, its weights frozen (the
     measured micro batch's input embeddings carry the gradient)."""
-    model = qwen2(layers, torch.bfloat16, vocab_size=vocab)
+    model = qwen2(layers, torch.bfloat16, zeroed=True, vocab_size=vocab)
     model.requires_grad_(False)
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()

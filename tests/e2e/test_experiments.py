@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 from conftest import BROKEN_FIXTURES
+from test_packaged_bytes import STORE as GOLDEN_STORE
 
 from contract.skyrl_env import contract_python
 from rlaunch.render import skyrl_cli_args
@@ -51,6 +52,11 @@ RUNS = (
 # The countdown runs (experiments/countdown and its chain/) are on the smoke runtime; the rest
 # are SkyRL runs.
 COUNTDOWN = ("experiments/countdown:", "experiments/countdown/")
+# The GPU runs name their own store, so $RLAUNCH_STORE changes none of their bytes; it is part of
+# the render process' cache key (rlaunch_pants.goals.package.STORE_ENV). Packaged with the
+# goldens' store, as test_packaged_bytes packages them, the render processes of one test are
+# cache hits for the other (~0.7 s each on a fresh cache).
+GPU_RUN_ENV = {"RLAUNCH_STORE": GOLDEN_STORE}
 
 
 def run_harness(repo_root: Path, harness: str, cases: Path, tmp_path: Path,
@@ -137,7 +143,7 @@ def test_a_separate_reference_model_is_a_dependency_and_the_rendered_reference(
         "experiments/runtimes:h100-gsm8k",
         "experiments/runtimes:skyrl-0.3.0",
     ]
-    result = pants(f"--pants-distdir={distdir}", "package", run)
+    result = pants(f"--pants-distdir={distdir}", "package", run, env=GPU_RUN_ENV)
     assert result.returncode == 0, result.stderr
     folder = repo_root / distdir / "experiments/qwen2.5-1.5b-instruct-ref-2x8/grpo"
     assert (folder / "identities.txt").read_text() == (
@@ -279,7 +285,7 @@ def test_skyrl_accepts_every_packaged_gpu_launch_yaml(
     env (tests/contract/skyrl_harness.py), in both the YAML and the command-line form; its data
     are the runtime-format .parquet files."""
     runs = [run for run in RUNS if not run.startswith(COUNTDOWN)]
-    result = pants(f"--pants-distdir={distdir}", "package", *runs)
+    result = pants(f"--pants-distdir={distdir}", "package", *runs, env=GPU_RUN_ENV)
     assert result.returncode == 0, result.stderr
     cases: dict[str, dict[str, Any]] = {}
     releases: dict[str, list[str]] = {}
@@ -327,7 +333,7 @@ def test_a_gpu_eval_stage_packages_a_yaml_skyrls_eval_entrypoint_accepts(
     export path the skyrl adapter gives SkyRL, pass `main_generate.main`'s own steps
     (tests/contract/eval_harness.py) and load the eval dataset."""
     run = "experiments/qwen2.5-1.5b-gsm8k:grpo-eval"
-    result = pants(f"--pants-distdir={distdir}", "package", run)
+    result = pants(f"--pants-distdir={distdir}", "package", run, env=GPU_RUN_ENV)
     assert result.returncode == 0, result.stderr
     folder = repo_root / distdir / "experiments/qwen2.5-1.5b-gsm8k/grpo-eval"
     document = yaml.safe_load((folder / "launch.yaml").read_text())
