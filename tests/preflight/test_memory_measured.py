@@ -59,22 +59,22 @@ def test_the_gsm8k_recipes_mem_figure_is_within_15_percent_of_the_cpu_measuremen
     }
     assert {name: (round(a / GIB, 1), round(b / GIB, 1)) for name, (a, b) in table.items()} == {
         "weights + grads + Adam": (5.8, 5.8),
-        "activations and logits": (68.3, 64.6),
+        "activations and logits": (68.3, 64.2),
     }
     total_measured = unsharded + sum(b for _, b in table.values())
     assert round(policy.total / GIB, 1) == 75.1
-    assert round(total_measured / GIB, 1) == 71.4
+    assert round(total_measured / GIB, 1) == 71.0
     margin = policy.total / total_measured - 1
-    assert 0 <= margin < 0.15  # the figure is above the measurement, by 5.2%
-    assert round(100 * margin, 1) == 5.2
+    assert 0 <= margin < 0.15  # the figure is above the measurement, by 5.8%
+    assert round(100 * margin, 1) == 5.8
 
 
 def test_the_measurement_shows_what_the_logits_cost() -> None:
-    """bf16 logits, 2 B; the temperature divide's backward adds a second bf16 copy (2.05 B
+    """bf16 logits, 2 B; the temperature divide's backward adds a second bf16 copy (2.02 B
     above the logits at the backward's peak, 0.82 B without the divide); each checkpointed
     layer keeps its bf16 input (2 B per token x hidden); fp32 weights, grads and AdamW 16 B."""
     assert MEASURED["logits_per_token_vocab"] == 2.0
-    assert round(MEASURED["backward_peak_per_token_vocab"], 2) == 2.05
+    assert round(MEASURED["backward_peak_per_token_vocab"], 2) == 2.02
     assert round(MEASURED["backward_peak_undivided_per_token_vocab"], 2) == 0.82
     assert round(MEASURED["kept_per_layer_per_token_hidden"], 2) == 2.01
     assert MEASURED["state"] == {"parameters": 4.0, "gradients": 4.0, "adam": 8.0}

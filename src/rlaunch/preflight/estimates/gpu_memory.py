@@ -69,7 +69,7 @@ CHECKPOINT_INPUT = 2  # gradient checkpointing keeps each layer's bf16 input
 # A training step's backward holds two: the in-place divide is recorded by autograd, and its
 # backward (grad / temperature) allocates a new bf16 gradient while the cross entropy's
 # in-place one still holds the logits' buffer: 4 B at the backward's peak. Measured on CPU by
-# benchmarks/memory_terms.py (2.04 B above the logits with the divide, 0.82 B without).
+# benchmarks/memory_terms.py (2.02 B above the logits with the divide, 0.82 B without).
 LOGITS_FORWARD = 2
 LOGITS_TRAINING = 4
 # The fewest tokens a sequence can have: one prompt token and one generated token. With SkyRL's
