@@ -59,11 +59,10 @@ def not_rehearsed(spec: RunSpec) -> str | None:
                 f"{spec.runtime.profile!r} runtime profile (runtime {spec.runtime.name}); "
                 "launch it without --rehearse")
     runtime = spec.runtime
-    pinned = resolve(runtime.profile, package=runtime.package,
-                     commit=runtime.git.commit if runtime.git is not None else None)
+    pinned = resolve(runtime.profile, package=runtime.package, commit=runtime.commit)
     if pinned is None or pinned.version != REHEARSAL_RELEASE:
         what = (f"SkyRL {pinned.version}" if pinned is not None else
-                f"{runtime.package or runtime.name}, which the runtime catalog does not know")
+                f"{runtime.pin_label}, which the runtime catalog does not know")
         return (f"--rehearse runs SkyRL {REHEARSAL_RELEASE}'s training loop (the rehearsal "
                 f"environment, 3rdparty/skyrl-rehearsal.txt), but {spec.identity} pins {what}: "
                 "the rehearsal would run another release's code than the run. Rehearse a "

@@ -142,8 +142,7 @@ def upgrade_check(spec: RunSpec, pin: str) -> UpgradeReport:
     """What changes for `spec` when only its runtime pin becomes `pin`. ValueError (with the
     fix) when either pin has no settings catalog."""
     runtime = spec.runtime
-    before = settings_catalog(runtime.profile, package=runtime.package,
-                              commit=runtime.git.commit if runtime.git is not None else None)
+    before = settings_catalog(runtime.profile, package=runtime.package, commit=runtime.commit)
     after = settings_catalog(runtime.profile, package=pin, commit=None)
     if isinstance(before, str):
         raise ValueError(before)

@@ -120,8 +120,7 @@ class SmokeOf(SpecModel):
 
 def _by_pin(lookup: Callable[..., Any], runtime: RuntimePin) -> Any:
     """`lookup` (the catalog's `settings_catalog` or `resolve`) for a runtime pin."""
-    return lookup(runtime.profile, package=runtime.package,
-                  commit=runtime.git.commit if runtime.git is not None else None)
+    return lookup(runtime.profile, package=runtime.package, commit=runtime.commit)
 
 
 def _catalog_of(runtime: RuntimePin) -> SettingsCatalog | str:

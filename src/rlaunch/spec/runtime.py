@@ -40,6 +40,11 @@ class RuntimePin(SpecModel):
     each (the catalog lists them per profile)."""
 
     @property
+    def commit(self) -> str | None:
+        """The git pin's commit; None for a package pin (the catalog's lookups take both)."""
+        return self.git.commit if self.git is not None else None
+
+    @property
     def pin_label(self) -> str:
         """The pin as messages write it: `skyrl==0.3.0`, or `<repo>@<commit>`."""
         if self.git is not None:

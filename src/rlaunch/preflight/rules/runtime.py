@@ -33,8 +33,7 @@ SMOKE_RUNTIME = {
 
 def _release(check: Check) -> RuntimeRelease | None:
     runtime = check.spec.runtime
-    commit = runtime.git.commit if runtime.git is not None else None
-    return resolve(runtime.profile, package=runtime.package, commit=commit)
+    return resolve(runtime.profile, package=runtime.package, commit=runtime.commit)
 
 
 @rule(
