@@ -336,6 +336,10 @@ two moments) -> the dtypes SkyRL allows for each (`_LEGAL_FIELD_DTYPES` beside
 it does for `main_grads_dtype`)."""
 
 
+PRECISION_AWARE = "use_precision_aware_optimizer"
+"""The `optimizer_config_kwargs` key that lets Megatron-core keep that state in other dtypes."""
+
+
 def optimizer_dtype(value: Any) -> str | None:
     """The dtype SkyRL makes of a `*_dtype` value of `optimizer_config_kwargs`: its short name
     (`OPTIMIZER_DTYPES`), or None for a string SkyRL refuses or a value that is not a string

@@ -33,6 +33,7 @@ from rlaunch.preflight.estimates.gpu_memory import (
     GIB,
     NO_OFFLOAD,
     OPTIMIZER_STATE_DTYPES,
+    PRECISION_AWARE,
     SHORTEST_SEQUENCE,
     SIMULATED,
     Activations,
@@ -148,12 +149,12 @@ def optimizer_offload(kwargs: Any) -> OptimizerOffload:
             or not isinstance(fraction, (int, float)) or not math.isfinite(fraction)
             or fraction <= 0):
         fraction = 0.0
+    fraction = min(float(fraction), 1.0)
     # Megatron-core reads it with an `if` (OptimizerConfig.__post_init__), as SET017 does.
-    aware = bool(kwargs.get("use_precision_aware_optimizer"))
-    if not aware:
-        return OptimizerOffload(min(float(fraction), 1.0), False) if fraction else NO_OFFLOAD
+    if not kwargs.get(PRECISION_AWARE):
+        return OptimizerOffload(fraction, False)
     master, first, second = (_state_dtype(kwargs, name) for name in OPTIMIZER_STATE_DTYPES)
-    return OptimizerOffload(min(float(fraction), 1.0), True, master, (first, second))
+    return OptimizerOffload(fraction, True, master, (first, second))
 
 
 def _state_dtype(kwargs: Mapping[str, Any], name: str) -> str:

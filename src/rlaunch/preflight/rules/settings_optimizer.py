@@ -19,11 +19,11 @@ from rlaunch.preflight.engine.registry import Example, rule
 from rlaunch.preflight.estimates.gpu_memory import (
     OPTIMIZER_DTYPES,
     OPTIMIZER_STATE_DTYPES,
+    PRECISION_AWARE,
     optimizer_dtype,
 )
 from rlaunch.preflight.rules.settings import MEGATRON_OPTIMIZER_KWARGS
 
-PRECISION_AWARE = "use_precision_aware_optimizer"
 FP32_ONLY = ("main_grads_dtype", *OPTIMIZER_STATE_DTYPES)
 """The dtypes Megatron-core's `OptimizerConfig.__post_init__` asserts are fp32 without the
 precision-aware optimizer."""
