@@ -26,7 +26,9 @@ spec: every rule has run on exactly each plan's inputs); the rules' own memos of
 groups) stay as they are.
 CPU time (time.process_time) is measured, not wall time: the machine is shared. Target: >= 10,000
 plans per CPU second on random plans, which a search over role plans needs (`rlaunch plans`).
-The interpreter's build counts: the last line names it. scripts/runtime builds the runtime from
+The interpreter's build counts: the fourth line names it. So does whether preflight's modules
+run compiled by Cython (scripts/compile, rlaunch.compiled; about 1.4 times the pure modules'
+rate) or pure: the last line says which, and where from. scripts/runtime builds the runtime from
 the OS's CPython 3.11 when there is one (Debian's: PGO and LTO), which runs these plans with 14%
 fewer instructions than pyenv's default build (docs/plans.md).
 
@@ -54,6 +56,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rlaunch import compiled
 from rlaunch.preflight import run_preflight
 from rlaunch.preflight.engine.runner import forget_reused
 from rlaunch.spec import RunSpec, parse_spec
@@ -237,6 +240,7 @@ def main() -> None:
           f" second ({1e6 / cold_rate:.0f} us/plan; load average {os.getloadavg()[0]:.1f} on"
           f" {os.cpu_count()} cores; CPython {platform.python_version()} from"
           f" {sysconfig.get_config_var('BINDIR')})")
+    print(f"preflight's modules: {compiled.STATUS}")
 
 if __name__ == "__main__":
     main()

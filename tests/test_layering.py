@@ -23,7 +23,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(names.split())
     for names in (
         # shared helpers, no rlaunch imports above
-        "__init__ atomic clock fingerprints interrupts memo paths plugins locks progress status",
+        "__init__ atomic clock compiled fingerprints interrupts memo paths plugins locks progress"
+        " status",
         "head_record head_supervisor",  # a local Ray head's record and processes; its watcher
         "spec",  # the RunSpec schema, version syntax, the runtime catalog
         "tasks",

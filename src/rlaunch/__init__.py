@@ -5,4 +5,8 @@ preflight proves a launch sound before any GPU is paid for, and one launch YAML 
 submitted through an executor plugin. This package is the library: it never imports Pants.
 """
 
+from rlaunch import compiled
+
 __version__ = "0.1.0"
+
+compiled.install()

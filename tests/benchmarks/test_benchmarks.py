@@ -101,7 +101,7 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
     lines = run_benchmark("preflight_throughput.py", "--plans", "50", "--pass", "10",
                           "--seconds", "0.2", "--repeat", "1")
     rate = r"[\d,]+ plans per CPU second \(\d+ us/plan\)"
-    assert len(lines) == 4, lines
+    assert len(lines) == 5, lines
     assert re.fullmatch(
         r"random plans \(50, \d+ with an error finding; timed 10 a pass\), parse \+ every rule:"
         r" [\d,]+ plans per"
@@ -116,6 +116,8 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
         r"random plans, parse_spec's and run_preflight's memos emptied before each: [\d,]+ plans"
         r" per CPU second \(\d+ us/plan; load average [\d.]+ on \d+ cores; CPython 3\.11\.\d+ from"
         r" /\S+\)", lines[3]), lines[3]
+    assert re.fullmatch(r"preflight's modules: (compiled \(\d+ modules from /\S+\)|pure Python"
+                        r" \(.+\))", lines[4]), lines[4]
 
 
 @pytest.mark.parametrize(("args", "allowing"), [

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
+import rlaunch.preflight.rules as rules_package
+from rlaunch.compiled import SOURCE_ROOT
 from rlaunch.preflight import all_rules, run_preflight
 from rlaunch.preflight.docs import rules_markdown
 from rlaunch.preflight.engine import registry
@@ -55,10 +57,20 @@ def test_every_example_breaks_its_rule(rule_: Rule) -> None:
     assert "PRE000" not in {finding.code for finding in found}
 
 
+def source_of(function: RuleFunc) -> str:
+    """A module-level function's source from `def` on, read from its module's .py file: a
+    compiled module (rlaunch.compiled) keeps no code object for inspect.getsource."""
+    path = SOURCE_ROOT.joinpath(*function.__module__.split(".")).with_suffix(".py")
+    text = path.read_text()
+    node = next(node for node in ast.parse(text).body
+                if isinstance(node, ast.FunctionDef) and node.name == function.__name__)
+    return ast.get_source_segment(text, node) or ""
+
+
 @pytest.mark.parametrize("rule_", RULES, ids=[r.code for r in RULES])
 def test_a_rule_reports_only_its_own_code(rule_: Rule) -> None:
-    source = inspect.getsource(rule_.func)
-    body = source[source.index("def "):]
+    body = source_of(rule_.func)
+    assert body.startswith("def ")
     assert set(re.findall(r'"([A-Z]+\d{3})"', body)) <= {rule_.code}
 
 
@@ -102,7 +114,7 @@ def test_a_file_name_does_not_decide_a_family(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_every_rule_module_is_declared_in_one_family_and_every_declared_one_exists() -> None:
-    folder = Path(registry.__file__).parents[1] / "rules"
+    folder = Path(rules_package.__file__).parent  # the package's own file is never compiled
     on_disk = sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__")
     declared = [name for names in registry.RULE_MODULES.values() for name in names]
     assert sorted(declared) == on_disk
