@@ -3,12 +3,12 @@
 A search preflights thousands of candidate plans, and preflight is about 120 small rules over
 pydantic models: pure Python, spending a third of its instructions in the interpreter's loop.
 `scripts/compile` compiles the modules of COMPILED_PACKAGES and COMPILED_MODULES, unchanged, into
-`${XDG_CACHE_HOME:-~/.cache}/rlaunch/compiled/<key>/`, where the key is the hash of those modules'
-sources and the interpreter's tag; `install()` (run when the `rlaunch` package is imported) puts
-a finder first on `sys.meta_path` that loads them from there. The same code runs either way; a
-source edited since the build changes the key, and the pure modules run until `scripts/compile`
-builds the new ones: a compiled module is never older than its source. RLAUNCH_PURE_PYTHON=1
-turns it off.
+`${XDG_CACHE_HOME:-~/.cache}/rlaunch/compiled/<key>/`, where the key is the hash of those
+modules' sources and of the interpreter's version and build; `install()` (run when the `rlaunch`
+package is imported) puts a finder first on `sys.meta_path` that loads them from there. The same
+code runs either way; a source edited since the build changes the key, and the pure modules run
+until `scripts/compile` builds the new ones: a compiled module is never older than its source.
+RLAUNCH_PURE_PYTHON=1 turns it off.
 
 `main(["sources" | "directory" | "status"])` prints the sources to compile (`<module> <file>` a
 line), the directory for them, or what runs (scripts/compile calls it; `python -m` would run a
@@ -53,8 +53,10 @@ def sources(root: Path = SOURCE_ROOT) -> list[tuple[str, Path]]:
 
 
 def key(modules: Sequence[tuple[str, Path]]) -> str:
-    """The hash of the modules' names and sources and of this interpreter's tag."""
-    digest = hashlib.sha256(f"{sys.implementation.cache_tag}{SUFFIX}".encode())
+    """The hash of the modules' names and sources and of this interpreter's version and build
+    (`sys.version`: another CPython 3.11 build gets extensions compiled against its own
+    headers)."""
+    digest = hashlib.sha256(f"{sys.version}{SUFFIX}".encode())
     for name, path in modules:
         digest.update(f"\0{name}\0".encode())
         digest.update(path.read_bytes())
