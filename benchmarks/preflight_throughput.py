@@ -27,7 +27,7 @@ groups) stay as they are.
 CPU time (time.process_time) is measured, not wall time: the machine is shared. Target: >= 10,000
 plans per CPU second on random plans, which a search over role plans needs (`rlaunch plans`).
 The interpreter's build counts: the fourth line names it. So does whether preflight's modules
-run compiled by Cython (scripts/compile, rlaunch.compiled; about 1.4 times the pure modules'
+run compiled by Cython (scripts/compile, rlaunch.compiled; 1.2 to 1.5 times the pure modules'
 rate) or pure: the last line says which, and where from. scripts/runtime builds the runtime from
 the OS's CPython 3.11 when there is one (Debian's: PGO and LTO), which runs these plans with 14%
 fewer instructions than pyenv's default build (docs/plans.md).
