@@ -151,4 +151,3 @@ def main(argv: Sequence[str]) -> int:
     else:
         print(STATUS)
     return 0
-
