@@ -12,8 +12,8 @@ RLAUNCH_PURE_PYTHON=1 turns it off.
 
 `main(["sources" | "directory" | "status"])` prints the sources to compile (`<module> <file>` a
 line), the directory for them, or what runs (scripts/compile calls it; `python -m` would run a
-second copy of this module beside the one the package imported). This module imports nothing of
-rlaunch: the package imports it first."""
+second copy of this module beside the one the package imported). This module imports only
+rlaunch.paths, which imports only the standard library: the package imports this first."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+
+from rlaunch.paths import rlaunch_cache
 
 COMPILED_PACKAGES = ("rlaunch.preflight.engine", "rlaunch.preflight.estimates",
                      "rlaunch.preflight.rules")
@@ -63,15 +65,9 @@ def key(modules: Sequence[tuple[str, Path]]) -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_root() -> Path:
-    """`${XDG_CACHE_HOME:-~/.cache}/rlaunch/compiled` (scripts/lib.sh's RL_CACHE_ROOT/compiled)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "rlaunch" / "compiled"
-
-
 def directory(modules: Sequence[tuple[str, Path]]) -> Path:
-    """Where scripts/compile puts the compiled `modules`."""
-    return cache_root() / key(modules)
+    """Where scripts/compile puts the compiled `modules` (RL_CACHE_ROOT/compiled/<key>)."""
+    return rlaunch_cache() / "compiled" / key(modules)
 
 
 def built(modules: Sequence[tuple[str, Path]], where: Path) -> dict[str, Path] | None:

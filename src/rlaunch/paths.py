@@ -25,6 +25,14 @@ the job refuses a YAML with another digest (rlaunch.render.output.load_launch)."
 """Set by every executor in the job's environment: the attempt id (its `attempts/<id>/` folder)."""
 
 
+def rlaunch_cache() -> Path:
+    """`${XDG_CACHE_HOME:-~/.cache}/rlaunch`, absolute: the folder of every cache rlaunch keeps
+    on this machine (the store by default, digests, node and remote copies, the local head's
+    state, the compiled modules; scripts/lib.sh's RL_CACHE_ROOT)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser().resolve() / "rlaunch"
+
+
 def default_store_prefix() -> str:
     """`$RLAUNCH_STORE`, else `$XDG_CACHE_HOME/rlaunch/store` (`~/.cache/rlaunch/store`).
 
@@ -32,8 +40,7 @@ def default_store_prefix() -> str:
     configured = os.environ.get(STORE_ENV)
     if configured:
         return configured if "://" in configured else str(Path(configured).expanduser().resolve())
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(cache).expanduser().resolve() / "rlaunch" / "store")
+    return str(rlaunch_cache() / "store")
 
 
 def resolve_store_prefix(option: str | None = None, declared: str | None = None) -> str:

@@ -54,6 +54,7 @@ from rlaunch.head_record import (
     write_record,
 )
 from rlaunch.locks import exclusive
+from rlaunch.paths import rlaunch_cache
 from rlaunch.progress import progress
 from rlaunch.spec.execution import Allocation
 
@@ -113,8 +114,7 @@ def default_state_dir() -> Path:
     configured = os.environ.get(STATE_DIR_ENV)
     if configured:
         return Path(configured).expanduser().resolve()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser().resolve() / "rlaunch" / "local-head"
+    return rlaunch_cache() / "local-head"
 
 
 def _start_supervisor(state_dir: Path, record: HeadRecord) -> None:

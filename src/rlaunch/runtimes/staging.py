@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rlaunch.atomic import replace_folder
-from rlaunch.paths import join
+from rlaunch.paths import join, rlaunch_cache
 from rlaunch.store import RECORD_FILE, StoreError
 from rlaunch.store.fs import open_location
 from rlaunch.store.digests import DigestCache
@@ -74,8 +74,7 @@ def node_cache_root() -> Path:
     configured = os.environ.get(NODE_CACHE_ENV)
     if configured:
         return Path(configured).expanduser().resolve()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser().resolve() / "rlaunch" / "node-cache"
+    return rlaunch_cache() / "node-cache"
 
 
 def inputs_of(launch_inputs: Mapping[str, Any]) -> list[StageInput]:

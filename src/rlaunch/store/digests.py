@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rlaunch.atomic import write_text_atomically
+from rlaunch.paths import rlaunch_cache
 
 RACY_SECONDS = 2.0
 """An entry is trusted only if the file was this much older than its hashing (see above)."""
@@ -58,8 +59,7 @@ _CHUNK = 1 << 20
 
 def cache_home() -> Path:
     """`${XDG_CACHE_HOME:-~/.cache}/rlaunch/digests`: one file per directory, plus the key."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser().resolve() / "rlaunch" / "digests"
+    return rlaunch_cache() / "digests"
 
 
 class FileIdentity(NamedTuple):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.spec import AbstractFileSystem
+
+from rlaunch.paths import rlaunch_cache
 
 # fsspec knows these protocols but ships no backend for them; name the package to install.
 _BACKEND_PACKAGES = {
@@ -70,9 +71,8 @@ def local_cache_dir(prefix: str) -> Path:
 
     Builders and runtimes read inputs from local paths; an object store is copied here once
     (verified against the record) and reused while the record is unchanged."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     digest = hashlib.sha256(prefix.encode()).hexdigest()[:16]
-    return Path(cache).expanduser().resolve() / "rlaunch" / "remote" / digest
+    return rlaunch_cache() / "remote" / digest
 
 
 def lock_dir_for_remote(prefix: str) -> Path:
