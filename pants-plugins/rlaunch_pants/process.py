@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
+from pants.engine.env_vars import EnvironmentVars, EnvironmentVarsRequest
 from pants.engine.fs import (
     Digest,
     GlobExpansionConjunction,
@@ -27,6 +28,11 @@ from pants.util.logging import LogLevel
 from rlaunch_pants.subsystem import RlaunchSubsystem
 
 LIBRARY_GLOBS = ("src/rlaunch/**/*.py", "3rdparty/requirements.lock")
+# Where the library finds the user's cache (rlaunch.paths.rlaunch_cache): preflight's modules
+# compiled by scripts/compile are there (rlaunch.compiled). A sandbox has neither variable, so
+# with a cache of their own users ran the pure modules under `./pants check` and `plans`. Given
+# as the user has them, and so part of the cache key.
+CACHE_ENV = ("XDG_CACHE_HOME", "HOME")
 # The library is mounted read-only under this directory of every sandbox.
 LIBRARY_DIR = "__rlaunch_library"
 
@@ -83,13 +89,15 @@ def library_env(pythonpath: str, extra: Optional[Mapping[str, str]] = None) -> d
 async def rlaunch_process(
     request: RlaunchProcess, rlaunch: RlaunchSubsystem, library: RlaunchLibrary
 ) -> Process:
+    found = await Get(EnvironmentVars, EnvironmentVarsRequest(CACHE_ENV))
+    cache = {name: value for name, value in found.items() if value}
     return Process(
         argv=(rlaunch.runtime_python(), "-m", "rlaunch", *request.args),
         description=request.description,
         level=request.level,
         input_digest=request.input_digest,
         immutable_input_digests={LIBRARY_DIR: library.digest},
-        env=library_env(os.path.join(LIBRARY_DIR, "src"), request.env),
+        env=library_env(os.path.join(LIBRARY_DIR, "src"), {**cache, **request.env}),
         output_files=request.output_files,
         cache_scope=request.cache_scope,
     )

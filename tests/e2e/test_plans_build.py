@@ -71,6 +71,12 @@ def test_the_printed_plans_pasted_into_a_build_file_pass_pants_check(
         assert planned.stdout.startswith(
             "# 29 valid plan geometries (29 plans) on 1 x 4 A100-40GB: "), planned.stdout
         assert planned.stdout.count("\nrole_plan(\n") == 2
+        # In Pants' sandbox the library finds the user's cache (XDG_CACHE_HOME, HOME) as it
+        # does outside: preflight's compiled modules run there when they run here.
+        state = re.compile(r", preflight (compiled|pure Python|mixed)")
+        assert (state.search(planned.stdout.splitlines()[0]).group(1)
+                == state.search(done.stdout.splitlines()[0]).group(1)), (done.stdout[:300],
+                                                                           planned.stdout[:300])
         paste_offload_plan(repo, planned.stdout)
         result = repo.pants("check", f"{EXPERIMENT}:grpo", f"{SEPARATE}:grpo")
         said = result.stdout + result.stderr
