@@ -28,9 +28,10 @@ CPU time (time.process_time) is measured, not wall time: the machine is shared. 
 plans per CPU second on random plans, which a search over role plans needs (`rlaunch plans`).
 The interpreter's build counts: the fourth line names it. So does whether preflight's modules
 run compiled by Cython (scripts/compile, rlaunch.compiled; 1.2 to 1.5 times the pure modules'
-rate) or pure: the last line says which, and where from. scripts/runtime builds the runtime from
-the OS's CPython 3.11 when there is one (Debian's: PGO and LTO), which runs these plans with 14%
-fewer instructions than pyenv's default build (docs/plans.md).
+rate at this machine's usual speed, about the same in its slow hours) or pure: the last line
+says which, and where from. scripts/runtime builds the runtime from the OS's CPython 3.11 when
+there is one (Debian's: PGO and LTO), which runs these plans with 14% fewer instructions than
+pyenv's default build (docs/plans.md).
 
     PYTHONPATH=src $(scripts/runtime) benchmarks/preflight_throughput.py [--plans N] [--pass N]
         [--seconds S] [--repeat N]

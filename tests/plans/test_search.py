@@ -244,7 +244,7 @@ def test_cpu_offload_fits_qwen14b_on_four_a100_40gb_where_no_plain_plan_does(
     assert re.fullmatch(r"# 41 valid plan geometries \(41 plans\) on 1 x 4 A100-40GB: \d+"
                         r" preflighted, \d+ ruled out by an earlier finding's family, [\d.]+ CPU"
                         r" seconds, preflight (compiled|pure Python; scripts/compile runs it"
-                        r" about 1.3 times as fast)", lines[0]), lines[0]
+                        r" up to 1.5 times as fast)", lines[0]), lines[0]
     assert lines[2] == (
         "# 1. idle GPUs 0; needs CPU offload of the policy; warnings 1; engines crossing nodes 0;"
         " rollout and training share all 4 GPUs (colocated); memory free per GPU: policy"

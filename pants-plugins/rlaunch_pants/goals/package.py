@@ -32,9 +32,10 @@ from rlaunch_pants.specs import (
 from rlaunch_pants.subsystem import RlaunchSubsystem
 from rlaunch_pants.sweep import RlSweepRunsField, SweepRuns, SweepRunsRequest
 
-# What the library reads to find its default store when no prefix is given: part of the cache
+# What the library reads to find its default store when no prefix is given, beside the user's
+# cache that every library process gets (rlaunch_pants.process.CACHE_ENV): part of the cache
 # key, so a changed $RLAUNCH_STORE renders again.
-STORE_ENV = ("RLAUNCH_STORE", "XDG_CACHE_HOME", "HOME")
+STORE_ENV = ("RLAUNCH_STORE",)
 
 
 def output_dir(address: Address) -> str:
@@ -108,7 +109,7 @@ async def package_rl_run(
         store_args = ("--store", rlaunch.store)
     else:
         # The library's default (the spec's store_prefix, else $RLAUNCH_STORE, else the user's
-        # cache) depends on these variables: give them to the process, as the user has them.
+        # cache) depends on it: give it to the process, as the user has it.
         found = await Get(EnvironmentVars, EnvironmentVarsRequest(STORE_ENV))
         env = {name: value for name, value in found.items() if value}
 
