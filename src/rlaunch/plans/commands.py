@@ -167,8 +167,7 @@ def plans_command(spec_file: str, nodes: int | None, gpus_per_node: int | None,
                f" {result.preflighted} preflighted,"
                f" {result.pruned} ruled out by an earlier finding's family,"
                f" {spent:.1f} CPU seconds, preflight {compiled.running()}"
-               + ("; scripts/compile runs it up to 1.5 times as fast"
-                  if "scripts/compile" in compiled.STATUS else ""))
+               + (f"; {advice}" if (advice := compiled.advice()) else ""))
     own = parsed.role_plan
     if budget == Budget(allocation.num_nodes, allocation.gpus_per_node,
                         allocation.accelerator) and own.strategy in strategies:
