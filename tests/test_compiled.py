@@ -90,22 +90,25 @@ def test_a_build_without_its_marker_or_a_module_is_not_used(build: Path, tmp_pat
 def test_a_compiled_module_that_does_not_load_runs_its_pure_source(
     build: Path, tmp_path: Path
 ) -> None:
-    """A damaged extension file (here cut short, as a full disk or a bad copy leaves it) is no
-    bare ImportError: its module runs from its source, preflight finds what it finds compiled,
-    and the status names the module, the loader's error and the fix."""
+    """A damaged extension file (here two, cut short, as a full disk or a bad copy leaves them)
+    is no bare ImportError: its module runs from its source, preflight finds what it finds
+    compiled, and the status names the first module, the loader's error, how many more, and
+    the fix."""
     cache = tmp_path / "cache"
     copy = cache / "rlaunch" / "compiled" / build.name
     shutil.copytree(build, copy)
-    damaged = next(copy.rglob(f"batch{compiled.SUFFIX}"))
-    damaged.write_bytes(damaged.read_bytes()[:64])
+    damaged, other = (next(copy.rglob(f"{name}{compiled.SUFFIX}")) for name in ("batch", "memory"))
+    for file in (damaged, other):
+        file.write_bytes(file.read_bytes()[:64])
     path = f"{REPO / 'src'}:{REPO / 'benchmarks'}"
     with pytest.raises(OSError) as refused:  # what the dynamic loader says of the file
         ctypes.CDLL(str(damaged))
     shown = run("-c", SHOW, pythonpath=path, XDG_CACHE_HOME=str(cache))
     assert shown[0] == "mixed"
     assert shown[1] == (
-        f"mixed (rlaunch.preflight.rules.batch's compiled module did not load: {refused.value};"
-        f" its pure source runs: delete {copy} and run scripts/compile to build it again)")
+        f"mixed (rlaunch.preflight.rules.batch's compiled module did not load: {refused.value}"
+        f" (and 1 more); its pure source runs: delete {copy} and run scripts/compile to build it"
+        " again)")
     mixed = run(str(FINDINGS), "20", pythonpath=path, XDG_CACHE_HOME=str(cache))
     fast = run(str(FINDINGS), "20", pythonpath=path)
     assert (mixed[0], fast[0]) == ("mixed", "compiled")

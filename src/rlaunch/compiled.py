@@ -96,9 +96,12 @@ class CompiledLoader(importlib.machinery.ExtensionFileLoader):
         except ImportError as err:
             global STATUS
             self.fallback = importlib.machinery.SourceFileLoader(self.name, str(self.source))
-            STATUS = (f"mixed ({self.name}'s compiled module did not load: {err}; its pure"
-                      f" source runs: delete {self.where} and run scripts/compile to build it"
-                      " again)")
+            UNLOADED.append((self.name, str(err)))
+            (first, error), more = UNLOADED[0], len(UNLOADED) - 1
+            STATUS = (f"mixed ({first}'s compiled module did not load: {error}"
+                      + (f" (and {more} more)" if more else "")
+                      + f"; its pure source runs: delete {self.where} and run scripts/compile"
+                      " to build it again)")
             return None  # the default module, which exec_module fills from the source
 
     def exec_module(self, module: ModuleType) -> None:
@@ -130,6 +133,8 @@ class CompiledFinder:
         return importlib.util.spec_from_file_location(name, file, loader=loader)
 
 
+UNLOADED: list[tuple[str, str]] = []
+"""`(module, the loader's error)` of each compiled module whose file did not load, in order."""
 STATUS = "pure Python (not installed yet)"
 """What `install()` found: which modules run, and why (the benchmark and `rlaunch plans` say it)."""
 
