@@ -38,8 +38,9 @@ pyenv's default build (docs/plans.md).
 
 The random plans are measured `--repeat` times (3), each time on plans never drawn before, and
 the verdict is on the median: this machine's speed moves by a quarter within hours (the first
-line prints the range). The smallest size (`--plans 50 --pass 10 --seconds 0.2 --repeat 1`)
-is what the test suite runs.
+line prints the range), and by up to half for hours at a time. The last line says how fast the
+machine ran: the CPU time of a fixed loop (`calibration`), run before each measurement. The
+smallest size (`--plans 50 --pass 10 --seconds 0.2 --repeat 1`) is what the test suite runs.
 """
 
 from __future__ import annotations
@@ -176,6 +177,22 @@ def cpu_rate(action: Callable[[list[Any]], None], batch: Callable[[], list[Any]]
             return items / spent, collecting.spent / items
 
 
+CALIBRATION_STEPS = 500_000
+
+
+def calibration() -> float:
+    """CPU seconds of a fixed loop of pure Python that is none of rlaunch's code (integer steps,
+    and dict stores every fourth): the same instructions every time, so its time shows this
+    machine's speed when a measurement was taken. Figures are comparable at equal speed only."""
+    start = time.process_time()
+    total, table = 0, {}
+    for step in range(CALIBRATION_STEPS):
+        total += step % 7
+        if step % 4 == 0:
+            table[step] = total
+    return time.process_time() - start
+
+
 def parse_and_preflight(documents: list[dict[str, Any]]) -> None:
     for document in documents:
         run_preflight(parse_spec(document, "bench"))
@@ -218,8 +235,12 @@ def main() -> None:
     def parsed() -> list[RunSpec]:
         return [parse_spec(document, "bench") for document in fresh.batch()]
 
-    measured = sorted(cpu_rate(parse_and_preflight, fresh.batch, args.seconds)
-                      for _ in range(args.repeat))
+    speeds: list[float] = []
+    measured: list[tuple[float, float]] = []
+    for _ in range(args.repeat):
+        speeds.append(calibration())
+        measured.append(cpu_rate(parse_and_preflight, fresh.batch, args.seconds))
+    measured.sort()
     random_rate, random_gc = statistics.median_low(measured)
     rates = [rate for rate, _ in measured]
     example_rate, _ = cpu_rate(parse_and_preflight, lambda: examples, args.seconds / 3)
@@ -242,6 +263,9 @@ def main() -> None:
           f" {os.cpu_count()} cores; CPython {platform.python_version()} from"
           f" {sysconfig.get_config_var('BINDIR')})")
     print(f"preflight's modules: {compiled.STATUS}")
+    print(f"this machine's speed: a fixed loop of {CALIBRATION_STEPS:,} steps of pure Python"
+          f" took {1e3 * min(speeds):.0f} to {1e3 * max(speeds):.0f} ms of CPU, run before each"
+          " measurement of the random plans (the less, the faster the machine ran)")
 
 if __name__ == "__main__":
     main()

@@ -101,7 +101,7 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
     lines = run_benchmark("preflight_throughput.py", "--plans", "50", "--pass", "10",
                           "--seconds", "0.2", "--repeat", "1")
     rate = r"[\d,]+ plans per CPU second \(\d+ us/plan\)"
-    assert len(lines) == 5, lines
+    assert len(lines) == 6, lines
     assert re.fullmatch(
         r"random plans \(50, \d+ with an error finding; timed 10 a pass\), parse \+ every rule:"
         r" [\d,]+ plans per"
@@ -118,6 +118,9 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
         r" /\S+\)", lines[3]), lines[3]
     assert re.fullmatch(r"preflight's modules: (compiled \(\d+ modules from /\S+\)|pure Python"
                         r" \(.+\))", lines[4]), lines[4]
+    assert re.fullmatch(r"this machine's speed: a fixed loop of 500,000 steps of pure Python took"
+                        r" (\d+) to (\d+) ms of CPU, run before each measurement of the random"
+                        r" plans \(the less, the faster the machine ran\)", lines[5]), lines[5]
 
 
 @pytest.mark.parametrize(("args", "allowing"), [
