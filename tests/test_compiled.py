@@ -41,12 +41,20 @@ def run(*args: str, pythonpath: str, **env: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_compiled_modules_find_exactly_what_the_pure_ones_find(build: Path) -> None:
+FINDINGS_PATH = f"{REPO / 'src'}:{REPO / 'benchmarks'}"
+
+
+@pytest.fixture(scope="module")
+def fast(build: Path) -> list[str]:
+    """tests/compiled_findings.py's lines on 300 random plans, run on the compiled modules (its
+    random plans are seeded: a run on fewer prints the first of these)."""
+    return run(str(FINDINGS), "300", pythonpath=FINDINGS_PATH)
+
+
+def test_compiled_modules_find_exactly_what_the_pure_ones_find(fast: list[str]) -> None:
     """Every finding, message and fix included, on every rule's example (each rule's error path,
     at world scope), the worked examples and 300 random plans."""
-    path = f"{REPO / 'src'}:{REPO / 'benchmarks'}"
-    fast = run(str(FINDINGS), "300", pythonpath=path)
-    pure = run(str(FINDINGS), "300", pythonpath=path, **{compiled.PURE_ENV: "1"})
+    pure = run(str(FINDINGS), "300", pythonpath=FINDINGS_PATH, **{compiled.PURE_ENV: "1"})
     assert (fast[0], pure[0]) == ("compiled", "pure Python")
     assert len(fast) == len(pure) == 1 + len(all_rules()) + 6 + 300
     assert fast[1:] == pure[1:]
@@ -88,7 +96,7 @@ def test_a_build_without_its_marker_or_a_module_is_not_used(build: Path, tmp_pat
 
 
 def test_a_compiled_module_that_does_not_load_runs_its_pure_source(
-    build: Path, tmp_path: Path
+    build: Path, fast: list[str], tmp_path: Path
 ) -> None:
     """A damaged extension file (here two, cut short, as a full disk or a bad copy leaves them)
     is no bare ImportError: its module runs from its source, preflight finds what it finds
@@ -100,16 +108,15 @@ def test_a_compiled_module_that_does_not_load_runs_its_pure_source(
     damaged, other = (next(copy.rglob(f"{name}{compiled.SUFFIX}")) for name in ("batch", "memory"))
     for file in (damaged, other):
         file.write_bytes(file.read_bytes()[:64])
-    path = f"{REPO / 'src'}:{REPO / 'benchmarks'}"
     with pytest.raises(OSError) as refused:  # what the dynamic loader says of the file
         ctypes.CDLL(str(damaged))
-    shown = run("-c", SHOW, pythonpath=path, XDG_CACHE_HOME=str(cache))
+    shown = run("-c", SHOW, pythonpath=FINDINGS_PATH, XDG_CACHE_HOME=str(cache))
     assert shown[0] == "mixed"
     assert shown[1] == (
         f"mixed (rlaunch.preflight.rules.batch's compiled module did not load: {refused.value}"
         f" (and 1 more); its pure source runs: delete {copy} and run scripts/compile to build it"
         " again)")
-    mixed = run(str(FINDINGS), "20", pythonpath=path, XDG_CACHE_HOME=str(cache))
-    fast = run(str(FINDINGS), "20", pythonpath=path)
+    mixed = run(str(FINDINGS), "20", pythonpath=FINDINGS_PATH, XDG_CACHE_HOME=str(cache))
     assert (mixed[0], fast[0]) == ("mixed", "compiled")
-    assert mixed[1:] == fast[1:]
+    assert len(mixed) == 1 + len(all_rules()) + 6 + 20
+    assert mixed[1:] == fast[1:len(mixed)]
