@@ -38,8 +38,9 @@ pyenv's default build (docs/plans.md).
 
 The random plans are measured `--repeat` times (3), each time on plans never drawn before, and
 the verdict is on the median: this machine's speed moves by a quarter within hours (the first
-line prints the range), and by up to half for hours at a time. The last line says how fast the
-machine ran: the CPU time of a fixed loop (`calibration`), run before each measurement. The
+line prints the range), and by up to half for hours at a time. The last line gives the CPU time
+of a fixed loop (`calibration`), run before each measurement: a loose guide to the machine's
+speed, which preflight's rate follows only in part (docs/plans.md). The
 smallest size (`--plans 50 --pass 10 --seconds 0.2 --repeat 1`) is what the test suite runs.
 """
 
@@ -182,8 +183,9 @@ CALIBRATION_STEPS = 500_000
 
 def calibration() -> float:
     """CPU seconds of a fixed loop of pure Python that is none of rlaunch's code (integer steps,
-    and dict stores every fourth): the same instructions every time, so its time shows this
-    machine's speed when a measurement was taken. Figures are comparable at equal speed only."""
+    and dict stores every fourth): the same instructions every time, on a few KB of data. A
+    loose guide to the machine's speed: on 2026-12-03 preflight's rate correlated with it by
+    -0.2 to -0.6 over 44 samples (docs/plans.md)."""
     start = time.process_time()
     total, table = 0, {}
     for step in range(CALIBRATION_STEPS):
@@ -265,7 +267,8 @@ def main() -> None:
     print(f"preflight's modules: {compiled.STATUS}")
     print(f"this machine's speed: a fixed loop of {CALIBRATION_STEPS:,} steps of pure Python"
           f" took {1e3 * min(speeds):.0f} to {1e3 * max(speeds):.0f} ms of CPU, run before each"
-          " measurement of the random plans (the less, the faster the machine ran)")
+          " measurement of the random plans (the less, the faster it ran; preflight's rate"
+          " follows it only in part)")
 
 if __name__ == "__main__":
     main()
