@@ -40,8 +40,12 @@ The random plans are measured `--repeat` times (3), each time on plans never dra
 the verdict is on the median: this machine's speed moves by a quarter within hours (the first
 line prints the range), and by up to half for hours at a time. The last line gives the CPU time
 of a fixed loop (`calibration`), run before each measurement: a loose guide to the machine's
-speed, which preflight's rate follows only in part (docs/plans.md). The
-smallest size (`--plans 50 --pass 10 --seconds 0.2 --repeat 1`) is what the test suite runs.
+speed, which preflight's rate follows only in part (docs/plans.md). The two lines after it
+are a profile of `--plans` fresh random plans, a pass at a time: parse_spec's wall time a plan
+and each rule's (those run_preflight runs on every plan), on the pass's fresh plans and then on
+the same plans again, when every memo holds their inputs: where a plan's time goes, and how far
+memos alone could take it.
+The smallest size (`--plans 50 --pass 10 --seconds 0.2 --repeat 1`) is what the test suite runs.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from typing import Any
 
 from rlaunch import compiled
 from rlaunch.preflight import run_preflight
-from rlaunch.preflight.engine.runner import forget_reused
+from rlaunch.preflight.engine.runner import forget_reused, plan_rules
 from rlaunch.spec import RunSpec, parse_spec
 from rlaunch.spec.io import forget_parsed
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
@@ -212,6 +216,56 @@ def preflight_only(specs: list[RunSpec]) -> None:
         run_preflight(spec)
 
 
+def rule_profile(batches: list[list[dict[str, Any]]]) -> tuple[float, dict[str, float],
+                                                               dict[str, float]]:
+    """A profile of preflight on batches of fresh plans, one batch at a time as a timed pass
+    takes them: the wall microseconds a plan of parse_spec, and of each rule that reads the role
+    plan (`plan_rules`: the rules run_preflight runs on every plan), on the batch's fresh plans
+    and then on the same plans again, when every memo a rule keeps holds their inputs (the floor
+    that memos can reach). Wall time, read around each rule (perf_counter_ns: CPU time per call
+    costs a system call), less the clock's own cost per reading."""
+    clock = min(_clock_cost() for _ in range(5))
+    parsing, plans = 0, 0
+    passes: list[dict[str, float]] = [{}, {}]
+    for documents in batches:
+        began = time.perf_counter_ns()
+        specs = [parse_spec(document, "bench") for document in documents]
+        parsing += time.perf_counter_ns() - began
+        plans += len(specs)
+        for spent in passes:
+            for spec in specs:
+                rules, check = plan_rules(spec)
+                for rule in rules:
+                    start = time.perf_counter_ns()
+                    for _finding in rule.func(check):  # a rule may yield its findings
+                        pass
+                    spent[rule.code] = spent.get(rule.code, 0) + time.perf_counter_ns() - start
+    fresh, warm = ({code: max(ns / plans - clock, 0.0) / 1e3 for code, ns in spent.items()}
+                   for spent in passes)
+    return parsing / plans / 1e3, fresh, warm
+
+
+def _clock_cost() -> float:
+    """Nanoseconds between two perf_counter_ns readings, the mean of 10,000."""
+    read = time.perf_counter_ns
+    began = read()
+    for _ in range(10_000):
+        read()
+    return (read() - began) / 10_000
+
+
+def profile_lines(parse: float, fresh: dict[str, float], warm: dict[str, float], top: int
+                  ) -> list[str]:
+    costliest = sorted(fresh, key=fresh.__getitem__, reverse=True)[:top]
+    shown = ", ".join(f"{code} {fresh[code]:.1f} ({warm[code]:.1f})" for code in costliest)
+    return [
+        f"profile of {len(fresh)} rules that read the plan (wall us/plan on fresh plans; with"
+        f" every memo holding the plan's inputs, in brackets): all {sum(fresh.values()):.0f}"
+        f" ({sum(warm.values()):.0f}), parse_spec {parse:.0f}",
+        f"costliest {len(costliest)}: {shown}",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plans", type=int, default=3000,
@@ -224,9 +278,13 @@ def main() -> None:
                         help="measurements of the random plans, each on plans not drawn before;"
                              " the verdict is on their median (this machine's speed moves by a"
                              " quarter within hours, and a single figure with it)")
+    parser.add_argument("--top", type=int, default=8,
+                        help="rules named in the profile's second line, the costliest first")
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.top < 1:
+        parser.error(f"--top must be at least 1, got {args.top}")
 
     examples = [worked_example(name) for name in sorted(WORKED_EXAMPLES)]
     parse_and_preflight(examples)  # warm the caches (executor registry, rule list)
@@ -248,6 +306,8 @@ def main() -> None:
     example_rate, _ = cpu_rate(parse_and_preflight, lambda: examples, args.seconds / 3)
     rules_rate, _ = cpu_rate(preflight_only, parsed, args.seconds / 3)
     cold_rate, _ = cpu_rate(cold_parse_and_preflight, fresh.batch, args.seconds / 3)
+    profile = profile_lines(*rule_profile(
+        [fresh.batch() for _ in range(max(args.plans // args.per_pass, 1))]), args.top)
     verdict = "meets" if random_rate >= TARGET_PER_SECOND else "BELOW"
     print(f"random plans ({args.plans:,}, {errors:,} with an error finding; timed"
           f" {args.per_pass:,} a pass), parse + every rule:"
@@ -269,6 +329,7 @@ def main() -> None:
           f" took {1e3 * min(speeds):.0f} to {1e3 * max(speeds):.0f} ms of CPU, run before each"
           " measurement of the random plans (the less, the faster it ran; preflight's rate"
           " follows it only in part)")
+    print("\n".join(profile))
 
 if __name__ == "__main__":
     main()

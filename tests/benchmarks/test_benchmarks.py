@@ -101,7 +101,7 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
     lines = run_benchmark("preflight_throughput.py", "--plans", "50", "--pass", "10",
                           "--seconds", "0.2", "--repeat", "1")
     rate = r"[\d,]+ plans per CPU second \(\d+ us/plan\)"
-    assert len(lines) == 6, lines
+    assert len(lines) == 8, lines
     assert re.fullmatch(
         r"random plans \(50, \d+ with an error finding; timed 10 a pass\), parse \+ every rule:"
         r" [\d,]+ plans per"
@@ -122,6 +122,11 @@ def test_preflight_throughput_prints_random_and_worked_example_rates() -> None:
                         r" (\d+) to (\d+) ms of CPU, run before each measurement of the random"
                         r" plans \(the less, the faster it ran; preflight's rate follows it only"
                         r" in part\)", lines[5]), lines[5]
+    assert re.fullmatch(r"profile of \d+ rules that read the plan \(wall us/plan on fresh plans;"
+                        r" with every memo holding the plan's inputs, in brackets\): all \d+"
+                        r" \(\d+\), parse_spec \d+", lines[6]), lines[6]
+    assert re.fullmatch(r"costliest 8: [A-Z]+\d{3} [\d.]+ \([\d.]+\)(, [A-Z]+\d{3} [\d.]+"
+                        r" \([\d.]+\)){7}", lines[7]), lines[7]
 
 
 @pytest.mark.parametrize(("args", "allowing"), [

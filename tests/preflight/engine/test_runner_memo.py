@@ -26,7 +26,12 @@ from rlaunch.preflight import Finding, all_rules, run_preflight
 from rlaunch.preflight.engine.check import Check
 from rlaunch.preflight.engine import registry
 from rlaunch.preflight.engine import runner
-from rlaunch.preflight.engine.runner import _rules_for_release, forget_reused, rules_for
+from rlaunch.preflight.engine.runner import (
+    _rules_for_release,
+    forget_reused,
+    plan_rules,
+    rules_for,
+)
 from rlaunch.spec import RunSpec, SpecError, parse_spec
 from rlaunch.spec.examples import WORKED_EXAMPLES, worked_example
 from rlaunch.spec.io import ROLE_PLAN_SECTIONS, forget_parsed
@@ -91,6 +96,20 @@ def test_reused_parses_and_findings_equal_fresh_ones() -> None:
     assert [outcome(document) for document in every] == fresh  # the memos fill as they go
     assert [outcome(document) for document in every] == fresh  # and are all warm
     assert sum(result[0] == "refused" for result in fresh) >= 5
+
+
+def test_the_profiles_rules_with_those_beside_the_plan_find_what_run_preflight_finds() -> None:
+    """benchmarks/preflight_throughput.py times the rules `plan_rules` gives, on its Check: with
+    the rules that read nothing of the plan, they are every rule run_preflight runs, and find
+    what it finds."""
+    for document in benchmark().random_plans(40, seed=11):
+        spec = parse_spec(document, "profile")
+        rules, check = plan_rules(spec)
+        release = _rules_for_release("spec", spec.skyrl_release)
+        assert rules == tuple(rule for rule in release if rule.reads_plan)
+        beside = [rule for rule in release if not rule.reads_plan]
+        found = [finding for rule in (*rules, *beside) for finding in rule.func(check)]
+        assert sorted(found) == sorted(run_preflight(spec))
 
 
 def test_a_warm_parse_shares_the_part_beside_the_plan() -> None:

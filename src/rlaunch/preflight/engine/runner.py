@@ -81,6 +81,15 @@ def _beside_plan_entry(spec: RunSpec) -> list[Any]:
     return entry
 
 
+def plan_rules(spec: RunSpec) -> tuple[tuple[Rule, ...], Check]:
+    """The rules a spec-scope preflight runs on every plan beside `spec`'s other fields (those
+    that read the role plan; the others run once per distinct rest of the spec), and a Check of
+    `spec` that shares that rest's derived values, as run_preflight makes it: what a profile of
+    preflight times rule by rule (benchmarks/preflight_throughput.py)."""
+    entry = _beside_plan_entry(spec)
+    return tuple(rule for rule in entry[1] if rule.reads_plan), Check(spec, None, entry[4])
+
+
 def _known(found: tuple[Finding, ...]) -> Callable[[Check], tuple[Finding, ...]]:
     """A step whose findings are known, as a function of the Check like a rule."""
     def findings(check: Check) -> tuple[Finding, ...]:
