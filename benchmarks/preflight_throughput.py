@@ -28,17 +28,17 @@ CPU time (time.process_time) is measured, not wall time: the machine is shared. 
 plans per CPU second on random plans, which a search over role plans needs (`rlaunch plans`).
 The interpreter's build counts: the fourth line names it. So does whether preflight's modules
 run compiled by Cython (scripts/compile, rlaunch.compiled; 1.2 to 1.5 times the pure modules'
-rate at this machine's usual speed, about the same in its slow hours) or pure: the last line
+rate at this machine's usual speed, about the same in its slow hours) or pure: the fifth line
 says which, and where from. scripts/runtime builds the runtime from the OS's CPython 3.11 when
 there is one (Debian's: PGO and LTO), which runs these plans with 14% fewer instructions than
 pyenv's default build (docs/plans.md).
 
     PYTHONPATH=src $(scripts/runtime) benchmarks/preflight_throughput.py [--plans N] [--pass N]
-        [--seconds S] [--repeat N]
+        [--seconds S] [--repeat N] [--top N]
 
 The random plans are measured `--repeat` times (3), each time on plans never drawn before, and
 the verdict is on the median: this machine's speed moves by a quarter within hours (the first
-line prints the range), and by up to half for hours at a time. The last line gives the CPU time
+line prints the range), and by up to half for hours at a time. The sixth line gives the CPU time
 of a fixed loop (`calibration`), run before each measurement: a loose guide to the machine's
 speed, which preflight's rate follows only in part (docs/plans.md). The two lines after it
 are a profile of `--plans` fresh random plans, a pass at a time: parse_spec's wall time a plan
@@ -225,13 +225,13 @@ def rule_profile(batches: list[list[dict[str, Any]]]) -> tuple[float, dict[str, 
     that memos can reach). Wall time, read around each rule (perf_counter_ns: CPU time per call
     costs a system call), less the clock's own cost per reading."""
     clock = min(_clock_cost() for _ in range(5))
-    parsing, plans = 0, 0
+    plans = sum(map(len, batches))
+    parsing = 0
     passes: list[dict[str, float]] = [{}, {}]
     for documents in batches:
         began = time.perf_counter_ns()
         specs = [parse_spec(document, "bench") for document in documents]
         parsing += time.perf_counter_ns() - began
-        plans += len(specs)
         for spent in passes:
             for spec in specs:
                 rules, check = plan_rules(spec)
