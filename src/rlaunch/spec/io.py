@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import marshal
-import math
 import os
 from pathlib import Path
 from typing import Any, get_args
@@ -85,16 +84,17 @@ PLAN_KEYS = ("role_plan", "execution")
 """What a search changes from plan to plan: RunSpec's validators read neither (only their own
 models check them), so the rest of a document is validated once per distinct content."""
 _PLAN_KEY_SET = frozenset(PLAN_KEYS)
-_BESIDE_PLAN: Memo[tuple[Any, ...], RunSpec] = Memo(64)
+_BESIDE_PLAN: Memo[bytes, RunSpec] = Memo(64)
 """Content of a document's keys beside PLAN_KEYS -> a spec validated from that content."""
-_EXECUTIONS: Memo[tuple[Any, ...], Execution] = Memo(256)
+_EXECUTIONS: Memo[bytes, Execution] = Memo(256)
 """Content of an `execution` section -> the section, validated."""
-_SOURCES: Memo[tuple[Any, ...], BuildSources] = Memo(64)
+_SOURCES: Memo[bytes, BuildSources] = Memo(64)
 """Content of a `build_sources` value -> what it says (a search parses one spec's thousands of
 times)."""
-_PLAN_SECTIONS: Memo[tuple[str, tuple[Any, ...]], SpecModel] = Memo(4096)
+_PLAN_SECTIONS: Memo[tuple[str, bytes], SpecModel] = Memo(4096)
 """A role-plan field's name and the content of its section -> the section, validated: equal
 sections of the plans of a search are the very same objects."""
+_EXACT_TYPES = (str, int, float, bool, type(None))
 
 
 def _section_models(model: type[SpecModel]) -> dict[str, type[SpecModel]]:
@@ -112,92 +112,45 @@ ROLE_PLAN_SECTIONS = _section_models(RolePlan)
 """The sections of a role plan validated on their own: `policy`, `rollout`, `batch`, ..."""
 
 
-class _Mark:
-    """A tag in a content key (`_content_key`): equal only to itself, whatever a document holds."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
-
-
-_DICT, _LIST, _TUPLE, _FLOAT = _Mark("dict"), _Mark("list"), _Mark("tuple"), _Mark("float")
-_TRUE, _FALSE = _Mark("true"), _Mark("false")
-KEY_DEPTH = 64
-"""The deepest nesting a content key is made for: a document nested deeper is validated anew each
-time (none is: a spec nests about six levels)."""
-
-
-class _NotPlain(Exception):
-    """Raised inside `_content_key`'s walk: the data holds something else than plain values."""
-
-
-def _content_key(data: Any) -> tuple[Any, ...] | None:
-    """`data`'s content as a hashable key, or None when it holds anything but dicts, lists and
-    tuples of str, int, float, bool and None of exactly those types (a subclass, a set, bytes)
-    or nests deeper than KEY_DEPTH. Equal keys, equal content of the same exact types: strings
-    and integers stand for themselves, booleans for their own marks (`True == 1`), floats with
-    their sign (`-0.0 == 0.0`), and each container is a tuple headed by its type's mark, a
-    dict's keys and values in order (other orders: another key, a miss, never a wrong hit).
-    The key holds only immutable values, so a caller's later change to `data` cannot reach it.
-    A walk compiled with the module, where marshal's format 4 kept a table of every object it
-    met (about 80,000 instructions for the part beside the plan, docs/plans.md)."""
+def _content_key(data: Any) -> bytes | None:
+    """`data`'s content as bytes: equal bytes, equal content of the same exact types (marshal
+    refuses subclasses and other objects; those documents are not reused: None). Only the
+    buffer types (bytes, bytearray) share one encoding; `_exact` keeps them out of the memos.
+    Format 4 writes an object met twice once (the keys' strings are shared), so equal content
+    shared otherwise gives other bytes: a miss, never a wrong hit."""
     try:
-        return _plain_key(data, 0)
-    except _NotPlain:
+        return marshal.dumps(data, 4)
+    except ValueError:
         return None
 
 
-def _plain_key(value: Any, depth: int) -> Any:
-    kind = type(value)
-    if kind is str or kind is int or value is None:
-        return value
-    if kind is bool:
-        return _TRUE if value else _FALSE
-    if kind is float:
-        return (_FLOAT, value, math.copysign(1.0, value))
-    if depth >= KEY_DEPTH:
-        raise _NotPlain
-    depth += 1
-    if kind is dict:
-        parts: list[Any] = [_DICT]
-        for name, item in value.items():
-            kind = type(name)
-            parts.append(name if kind is str else _plain_key(name, depth))
-            kind = type(item)
-            parts.append(item if kind is str or kind is int or item is None
-                         else _plain_key(item, depth))
-        return tuple(parts)
-    if kind is list or kind is tuple:
-        parts = [_LIST if kind is list else _TUPLE]
-        for item in value:
-            kind = type(item)
-            parts.append(item if kind is str or kind is int or item is None
-                         else _plain_key(item, depth))
-        return tuple(parts)
-    raise _NotPlain
-
-
-def _private(data: Any) -> Any:
-    """A copy of plain `data` that shares no container with it (its content key was made: only
-    plain values): what a memo validates, so a later change to the caller's data cannot reach a
-    kept result."""
-    return marshal.loads(marshal.dumps(data, 4))
+def _exact(value: Any) -> bool:
+    """Whether `value` holds only dicts, lists and tuples of str, int, float, bool and None
+    (walked with a stack, not recursion: a document may nest deeper than Python recurses)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            pending.extend(item)
+            pending.extend(item.values())
+        elif kind is list or kind is tuple:
+            pending.extend(item)
+        elif kind not in _EXACT_TYPES:
+            return False
+    return True
 
 
 def _execution(data: Any) -> Execution:
     key = _content_key(data)
-    if key is None:
-        return Execution.model_validate(data)
-    known = _EXECUTIONS.get(key)
+    known = _EXECUTIONS.get(key) if key is not None else None
     if known is not None:
         return known
+    if key is None or not _exact(data):
+        return Execution.model_validate(data)
     # Validated from a private copy: a later change to the caller's data cannot reach it (an
     # error is the same: the copy is equal, in the same order).
-    return _EXECUTIONS.put(key, Execution.model_validate(_private(data)))
+    return _EXECUTIONS.put(key, Execution.model_validate(marshal.loads(key)))
 
 
 def _section(name: str, data: Any) -> Any:
@@ -205,15 +158,15 @@ def _section(name: str, data: Any) -> Any:
     distinct content; `data` itself when it is not a mapping (null, or what RolePlan refuses)."""
     if type(data) is not dict:
         return data
-    content = _content_key(data)
-    if content is None:
-        return ROLE_PLAN_SECTIONS[name].model_validate(data)
-    key = (name, content)
-    known = _PLAN_SECTIONS.get(key)
+    key = (name, _content_key(data))
+    known = _PLAN_SECTIONS.get(key) if key[1] is not None else None
     if known is not None:
         return known
+    if key[1] is None or not _exact(data):
+        return ROLE_PLAN_SECTIONS[name].model_validate(data)
     # Validated from a private copy, as the part beside the plan is.
-    return _PLAN_SECTIONS.put(key, ROLE_PLAN_SECTIONS[name].model_validate(_private(data)))
+    return _PLAN_SECTIONS.put(key, ROLE_PLAN_SECTIONS[name].model_validate(
+        marshal.loads(key[1])))
 
 
 def _role_plan(data: Any) -> RolePlan:
@@ -234,7 +187,7 @@ def _build_sources(data: Any) -> BuildSources:
     known = _SOURCES.get(key) if key is not None else None
     if known is None:
         known = BuildSources.from_data(data)
-        if key is not None:
+        if key is not None and _exact(data):
             _SOURCES.put(key, known)
     return known
 
@@ -249,16 +202,16 @@ def _validate(data: dict[str, Any]) -> RunSpec:
     for name in PLAN_KEYS:
         del beside[name]
     key = _content_key(beside)
-    if key is None:
-        return RunSpec.model_validate(data)
-    base = _BESIDE_PLAN.get(key)
+    base = _BESIDE_PLAN.get(key) if key is not None else None
     if base is None:
+        if key is None or not _exact(beside):
+            return RunSpec.model_validate(data)
         try:
             # Validated from a private copy: a later change to the caller's data (a builder's
             # config is kept as given) cannot reach the specs parsed after it. The plan's
             # sections and the execution come from their memos, as for every later document.
             return _BESIDE_PLAN.put(key, RunSpec.model_validate({
-                **_private(beside), "role_plan": _role_plan(data["role_plan"]),
+                **marshal.loads(key), "role_plan": _role_plan(data["role_plan"]),
                 "execution": _execution(data["execution"])}))
         except ValidationError:
             return RunSpec.model_validate(data)
